@@ -1,0 +1,1 @@
+"""``make bench``: kernel throughput against references measured in the same run."""

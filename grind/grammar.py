@@ -1,0 +1,174 @@
+"""Grammars in Mark Johnson's plain-text format: one rule a line.
+
+    [weight [pseudocount]] LHS --> RHS1 RHS2 ...
+
+A symbol that is the left-hand side of some rule is a nonterminal; every other
+symbol is a terminal.  The start symbol is the first rule's LHS unless given.
+Weights are either rule probabilities or Dirichlet pseudo-counts; the file's
+``# weights:`` header line says which.  Count files use the same layout, so a
+rule's key (``LHS --> RHS ...``) is the same in every file grind writes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+from .textio import read_lines
+
+ARROW = "-->"
+
+
+def rule_key(lhs: str, rhs: tuple[str, ...]) -> str:
+    return f"{lhs} {ARROW} {' '.join(rhs)}"
+
+
+@dataclass
+class Grammar:
+    """A list of rules with one weight each (and optional pseudo-counts).
+
+    ``weights[r]`` belongs to ``rules[r] = (lhs, rhs)``.  ``meta`` keeps the
+    ``# key: value`` header lines of the file it was read from.
+    """
+
+    rules: list[tuple[str, tuple[str, ...]]]
+    weights: np.ndarray
+    start: str
+    pseudocounts: np.ndarray | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.weights = np.asarray(self.weights, dtype=np.float64)
+        self.index = {rule_key(*r): i for i, r in enumerate(self.rules)}
+        if len(self.index) != len(self.rules):
+            seen = set()
+            for r in self.rules:
+                k = rule_key(*r)
+                if k in seen:
+                    raise InputError(f"duplicate rule {k}")
+                seen.add(k)
+        self.nonterminals = sorted({lhs for lhs, _ in self.rules})
+        self._nts = nts = set(self.nonterminals)
+        if self.start not in nts:
+            raise InputError(f"start symbol {self.start!r} is not the left-hand side of any rule")
+        self.terminals = sorted({s for _, rhs in self.rules for s in rhs if s not in nts})
+        lhs_id = {a: i for i, a in enumerate(self.nonterminals)}
+        self.lhs = np.array([lhs_id[a] for a, _ in self.rules], dtype=np.int64)
+
+    def __len__(self):
+        return len(self.rules)
+
+    def keys(self) -> list[str]:
+        return [rule_key(*r) for r in self.rules]
+
+    def is_nonterminal(self, sym: str) -> bool:
+        return sym in self._nts
+
+    def with_weights(self, weights, meta=None) -> "Grammar":
+        """The same rules with new weights (no pseudo-counts)."""
+        return Grammar(self.rules, np.asarray(weights, dtype=np.float64), self.start,
+                       None, dict(meta if meta is not None else self.meta))
+
+    def lhs_totals(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` over the rules of each rule's LHS, per rule."""
+        tot = np.bincount(self.lhs, weights=values, minlength=len(self.nonterminals))
+        return tot[self.lhs]
+
+    def normalize(self, values: np.ndarray) -> np.ndarray:
+        """theta_r = v_r / sum_{r' in R_A} v_r'.  A LHS whose values are all
+        zero keeps zeros (it is unreachable or unused)."""
+        tot = self.lhs_totals(values)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(tot > 0, values / np.where(tot > 0, tot, 1.0), 0.0)
+        return out
+
+
+def parse_rule_line(line: str, where: str):
+    """``[weight [pseudocount]] LHS --> RHS...`` -> (weight, pseudocount, lhs, rhs)."""
+    toks = line.split()
+    try:
+        p = toks.index(ARROW)
+    except ValueError:
+        raise InputError(f"{where}: no '{ARROW}' in rule line: {line.strip()!r}") from None
+    if p == 0:
+        raise InputError(f"{where}: rule has no left-hand side: {line.strip()!r}")
+    nums, lhs, rhs = toks[: p - 1], toks[p - 1], tuple(toks[p + 1:])
+    if len(nums) > 2:
+        raise InputError(f"{where}: expected '[weight [pseudocount]] LHS --> RHS...', "
+                         f"got {line.strip()!r}")
+    if not rhs:
+        raise InputError(f"{where}: rule {lhs} {ARROW} has an empty right-hand side")
+    if ARROW in rhs:
+        raise InputError(f"{where}: more than one '{ARROW}' in {line.strip()!r}")
+    vals = []
+    for s in nums:
+        try:
+            v = float(s)
+        except ValueError:
+            raise InputError(f"{where}: weight {s!r} is not a number") from None
+        if not math.isfinite(v) or v < 0:
+            raise InputError(f"{where}: weight {s} must be finite and non-negative")
+        vals.append(v)
+    weight = vals[0] if vals else 1.0
+    pseudo = vals[1] if len(vals) > 1 else None
+    return weight, pseudo, lhs, rhs
+
+
+def parse_header_meta(line: str, meta: dict) -> None:
+    """Record a ``# key: value`` header line in ``meta``."""
+    body = line.lstrip("#").strip()
+    if ":" in body:
+        k, v = body.split(":", 1)
+        k = k.strip()
+        if k and " " not in k:
+            meta.setdefault(k, v.strip())
+
+
+def read_rule_file(path: str):
+    """Yield (weight, pseudocount, lhs, rhs) and fill a meta dict; errors name file:line."""
+    rules, weights, pseudos, meta, lines_of = [], [], [], {}, {}
+    for lineno, line in read_lines(path):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            parse_header_meta(s, meta)
+            continue
+        where = f"{path}:{lineno}"
+        w, pc, lhs, rhs = parse_rule_line(s, where)
+        key = rule_key(lhs, rhs)
+        if key in lines_of:
+            raise InputError(f"{where}: duplicate rule {key} (first at line {lines_of[key]})")
+        lines_of[key] = lineno
+        rules.append((lhs, rhs))
+        weights.append(w)
+        pseudos.append(pc)
+    if not rules:
+        raise InputError(f"{path}: no rules")
+    return rules, np.array(weights, dtype=np.float64), pseudos, meta
+
+
+def read_grammar(path: str, start: str | None = None) -> Grammar:
+    rules, weights, pseudos, meta = read_rule_file(path)
+    pc = None
+    if any(p is not None for p in pseudos):
+        pc = np.array([p if p is not None else 0.0 for p in pseudos], dtype=np.float64)
+    start = start or meta.get("start") or rules[0][0]
+    try:
+        return Grammar(rules, weights, start, pc, meta)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def format_weight(w: float) -> str:
+    """Shortest text that reads back as exactly the same float64."""
+    r = repr(float(w))
+    return r[:-2] if r.endswith(".0") else r
+
+
+def rule_lines(rules, weights, pseudocounts=None):
+    for i, (lhs, rhs) in enumerate(rules):
+        pc = "" if pseudocounts is None else " " + format_weight(pseudocounts[i])
+        yield f"{format_weight(weights[i])}{pc} {rule_key(lhs, rhs)}\n"

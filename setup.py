@@ -1,0 +1,40 @@
+"""Build grind's Cython chart kernels (csrc/*.pyx -> grind._cky, grind._dmv).
+
+GRIND_KERNELS=cky builds only the named kernels (comma-separated).  Set GRIND_NATIVE=0 to build without -march=native (for a binary moved to
+another machine); the default optimises for the building machine.
+"""
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+native = os.environ.get("GRIND_NATIVE", "1") != "0"
+cflags = ["-O3", "-ffp-contract=fast"] + (["-march=native"] if native else [])
+
+
+def kernel(name):
+    return Extension(
+        f"grind._{name}",
+        [f"csrc/{name}.pyx"],
+        include_dirs=[numpy.get_include(), "csrc"],
+        extra_compile_args=cflags,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+
+
+KERNELS = [k for k in os.environ.get("GRIND_KERNELS", "cky,dmv").split(",")
+           if os.path.exists(f"csrc/{k}.pyx")]
+
+setup(
+    ext_modules=cythonize(
+        [kernel(k) for k in KERNELS],
+        compiler_directives={
+            "language_level": 3,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+)
