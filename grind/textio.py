@@ -39,17 +39,17 @@ def _quote(a: str) -> str:
     return a if a and all(c.isalnum() or c in "-_./=:,+@%" for c in a) else repr(a)
 
 
-def open_in(path: str):
-    """A text stream for ``path`` (``-`` = stdin; ``.gz`` decompressed), UTF-8."""
+def open_binary(path: str):
+    """A byte stream for ``path`` (``-`` = stdin; ``.gz``/``.xz`` decompressed)."""
     if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+        return sys.stdin.buffer
     try:
         if path.endswith(".gz"):
-            return gzip.open(path, "rt", encoding="utf-8", errors="strict")
+            return gzip.open(path, "rb")
         if path.endswith(".xz"):
             import lzma
-            return lzma.open(path, "rt", encoding="utf-8", errors="strict")
-        return open(path, encoding="utf-8", errors="strict")
+            return lzma.open(path, "rb")
+        return open(path, "rb")
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
 
@@ -57,13 +57,14 @@ def open_in(path: str):
 def read_lines(path: str):
     """Yield (line number, line) of a UTF-8 text file; bad bytes name file and line."""
     name = "<stdin>" if path == "-" else path
-    f = open_in(path)
+    f = open_binary(path)
     lineno = 0
     try:
-        for lineno, line in enumerate(f, 1):
-            yield lineno, line
-    except UnicodeDecodeError as e:
-        raise InputError(f"{name}:{lineno + 1}: not valid UTF-8 ({e.reason})") from None
+        for lineno, raw in enumerate(f, 1):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"{name}:{lineno}: not valid UTF-8 ({e.reason})") from None
     except (OSError, EOFError) as e:
         raise InputError(f"{name}: cannot read: {e}") from None
     finally:

@@ -1,0 +1,30 @@
+# grind: the two set-up commands are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.grind-installed
+
+.PHONY: install demo test bench clean
+
+# A virtualenv with grind installed in editable mode, its Cython kernels compiled.
+$(STAMP): setup.py pyproject.toml $(wildcard csrc/*.pyx csrc/*.pxd)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+# The main job on the shipped UD English-EWT sample: make a grammar, initialise, train, parse, evaluate.
+demo: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" bash bin/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+# E-step throughput against references measured in the same run (one core).
+bench: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m grind.bench
+
+clean:
+	rm -rf build demo-out bench-out grind/*.so csrc/*.c *.egg-info

@@ -1,0 +1,17 @@
+"""``python -m grind.bench``: every kernel benchmark, one after the other."""
+import importlib
+import sys
+
+
+def main():
+    for name in ("cky", "dmv"):
+        try:
+            mod = importlib.import_module(f"grind.bench.{name}")
+        except ImportError as e:
+            print(f"(skipping {name} benchmark: {e})", file=sys.stderr)
+            continue
+        mod.main()
+
+
+if __name__ == "__main__":
+    main()

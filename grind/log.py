@@ -1,0 +1,31 @@
+"""Messages and progress on stderr: data goes to stdout, everything else here.
+
+Progress bars (tqdm) are shown only when stderr is a terminal and not --quiet,
+so logs of batch jobs and pipelines stay clean.
+"""
+from __future__ import annotations
+
+import sys
+
+_state = {"quiet": False}
+
+
+def set_quiet(quiet: bool) -> None:
+    _state["quiet"] = bool(quiet)
+
+
+def info(msg: str) -> None:
+    if not _state["quiet"]:
+        print(f"grind: {msg}", file=sys.stderr, flush=True)
+
+
+def warn(msg: str) -> None:
+    print(f"grind: warning: {msg}", file=sys.stderr, flush=True)
+
+
+def progress(iterable, **kw):
+    """tqdm on a terminal, the plain iterable otherwise."""
+    if _state["quiet"] or not sys.stderr.isatty():
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, file=sys.stderr, leave=False, **kw)

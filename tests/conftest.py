@@ -1,0 +1,40 @@
+"""Shared fixtures: the shipped EWT sample, ../shared/data (tests skip without it), a CLI runner."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "ewt"
+SHARED = Path(os.environ.get("GRIND_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture
+def ewt_train():
+    return str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
+
+
+@pytest.fixture
+def ewt_test():
+    return str(SAMPLE / "en_ewt-ud-test-sample.conllu.gz")
+
+
+def shared_path(*parts) -> Path:
+    """A file under ../shared/data, or skip the test when it is absent."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"{p} not available")
+    return p
+
+
+def grind(*args, stdin: str | None = None, check: bool = True, cwd=None):
+    """Run the grind CLI in a subprocess; returns CompletedProcess (text)."""
+    r = subprocess.run([sys.executable, "-m", "grind.cli", *map(str, args)], input=stdin,
+                       capture_output=True, text=True, cwd=cwd)
+    if check and r.returncode != 0:
+        raise AssertionError(f"grind {' '.join(map(str, args))} failed ({r.returncode}):\n{r.stderr}")
+    return r
