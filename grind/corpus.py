@@ -227,3 +227,19 @@ def _is_punct(row, punct):
         return row[3] == "PUNCT"
     tags = PTB_PUNCT_PLUS if punct == "ptb+" else PTB_PUNCT
     return row[4] in tags or (row[4] == "_" and row[3] in tags)
+
+
+def conll_block(sentence: Sentence, heads) -> str:
+    """The sentence as a CoNLL block with HEAD set to ``heads`` (1-based, 0 = root).
+
+    Kept rows pass through with IDs renumbered 1..n (punctuation removal drops
+    rows); DEPREL becomes ``root``/``dep`` and DEPS ``_``.  A plain-text
+    sentence gets FORM = token and ``_`` elsewhere.
+    """
+    rows = sentence.rows or [[str(i), t] + ["_"] * 8 for i, t in enumerate(sentence.tokens, 1)]
+    out = [c + "\n" for c in sentence.comments]
+    for i, (row, h) in enumerate(zip(rows, heads), 1):
+        r = list(row)
+        r[0], r[6], r[7], r[8] = str(i), str(int(h)), "root" if h == 0 else "dep", "_"
+        out.append("\t".join(r) + "\n")
+    return "".join(out) + "\n"

@@ -1,0 +1,155 @@
+"""The command line: a pipeline through stdin/stdout, headers, help, and clear errors."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import grind
+from grind.counts import read_counts
+
+GRAMMAR = """\
+1 S --> NP VP
+1 NP --> D N
+1 NP --> N
+1 VP --> V NP
+1 VP --> V
+1 D --> the
+1 D --> a
+1 N --> dog
+1 N --> cat
+1 N --> dogs
+1 V --> saw
+1 V --> barks
+"""
+CORPUS = "the dog saw a cat\ndogs barks\na cat saw dogs\nthe cat barks\ndogs saw the dog\n"
+SUBCOMMANDS = ["make-grammar", "make-grammar cnf", "make-grammar from-file", "init", "estep", "sum",
+               "mstep", "train", "parse", "eval", "loglik"]
+
+
+@pytest.fixture
+def files(tmp_path):
+    g = tmp_path / "g.txt"
+    g.write_text(GRAMMAR)
+    c = tmp_path / "c.txt"
+    c.write_text(CORPUS)
+    return tmp_path, str(g), str(c)
+
+
+def test_pipeline_through_stdin_and_stdout(files):
+    d, g, c = files
+    g1 = grind("init", "--random", "--seed", "3", g).stdout
+    counts = grind("estep", "-", c, stdin=g1).stdout
+    g2 = grind("mstep", "--grammar", g, "-", stdin=counts).stdout
+    trained = grind("train", "--iterations", "5", "-", c, stdin=g1).stdout
+    trees = grind("parse", "-", c, stdin=trained).stdout
+    assert [t for t in trees.splitlines() if not t.startswith("#")][1] == "(S (NP (N dogs)) (VP (V barks)))"
+    ll = grind("loglik", "-", c, stdin=trained).stdout
+    assert "# perplexity:" in ll
+    for out in (g1, counts, g2, trained, trees, ll):
+        assert out.startswith("# grind ") and "# command: grind " in out and "# seed:" in out
+
+
+def test_one_em_step_by_hand_equals_train(files):
+    d, g, c = files
+    (d / "g1.txt").write_text(grind("init", "--random", "--seed", "5", g).stdout)
+    counts = grind("estep", d / "g1.txt", c).stdout
+    by_hand = grind("mstep", "--grammar", d / "g1.txt", "-", stdin=counts).stdout
+    trained = grind("train", "--iterations", "1", d / "g1.txt", c).stdout
+    strip = lambda t: [ln for ln in t.splitlines() if not ln.startswith("#")]
+    assert strip(by_hand) == strip(trained)
+
+
+def test_estep_on_shards_plus_sum_equals_whole(files):
+    d, g, c = files
+    lines = CORPUS.splitlines(keepends=True)
+    (d / "a.txt").write_text("".join(lines[:2]))
+    (d / "b.txt").write_text("".join(lines[2:]))
+    (d / "g1.txt").write_text(grind("init", "--random", "--seed", "7", g).stdout)
+    whole = grind("estep", "-o", d / "whole.txt", d / "g1.txt", c)
+    grind("estep", "-o", d / "ca.txt", d / "g1.txt", d / "a.txt")
+    grind("estep", "-o", d / "cb.txt", d / "g1.txt", d / "b.txt")
+    grind("sum", "-o", d / "sum.txt", d / "ca.txt", d / "cb.txt")
+    w, s = read_counts(str(d / "whole.txt")), read_counts(str(d / "sum.txt"))
+    assert w.rules == s.rules
+    np.testing.assert_allclose(s.values, w.values, rtol=1e-12)
+    assert s.stats["sentences"] == w.stats["sentences"] == 5
+    assert s.stats["loglik"] == pytest.approx(w.stats["loglik"], rel=1e-12)
+    assert whole.returncode == 0
+
+
+@pytest.mark.parametrize("cmd", SUBCOMMANDS)
+def test_every_subcommand_explains_itself_with_an_example(cmd):
+    out = grind(*cmd.split(), "--help").stdout
+    assert "Example" in out or "example" in out.lower()
+
+
+def test_top_level_help_has_pipeline_example():
+    out = grind("--help").stdout
+    assert "grind make-grammar cnf" in out and "grind train" in out
+
+
+@pytest.mark.parametrize("grammar,corpus,msg", [
+    ("1 S --> a\n1 S -> b\n", "a\n", "g.txt:2: no '-->'"),
+    ("1 S --> a\n", "\n", "no sentences"),
+])
+def test_bad_input_is_one_line_error_exit_1(tmp_path, grammar, corpus, msg):
+    (tmp_path / "g.txt").write_text(grammar)
+    (tmp_path / "c.txt").write_text(corpus)
+    r = grind("estep", tmp_path / "g.txt", tmp_path / "c.txt", check=False)
+    assert r.returncode == 1
+    assert msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_non_utf8_corpus_names_line(files):
+    d, g, c = files
+    (d / "bad.txt").write_bytes(b"the dog\nthe \xfe cat\n")
+    r = grind("estep", g, d / "bad.txt", check=False)
+    assert r.returncode == 1 and "bad.txt:2: not valid UTF-8" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_file_and_usage_errors(files):
+    d, g, c = files
+    r = grind("estep", g, d / "nope.txt", check=False)
+    assert r.returncode == 1 and "nope.txt: cannot read" in r.stderr and "Traceback" not in r.stderr
+    r = grind("train", "--iterations", "zero", g, c, check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_unparseable_sentence_is_reported_and_counted(files):
+    d, g, c = files
+    (d / "c2.txt").write_text(CORPUS + "the zebra barks\n")
+    r = grind("estep", g, d / "c2.txt")
+    assert "sentence 6 (line 6) has no parse: unknown word 'zebra'" in r.stderr
+    assert "1 of 6 sentences have no parse" in r.stderr
+    assert "# sentences: 6" in r.stdout and "# parsed: 5" in r.stdout
+    trees = grind("parse", g, d / "c2.txt").stdout.splitlines()
+    assert trees[-1] == "(NOPARSE the zebra barks)"
+
+
+def test_failed_run_leaves_existing_output_intact(files):
+    d, g, c = files
+    out = d / "out.txt"
+    out.write_text("precious\n")
+    (d / "bad.txt").write_text("1 S --> a\n1 S ->\n")
+    r = grind("init", "-o", out, d / "bad.txt", check=False)
+    assert r.returncode == 1 and out.read_text() == "precious\n"
+    assert not [p for p in d.iterdir() if p.name.startswith(".grind-")]
+
+
+def test_closed_pipe_ends_quietly(files):
+    d, g, c = files
+    big = d / "big.txt"
+    big.write_text(CORPUS * 400)
+    cmd = f"{sys.executable} -m grind.cli parse {g} {big} | head -1"
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True)
+    assert r.stdout.startswith("# grind")
+    assert "Traceback" not in r.stderr and "Broken pipe" not in r.stderr
+
+
+def test_seed_makes_init_reproducible(files):
+    d, g, c = files
+    a = grind("init", "--random", "--seed", "11", g).stdout
+    b = grind("init", "--random", "--seed", "11", g).stdout
+    other = grind("init", "--random", "--seed", "12", g).stdout
+    assert a == b and a != other
