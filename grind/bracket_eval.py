@@ -6,13 +6,13 @@ length 1 are skipped.  Reported: corpus-level P/R/F1 from pooled counts, the
 sentence-level mean F1 (a sentence with no gold span has recall 1, and with
 no predicted span either precision 1), and exact match (equal span sets).
 Traces (-NONE-) are removed from gold trees, and punctuation if asked, before
-spans are read.
+spans are read; the gold trees are filtered by length like the parsed corpus.
 """
 from __future__ import annotations
 
 from .corpus import PTB_PUNCT, PTB_PUNCT_PLUS
 from .errors import InputError
-from .trees import TRACE_TAGS, leaves, prune, read_trees, spans
+from .trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
 
 CONVENTION = ("unlabeled spans as sets; width-1 spans and the whole-sentence span not counted; "
               "sentences of length 1 skipped (Kim et al. 2019)")
@@ -54,17 +54,32 @@ def evaluate(gold_trees, pred_trees) -> dict:
             "exact": exact / scored if scored else 0.0}
 
 
-def prepare_gold(trees, punct: str):
-    tags = {"none": set(), "ud": {"PUNCT"}, "ptb": PTB_PUNCT, "ptb+": PTB_PUNCT_PLUS}[punct]
+def prepare_gold(trees, spec):
+    """Gold trees as the parsed corpus saw them: traces and punctuation (spec.punct)
+    pruned, leaves from spec.column (FORM words, LFORM lower-cased, XPOS tags),
+    length filter applied."""
+    tags = {"none": set(), "ud": {"PUNCT"}, "ptb": PTB_PUNCT, "ptb+": PTB_PUNCT_PLUS}[spec.punct]
     drop = TRACE_TAGS | set(tags)
-    pruned = [prune(t, drop.__contains__) for t in trees]
-    return [t if t is not None else ("EMPTY",) for t in pruned]
+    out = []
+    for t in trees:
+        t = prune(t, drop.__contains__)
+        if t is None:
+            continue
+        if spec.column == "XPOS":
+            t = tags_as_leaves(t)
+        elif spec.column == "LFORM":
+            t = map_leaves(t, str.lower)
+        elif spec.column == "UPOS":
+            raise InputError("bracketed gold trees have no UPOS; use --column XPOS, FORM or LFORM")
+        n = len(leaves(t))
+        if spec.min_length <= n and (spec.max_length is None or n <= spec.max_length):
+            out.append(t)
+    return out
 
 
-def evaluate_files(gold_path, pred_path, punct="none") -> str:
-    gold = prepare_gold(read_trees(gold_path), punct)
-    res = evaluate(gold, read_trees(pred_path))
-    return (f"# convention: {CONVENTION}; gold traces (-NONE-) removed; punctuation removed: {punct}\n"
+def evaluate_files(gold_path, pred_path, spec) -> str:
+    res = evaluate(prepare_gold(read_trees(gold_path), spec), read_trees(pred_path))
+    return (f"# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"
             f"noparse\t{res['noparse']}\n"

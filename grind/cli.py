@@ -372,26 +372,55 @@ def loglik(grammar, corpus, spec, summary, start, output):
 
 
 @cli.command("eval")
-@click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True,
-              help="Punctuation removed from the gold trees before scoring (must match how the parsed corpus was read).")
+@corpus_options
 @output_option
 @click.argument("gold")
 @click.argument("predicted")
-def eval_(gold, predicted, punct, output):
-    """Score PREDICTED trees against GOLD trees (unlabeled brackets).
+def eval_(gold, predicted, spec, output):
+    """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
-    Reports precision, recall and F1, corpus-level (pooled counts) and
-    sentence-level (mean), and exact match, and says which spans it counts.
+    Give the corpus options the parsed corpus was read with; they are applied
+    to GOLD so that both hold the same sentences and tokens.
 
     \b
-    Example:
-      grind eval --punct ptb gold.mrg test.trees
+    Trees (unlabeled brackets, Kim et al. 2019 convention): corpus-level
+    (pooled) and sentence-level (mean) precision/recall/F1, exact match.
+    Dependencies (CoNLL): directed and undirected attachment accuracy for
+    sentences of <= 10, <= 20 words and all, the root arc counted as one arc.
+
+    \b
+    Examples:
+      grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
+      grind eval --column UPOS --punct ud gold.conllu parsed.conllu
     """
-    from .bracket_eval import evaluate_files
-    report = evaluate_files(gold, predicted, punct)
+    from .corpus import detect_format
+    if gold == "-" and spec.format == "auto":
+        raise click.UsageError("reading GOLD from stdin needs an explicit --format")
+    fmt = spec.format if spec.format != "auto" else detect_format(gold, _first_line(gold))
+    if fmt == "ptb" or fmt == "text":
+        from .bracket_eval import evaluate_files
+        report = evaluate_files(gold, predicted, spec)
+    else:
+        from .dep_eval import evaluate, format_report
+        rows = evaluate(read_corpus(gold, spec), read_corpus(predicted, spec))
+        report = format_report(rows, dependency_convention(spec))
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)
+
+
+def _first_line(path):
+    from .textio import read_lines
+    return next((ln for _, ln in read_lines(path) if ln.strip() and not ln.startswith("#")), None)
+
+
+def dependency_convention(spec) -> str:
+    punct = {"none": "all tokens scored (punctuation kept, as conll18_ud_eval.py)",
+             "ud": "punctuation (UPOS PUNCT) removed before scoring, heads re-attached",
+             "ptb": "PTB punctuation tags removed before scoring, heads re-attached",
+             "ptb+": "PTB punctuation tags and # $ removed before scoring, heads re-attached"}[spec.punct]
+    return ("directed / undirected attachment accuracy over words, root attachment counted as one arc; "
+            f"{punct}; sentence lengths after removal; corpus read as {spec.describe()}")
 
 
 # ----------------------------------------------------------------------------- entry point

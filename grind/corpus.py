@@ -23,7 +23,7 @@ PTB_PUNCT = frozenset(["``", "''", ",", ".", ":", "-LRB-", "-RRB-"])
 PTB_PUNCT_PLUS = PTB_PUNCT | {"#", "$"}
 
 COLUMNS = ("FORM", "LFORM", "UPOS", "XPOS")
-FORMATS = ("auto", "text", "conllu", "conllx", "malt")
+FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb")
 PUNCT_RULES = ("none", "ud", "ptb", "ptb+")
 
 
@@ -64,10 +64,13 @@ class CorpusSpec:
 
 
 def detect_format(path: str, first_line: str | None) -> str:
-    for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt")):
+    for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt"),
+                     (".mrg", "ptb")):
         if path.endswith(ext) or path.endswith(ext + ".gz") or path.endswith(ext + ".xz"):
             return fmt
     if first_line is not None:
+        if first_line.lstrip().startswith("("):
+            return "ptb"
         ncol = len(first_line.rstrip("\n").split("\t"))
         if ncol == 10:
             return "conllu"
@@ -92,6 +95,8 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
         if spec.punct != "none":
             raise InputError(f"{name}: punctuation removal needs tags: use a CoNLL or Malt-TAB file")
         sents = _read_text(lines)
+    elif fmt == "ptb":
+        sents = _read_ptb(lines, name, spec)
     else:
         sents = _read_treebank(lines, name, fmt, spec)
     sents = [s for s in sents if spec.min_length <= len(s) and
@@ -110,6 +115,20 @@ def _read_text(lines) -> list[Sentence]:
         toks = line.split()
         if toks:
             out.append(Sentence(toks, len(out) + 1, lineno))
+    return out
+
+
+def _read_ptb(lines, name, spec) -> list[Sentence]:
+    """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped."""
+    from .trees import TRACE_TAGS, parse_trees, preterminals
+    column = spec.column or _default_column_error(name)
+    text = "".join(ln for _, ln in lines if not ln.startswith("#"))
+    out = []
+    for number, tree in enumerate(parse_trees(text, name), 1):
+        rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", 0] for i, (t, w) in
+                enumerate([p for p in preterminals(tree) if p[0] not in TRACE_TAGS], 1)]
+        if rows:
+            out.append(_make_sentence(rows, number, 0, [], column, spec.punct, name))
     return out
 
 

@@ -124,3 +124,18 @@ def derivation_tree(grammar, derivation, tokens):
         return (lhs, *kids)
 
     return build()
+
+
+def tags_as_leaves(tree):
+    """Every preterminal (TAG word) becomes (TAG TAG): for grammars induced over tags."""
+    if isinstance(tree, str):
+        return tree
+    if len(tree) == 2 and isinstance(tree[1], str):
+        return (tree[0], tree[0])
+    return (tree[0], *(tags_as_leaves(c) for c in tree[1:]))
+
+
+def map_leaves(tree, f):
+    if isinstance(tree, str):
+        return f(tree)
+    return (tree[0], *(map_leaves(c, f) for c in tree[1:]))

@@ -1,0 +1,48 @@
+"""Bracket evaluation on the Penn Treebank sample in ../shared/data (skipped when absent)."""
+import pytest
+
+from conftest import grind, shared_path
+from grind.bracket_eval import evaluate, prepare_gold
+from grind.corpus import CorpusSpec, read_corpus
+from grind.trees import leaves, read_trees
+
+WSJ10 = CorpusSpec(column="XPOS", punct="ptb", max_length=10)
+
+
+@pytest.fixture(scope="module")
+def mrg(tmp_path_factory):
+    d = shared_path("nltk_ptb_sample", "treebank", "combined")
+    out = tmp_path_factory.mktemp("ptb") / "wsj_0001-0040.mrg"
+    out.write_text("".join((d / f"wsj_{i:04d}.mrg").read_text() for i in range(1, 41)))
+    return out
+
+
+def right_branching(tree):
+    ws = leaves(tree)
+    t = ("X", ws[-1])
+    for w in reversed(ws[:-1]):
+        t = ("X", w, t)
+    return t
+
+
+def test_gold_against_itself_is_perfect_and_right_branching_is_not(mrg):
+    gold = prepare_gold(read_trees(str(mrg)), WSJ10)
+    assert len(gold) == len(read_corpus(str(mrg), WSJ10)) > 50
+    perfect = evaluate(gold, gold)
+    assert perfect["f1"] == perfect["sentence_f1"] == perfect["exact"] == 1.0
+    rb = evaluate(gold, [right_branching(t) for t in gold])
+    assert 0.2 < rb["f1"] < 0.9 and rb["exact"] < 0.5
+
+
+def test_pipeline_on_wsj10_sample(mrg, tmp_path):
+    c = ["--column", "XPOS", "--punct", "ptb", "--max-length", "10"]
+    g0 = grind("make-grammar", "cnf", *c, "-n", "4", "-p", "4", mrg).stdout
+    g1 = grind("init", "--random", "--seed", "1", "-", stdin=g0).stdout
+    g = grind("train", *c, "--iterations", "3", "-", mrg, stdin=g1).stdout
+    (tmp_path / "g.txt").write_text(g)
+    trees = grind("parse", *c, "-o", tmp_path / "p.trees", tmp_path / "g.txt", mrg)
+    rep = grind("eval", *c, mrg, tmp_path / "p.trees").stdout
+    assert "Kim et al. 2019" in rep and "punct-removed=ptb" in rep
+    vals = dict(ln.split("\t") for ln in rep.splitlines() if not ln.startswith("#"))
+    assert 0.0 <= float(vals["corpus_f1"]) <= 1.0 and int(vals["sentences"]) > 50
+    assert trees.returncode == 0
