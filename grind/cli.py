@@ -72,6 +72,11 @@ def start_option(f):
                         help="Start symbol (default: the grammar's '# start:' header, else the first rule's LHS).")(f)
 
 
+def kernel_option(f):
+    return click.option("--kernel", type=click.Choice(["auto", "cky", "dmv"]), default="auto", show_default=True,
+                        help="Chart kernel: auto = the DMV kernel for DMV grammars, CKY otherwise.")(f)
+
+
 def make_rng(seed):
     set_run_info(seed=seed)
     return np.random.default_rng(seed)
@@ -84,12 +89,19 @@ def write_grammar(path, grammar: Grammar, weights, kind, **extra):
         f.writelines(rule_lines(grammar.rules, weights, grammar.pseudocounts))
 
 
-def load(grammar_path, corpus_path, spec, start=None):
+def load(grammar_path, corpus_path, spec, start=None, kernel="auto"):
     """Grammar, sentences and a chart parser for them."""
     from .parser import make_parser
     grammar = read_grammar(grammar_path, start)
     sents = read_corpus(corpus_path, spec)
-    return grammar, sents, make_parser(grammar, [s.tokens for s in sents])
+    return grammar, sents, make_parser(grammar, [s.tokens for s in sents], kernel)
+
+
+def known_failures(parser, n):
+    """A log-Z-like vector: -inf for sentences the parser already knows it cannot parse."""
+    z = np.zeros(n)
+    z[list(parser.failures)] = -np.inf
+    return z
 
 
 def report_failures(sents, parser, logz, what="sentences"):
@@ -123,7 +135,13 @@ def cli(quiet):
 
 @cli.group("make-grammar")
 def make_grammar():
-    """Write a grammar to train: a fully connected CNF grammar, or a checked copy of a file."""
+    """Write a grammar to train: a fully connected CNF grammar, the DMV, or a checked copy of a file.
+
+    \b
+    Examples:
+      grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
+      grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+    """
 
 
 @make_grammar.command("cnf")
@@ -152,6 +170,32 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
     write_grammar(output, g, g.weights, "unnormalised (all 1)", corpus=spec.describe())
 
 
+@make_grammar.command("dmv")
+@corpus_options
+@click.option("--lexicalized", is_flag=True,
+              help="Words as heads: choose rules only for (head, dependent, direction) triples seen in a sentence.")
+@output_option
+@click.argument("corpus")
+def make_dmv(corpus, spec, lexicalized, output):
+    """The DMV (Klein & Manning 2004) as a split-head PCFG over CORPUS's types.
+
+    \b
+    S --> Y_h;  Y_h --> L0_h R0_h;  L0_h / L_h --> h_l (STOP) | L'_h (not STOP),
+    valence 0 / 1;  L'_h --> Y_d L_h (choose d);  mirror rules R0_h, R_h, R'_h.
+    Uniform probabilities; any PCFG tool can read it, grind uses its DMV kernel.
+
+    \b
+    Examples:
+      grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+      grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
+    """
+    from .dmv import dmv_grammar
+    sents = read_corpus(corpus, spec)
+    g = dmv_grammar([s.tokens for s in sents], lexicalized=lexicalized)
+    write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
+                  lexicalized=str(lexicalized).lower(), corpus=spec.describe())
+
+
 @make_grammar.command("from-file")
 @start_option
 @output_option
@@ -170,34 +214,66 @@ def make_from_file(grammar, start, output):
 @cli.command()
 @click.option("--uniform", "mode", flag_value="uniform", default=True, help="Uniform per LHS (default).")
 @click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
+@click.option("--harmonic", "mode", flag_value="harmonic",
+              help="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
 @click.option("--jitter", type=click.FloatRange(0), default=1.0, show_default=True,
               help="Scale of the log-normal noise of --random.")
+@click.option("--corpus", "corpus_path", default=None, help="The training corpus (for --harmonic).")
+@corpus_options
 @seed_option
 @start_option
 @output_option
 @click.argument("grammar")
-def init(grammar, mode, jitter, seed, start, output):
+def init(grammar, mode, jitter, corpus_path, spec, seed, start, output):
     """Initial rule probabilities for GRAMMAR's rules.
 
     \b
-    Example:
+    --uniform   1/|R_A| for every rule of each LHS A.
+    --random    uniform times exp(jitter * z), z ~ N(0,1), renormalised.
+    --harmonic  (DMV) in an n-word sentence each word is the root with weight
+                1/n and attaches to word j with weight proportional to
+                1/|i-j| (one attachment per word; Cohen & Smith 2010 §5.1).
+                Stop counts: each candidate dependent attaches independently
+                with that weight, so per head and direction STOP(v0) = P(no
+                dependent), not-STOP(v0) = STOP(v1) = 1 - P(no dependent),
+                not-STOP(v1) = E[#dependents] - (1 - P(no dependent)).
+                The counts are normalised per LHS.
+
+    \b
+    Examples:
       grind init --random --seed 1 g0.txt > g1.txt
+      grind init --harmonic --corpus train.conllu --column UPOS --punct ud --max-length 10 dmv0.txt > dmv1.txt
     """
     rng = make_rng(seed)
     g = read_grammar(grammar, start)
     w = np.ones(len(g))
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
+    elif mode == "harmonic":
+        w = harmonic_weights(g, corpus_path, spec)
     write_grammar(output, g, g.normalize(w), "probabilities", init=mode)
+
+
+def harmonic_weights(g, corpus_path, spec):
+    from .dmv import harmonic_counts, is_dmv_grammar
+    if not is_dmv_grammar(g):
+        raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
+    if not corpus_path:
+        raise click.UsageError("--harmonic needs --corpus (the training corpus)")
+    counts = harmonic_counts(g, [s.tokens for s in read_corpus(corpus_path, spec)])
+    if not counts.any():
+        raise InputError(f"{corpus_path}: no sentence of the corpus fits the grammar's vocabulary")
+    return counts
 
 
 @cli.command()
 @corpus_options
+@kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def estep(grammar, corpus, spec, start, output):
+def estep(grammar, corpus, spec, kernel, start, output):
     """Expected rule counts of CORPUS under GRAMMAR (the E-step of EM).
 
     Counts of corpus shards add up with 'grind sum'.
@@ -207,7 +283,7 @@ def estep(grammar, corpus, spec, start, output):
       grind estep g.txt shard1.txt > c1.txt; grind estep g.txt shard2.txt > c2.txt
       grind sum c1.txt c2.txt | grind mstep - > g.next.txt
     """
-    g, sents, parser = load(grammar, corpus, spec, start)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel)
     counts, logz = parser.inside_outside(g.weights)
     report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
@@ -268,12 +344,13 @@ def mstep(counts, alpha, grammar_path, start, output):
               help="Dirichlet hyperparameter for MAP-EM (1 = maximum likelihood).")
 @click.option("--trace", "trace_path", default=None, help="Also write the per-iteration trace as TSV here.")
 @corpus_options
+@kernel_option
 @seed_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, seed, start, output):
+def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, kernel, seed, start, output):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     The per-iteration objective (log-likelihood, + log prior for MAP) goes to stderr.
@@ -284,8 +361,8 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     """
     from . import em
     make_rng(seed)
-    g, sents, parser = load(grammar, corpus, spec, start)
-    report_failures(sents, parser, np.where([i in parser.failures for i in range(len(sents))], -np.inf, 0.0))
+    g, sents, parser = load(grammar, corpus, spec, start, kernel)
+    report_failures(sents, parser, known_failures(parser, len(sents)))
     log.info(f"training {algo} on {len(sents)} sentences ({spec.describe()}), {len(g)} rules")
     trace = []
 
@@ -312,22 +389,38 @@ def write_trace(path, steps):
 
 @cli.command()
 @corpus_options
+@click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
+@click.option("--mbr", "decoder", flag_value="mbr",
+              help="DMV only: the projective tree maximising the expected number of correct attachments.")
+@kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, start, output):
-    """Viterbi trees of CORPUS under GRAMMAR, one bracketed tree a line.
+def parse(grammar, corpus, spec, decoder, kernel, start, output):
+    """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
-    A sentence without a parse is reported on stderr and written as the flat
-    tree (NOPARSE w1 ... wn), so lines stay aligned with the corpus.
+    A PCFG writes one bracketed tree a line; a sentence without a parse is
+    reported on stderr and written as (NOPARSE w1 ... wn) so lines stay
+    aligned.  A DMV grammar writes CoNLL with the HEAD column filled (other
+    columns passed through); an unparseable sentence gets the attach-right tree
+    and a warning.  --mbr: arc posteriors from inside-outside, then the best
+    projective tree over them (Eisner).
 
     \b
-    Example:
+    Examples:
       grind parse --column UPOS --punct ud g.txt test.conllu > test.trees
+      grind parse --mbr --column UPOS --punct ud dmv.txt test.conllu > test.parsed.conllu
     """
+    g, sents, parser = load(grammar, corpus, spec, start, kernel)
+    from .dmv_parser import DMVParser
+    if isinstance(parser, DMVParser):
+        heads = parser.mbr_heads(g.weights) if decoder == "mbr" else parser.viterbi_heads(g.weights)[0]
+        write_dependencies(output, sents, parser, heads, decoder, spec)
+        return
+    if decoder == "mbr":
+        raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
     from .trees import derivation_tree, format_tree
-    g, sents, parser = load(grammar, corpus, spec, start)
     derivs, logp = parser.viterbi(g.weights)
     report_failures(sents, parser, logp)
     with open_out(output) as f:
@@ -337,14 +430,49 @@ def parse(grammar, corpus, spec, start, output):
             f.write(format_tree(t) + "\n")
 
 
+def write_dependencies(output, sents, parser, heads, decoder, spec):
+    """CoNLL output; sentences without a tree get attach-right heads (reported)."""
+    from .corpus import conll_block
+    from .dep_eval import attach_heads
+    report_failures(sents, parser, np.array([0.0 if h is not None else -np.inf for h in heads]))
+    with open_out(output) as f:
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe()))
+        for s, h in zip(sents, heads):
+            f.write(conll_block(s, attach_heads(len(s), "right") if h is None else h))
+
+
+@cli.command()
+@corpus_options
+@click.option("--attach", type=click.Choice(["left", "right"]), required=True,
+              help="right: each word's head is its right neighbour (last word = root); left: the mirror image.")
+@output_option
+@click.argument("corpus")
+def baseline(corpus, spec, attach, output):
+    """Write the attach-left or attach-right dependency trees of CORPUS (CoNLL).
+
+    \b
+    Example:
+      grind baseline --attach right --column UPOS --punct ud test.conllu > right.conllu
+      grind eval --column UPOS --punct ud test.conllu right.conllu
+    """
+    from .corpus import conll_block
+    from .dep_eval import attach_heads
+    sents = read_corpus(corpus, spec)
+    with open_out(output) as f:
+        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe()))
+        for s in sents:
+            f.write(conll_block(s, attach_heads(len(s), attach)))
+
+
 @cli.command()
 @corpus_options
 @click.option("--summary", is_flag=True, help="Only the corpus totals, not one line per sentence.")
+@kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def loglik(grammar, corpus, spec, summary, start, output):
+def loglik(grammar, corpus, spec, summary, kernel, start, output):
     """Log probability of each sentence of CORPUS, the total and per-word perplexity.
 
     Rows are 'sentence<TAB>words<TAB>logprob' (natural log; -inf = no parse);
@@ -355,7 +483,7 @@ def loglik(grammar, corpus, spec, summary, start, output):
     Example:
       grind loglik --summary --column UPOS --punct ud g.txt dev.conllu
     """
-    g, sents, parser = load(grammar, corpus, spec, start)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel)
     _, logz = parser.inside_outside(g.weights)
     failed = report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
@@ -368,7 +496,8 @@ def loglik(grammar, corpus, spec, summary, start, output):
             for s, lz in zip(sents, logz):
                 f.write(f"{s.number}\t{len(s)}\t{lz!r}\n")
         f.write(f"# sentences: {len(sents)}\n# parsed: {len(sents) - failed}\n# words: {words}\n")
-        f.write(f"# logprob: {total!r}\n# perplexity: {np.exp(-total / words) if words else float('nan')!r}\n")
+        ppl = float(np.exp(-total / words)) if words else float("nan")
+        f.write(f"# logprob: {total!r}\n# perplexity: {ppl!r}\n")
 
 
 @cli.command("eval")

@@ -19,6 +19,8 @@ import abc
 
 import numpy as np
 
+from .errors import InputError
+
 
 class ChartParser(abc.ABC):
     """A grammar's rule set compiled for one corpus of tokenised sentences.
@@ -65,15 +67,24 @@ def derivation_counts(derivations, n_rules: int) -> np.ndarray:
     return c
 
 
+KERNELS = ("auto", "cky", "dmv")
+
+
 def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
     """The fastest kernel that can parse ``grammar``: the DMV kernel for a
-    split-head DMV grammar, the general CKY kernel otherwise."""
-    if kernel in ("auto", "dmv"):
-        try:
-            from .dmv_parser import DMVParser, is_dmv_grammar
-        except ImportError:
-            DMVParser = None
-        if DMVParser is not None and (kernel == "dmv" or is_dmv_grammar(grammar)):
-            return DMVParser(grammar, sentences)
+    split-head DMV grammar, the general CKY kernel otherwise.
+
+    ``kernel="cky"`` forces the general kernel; for a DMV grammar the
+    sentences are then split (``h -> h_l h_r``), the cross-check of the two.
+    """
+    from .dmv import is_dmv_grammar, split_heads
+    dmv = is_dmv_grammar(grammar)
+    if kernel == "dmv" and not dmv:
+        raise InputError("--kernel dmv needs a split-head DMV grammar (see grind make-grammar dmv)")
+    if dmv and kernel in ("auto", "dmv"):
+        from .dmv_parser import DMVParser
+        return DMVParser(grammar, sentences)
     from .cky import CKYParser
+    if dmv:
+        sentences = [split_heads(s) for s in sentences]
     return CKYParser(grammar, sentences)

@@ -23,7 +23,8 @@ GRAMMAR = """\
 1 V --> barks
 """
 CORPUS = "the dog saw a cat\ndogs barks\na cat saw dogs\nthe cat barks\ndogs saw the dog\n"
-SUBCOMMANDS = ["make-grammar", "make-grammar cnf", "make-grammar from-file", "init", "estep", "sum",
+SUBCOMMANDS = ["make-grammar", "make-grammar cnf", "make-grammar dmv", "make-grammar from-file", "init",
+               "estep", "sum", "baseline",
                "mstep", "train", "parse", "eval", "loglik"]
 
 
