@@ -225,7 +225,20 @@ def _gold_heads(toks, name):
         if not 0 <= v <= len(toks):
             raise InputError(f"{name}:{t[10]}: HEAD {v} is outside the sentence (1..{len(toks)})")
         heads.append(v)
+    _check_tree(heads, name, toks[0][10])
     return heads
+
+
+def _check_tree(heads, name, line):
+    """Every token must reach the root (0) by following heads: no cycles."""
+    n = len(heads)
+    for i in range(1, n + 1):
+        h, steps = heads[i - 1], 0
+        while h != 0:
+            h, steps = heads[h - 1], steps + 1
+            if steps > n:
+                raise InputError(f"{name}:{line}: the HEAD column of this sentence has a cycle "
+                                 f"(through token {i}); is a blank line missing between sentences?")
 
 
 def _column(row, column, name):

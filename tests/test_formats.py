@@ -161,3 +161,10 @@ def test_ptb_trees_parse_prune_and_spans():
 def test_unbalanced_tree_is_an_error():
     with pytest.raises(InputError, match="unbalanced"):
         list(parse_trees("(S (A a)"))
+
+
+def test_head_cycle_is_an_error_not_a_hang(tmp_path):
+    p = tmp_path / "x.dp"
+    p.write_text("a\tDT\t2\n,\t,\t3\nb\t,\t2\n\n")
+    with pytest.raises(InputError, match=r"x.dp:1: the HEAD column of this sentence has a cycle"):
+        read_corpus(str(p), CorpusSpec(column="XPOS", punct="ptb"))
