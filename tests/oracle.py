@@ -12,8 +12,9 @@ A derivation is returned in the contract format of :mod:`grind.parser`: an
 ``int64`` array of ``(rule, start, end)`` rows in pre-order (a node, then its
 nonterminal children left to right; terminals are not nodes).
 
-Its weight is the plain product of the weights of its rules (``math.prod`` in
-pre-order), so zero-weight derivations are listed too (with weight 0).
+Its weight is the plain product of the weights of its rules (multiplied along
+the recursion, so equal to ``math.prod`` up to rounding); zero-weight
+derivations are listed too (with weight 0).
 
 Unary cycles: with ``max_nodes=None`` the grammar must have no unary cycle
 (one is reported as ``ValueError``); with ``max_nodes=N`` only derivations with

@@ -1,0 +1,58 @@
+# Declarations of the split-head DMV kernel (csrc/dmv.pyx cimports the types;
+# Cython builds it as grind._dmv, so this file is cimported as `dmv`).
+
+ctypedef long long i64
+ctypedef unsigned long long u64
+
+# Per-sentence tables and charts, allocated once per call for the longest
+# sentence and reused (stride n = the current sentence's length).  Words are
+# 0-based; "left half of h from a" covers words a..h (split tokens 2a..2h+1).
+cdef struct Work:
+    Py_ssize_t nmax
+    double *A          # A[h*n+d]: choose(d | h, dir) * Y(d), 0 where impossible
+    double *R          # R[i]: root(i) * Y(i)
+    double *st         # st[q*n+i], q = sL0 nL0 sL1 nL1 sR0 nR0 sR1 nR1 (STOPs scaled)
+    double *tmp        # n scratch
+    double *CL0        # CL_v[h*n+a]: L0_h / L_h over words a..h (inside)
+    double *CL1
+    double *CR0        # CR_v[h*n+b]: R0_h / R_h over words h..b
+    double *CR1
+    double *CL0s       # CL0 again, indexed [a*n+h] (start-major)
+    double *CR0e       # CR0 again, indexed [b*n+h] (end-major)
+    double *I          # I[h*n+d]: arc h -> d: choose * Y_d's inner half * head's half
+    double *oCL0       # outside (adjoints) of the above
+    double *oCL1
+    double *oCR0
+    double *oCR1
+    double *oCL0s
+    double *oCR0e
+    double *oI
+    double *cst        # 8n expected STOP/¬STOP counts (times Z), layout of st
+    int *bpC           # Viterbi back-pointers: dependent d of complete items
+    int *bpI           # split point m of incomplete items
+    int *heads         # 1-based heads, 0 = root
+    int *lo            # subtree extents (derivation building)
+    int *hi
+    int *chs           # children in CSR form (n+1 offsets)
+    int *ch
+    int *stack
+
+cdef struct Rng:
+    u64 s0
+    u64 s1
+    u64 s2
+    u64 s3
+
+# Kernel functions (csrc/dmv.pyx), all nogil:
+#   cdef Work *work_new(Py_ssize_t nmax) noexcept nogil
+#   cdef void work_free(Work *w) noexcept nogil
+#   cdef void gather(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n) noexcept nogil
+#   cdef int scale(Work *w, Py_ssize_t n, double target, i64 *E) noexcept nogil
+#   cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n,
+#                    double *Z, i64 *E) noexcept nogil
+#   cdef double inside(Work *w, Py_ssize_t n) noexcept nogil
+#   cdef void outside(Work *w, Py_ssize_t n) noexcept nogil
+#   cdef void logify(Work *w, Py_ssize_t n) noexcept nogil
+#   cdef double viterbi(Work *w, Py_ssize_t n, int *root) noexcept nogil
+#   cdef void traverse(Work *w, Py_ssize_t n, int root, Rng *g) noexcept nogil
+#   cdef Py_ssize_t derivation(Work *w, const int *tr, const int *ar, Py_ssize_t n, i64 *rows) noexcept nogil

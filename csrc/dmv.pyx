@@ -1,0 +1,747 @@
+# Split-head DMV kernel: Eisner-style O(n^3) inside-outside, Viterbi and
+# sampling for the split-head DMV grammar of grind/dmv.py, batched over a whole
+# corpus in one nogil call.
+#
+# Items (words 0..n-1, Eisner 1996 / Eisner & Satta 1999 split-head form):
+#   CL_v(h, a)  L0_h (v=0) / L_h (v=1) over words a..h
+#   CR_v(h, b)  R0_h / R_h over words h..b
+#   I(h, d)     arc h -> d together with Y_d's inner half and h's half
+# Inside recurrences (A = choose * Y_d, s/n = STOP/¬STOP):
+#   CL_v(h, h) = sL_v(h);   CL_v(h, a) = nL_v(h) * sum_{d=a}^{h-1} CL0(d, a) I(h, d)
+#   CR_v(h, h) = sR_v(h);   CR_v(h, b) = nR_v(h) * sum_{d=h+1}^{b} I(h, d) CR0(d, b)
+#   I(h, d<h) = A(h,d) sum_{m=d}^{h-1} CR0(d, m) CL1(h, m+1)      (L'_h --> Y_d L_h)
+#   I(h, d>h) = A(h,d) sum_{m=h}^{d-1} CR1(h, m) CL0(d, m+1)      (R'_h --> R_h Y_d)
+#   Z = sum_r root(r) Y(r) CL0(r, 0) CR0(r, n-1)
+# Outside = reverse-mode adjoints of these sums; the expected count of a rule
+# is sum over its items of inside * outside / Z.
+#
+# Underflow: each token's two STOP weights are scaled by powers of two so
+# that an upper bound on its factor in any tree is ~1 (exact, cancels in all
+# posteriors, added back to log Z).  If Z still leaves [1e-280, 1e280], the
+# log-space Viterbi score re-centres the scaling so the best tree weighs ~1.
+
+from dmv cimport Work, Rng, i64, u64
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from libc.math cimport log, frexp, ldexp, llround, INFINITY, NAN
+
+import numpy as np
+
+cdef extern from *:
+    """
+    #define GRIND_SM1 0x9E3779B97F4A7C15ULL
+    #define GRIND_SM2 0xBF58476D1CE4E5B9ULL
+    #define GRIND_SM3 0x94D049BB133111EBULL
+    """
+    u64 GRIND_SM1
+    u64 GRIND_SM2
+    u64 GRIND_SM3
+
+cdef double LN2 = 0.6931471805599453
+cdef double ZLO = 1e-280
+cdef double ZHI = 1e280
+cdef double DBLMIN = 2.2250738585072014e-308
+
+
+# ---------------------------------------------------------------- workspace
+
+cdef Work *work_new(Py_ssize_t nmax) noexcept nogil:
+    cdef Work *w = <Work *> malloc(sizeof(Work))
+    cdef Py_ssize_t N = nmax * nmax + 1, k = nmax + 1
+    w.nmax = nmax
+    w.A = <double *> malloc(N * sizeof(double))
+    w.R = <double *> malloc(k * sizeof(double))
+    w.st = <double *> malloc(8 * k * sizeof(double))
+    w.tmp = <double *> malloc(2 * k * sizeof(double))
+    w.CL0 = <double *> malloc(N * sizeof(double))
+    w.CL1 = <double *> malloc(N * sizeof(double))
+    w.CR0 = <double *> malloc(N * sizeof(double))
+    w.CR1 = <double *> malloc(N * sizeof(double))
+    w.CL0s = <double *> malloc(N * sizeof(double))
+    w.CR0e = <double *> malloc(N * sizeof(double))
+    w.I = <double *> malloc(N * sizeof(double))
+    w.oCL0 = <double *> malloc(N * sizeof(double))
+    w.oCL1 = <double *> malloc(N * sizeof(double))
+    w.oCR0 = <double *> malloc(N * sizeof(double))
+    w.oCR1 = <double *> malloc(N * sizeof(double))
+    w.oCL0s = <double *> malloc(N * sizeof(double))
+    w.oCR0e = <double *> malloc(N * sizeof(double))
+    w.oI = <double *> malloc(N * sizeof(double))
+    w.cst = <double *> malloc(8 * k * sizeof(double))
+    w.bpC = <int *> malloc(N * sizeof(int))
+    w.bpI = <int *> malloc(N * sizeof(int))
+    w.heads = <int *> malloc(k * sizeof(int))
+    w.lo = <int *> malloc(k * sizeof(int))
+    w.hi = <int *> malloc(k * sizeof(int))
+    w.chs = <int *> malloc((k + 1) * sizeof(int))
+    w.ch = <int *> malloc(k * sizeof(int))
+    w.stack = <int *> malloc(3 * (4 * k + 8) * sizeof(int))
+    return w
+
+
+cdef void work_free(Work *w) noexcept nogil:
+    free(w.A); free(w.R); free(w.st); free(w.tmp)
+    free(w.CL0); free(w.CL1); free(w.CR0); free(w.CR1); free(w.CL0s); free(w.CR0e); free(w.I)
+    free(w.oCL0); free(w.oCL1); free(w.oCR0); free(w.oCR1); free(w.oCL0s); free(w.oCR0e)
+    free(w.oI); free(w.cst); free(w.bpC); free(w.bpI); free(w.heads); free(w.lo); free(w.hi)
+    free(w.chs); free(w.ch); free(w.stack)
+    free(w)
+
+
+# ---------------------------------------------------------------- weights
+
+cdef inline double rw(const double *wt, int r) noexcept nogil:
+    return wt[r] if r >= 0 else 0.0
+
+
+cdef void gather(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n) noexcept nogil:
+    """Rule weights -> A, R, st for one sentence (tr: 10 rules a token, ar: n*n arcs)."""
+    cdef Py_ssize_t i, q, h, d
+    cdef double *y = w.tmp
+    for i in range(n):
+        y[i] = rw(wt, tr[i * 10 + 1])
+        w.R[i] = rw(wt, tr[i * 10]) * y[i]
+        for q in range(8):
+            w.st[q * n + i] = rw(wt, tr[i * 10 + 2 + q])
+    for h in range(n):
+        for d in range(n):
+            w.A[h * n + d] = rw(wt, ar[h * n + d]) * y[d]
+
+
+cdef inline double dmax(double a, double b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef int scale(Work *w, Py_ssize_t n, double target, i64 *E) noexcept nogil:
+    """Scale each token's STOP weights by powers of two so that an upper bound
+    on any tree's weight is < 1: token i contributes at most
+    a_i * max sL(i) * max sR(i) with a_i = max_h A(h,i) max ¬STOP(h, dir), and
+    the one root at most a further max_i R_i / a_i.  With a finite ``target``
+    (log2 of the best tree's weight) shift instead so the best tree weighs ~1.
+    Returns 0 if Z = 0 for sure, -1 on NaN/inf."""
+    cdef Py_ssize_t i, h
+    cdef double *st = w.st
+    cdef double *nmL = w.tmp
+    cdef double *nmR = w.tmp + n
+    cdef double a, b, rho = 0.0
+    cdef int e
+    cdef i64 tot = 0, x, q, r, t, eL
+    cdef int *ex = w.lo
+    for h in range(n):
+        nmL[h] = dmax(st[n + h], st[3 * n + h])
+        nmR[h] = dmax(st[5 * n + h], st[7 * n + h])
+    for i in range(n):
+        a = 0.0
+        for h in range(i):
+            a = dmax(a, w.A[h * n + i] * nmR[h])
+        for h in range(i + 1, n):
+            a = dmax(a, w.A[h * n + i] * nmL[h])
+        if a > 0.0:
+            rho = dmax(rho, w.R[i] / a)
+        else:
+            a = w.R[i]                       # i can only be the root
+        b = a * dmax(st[i], st[2 * n + i]) * dmax(st[4 * n + i], st[6 * n + i])
+        if not (b < INFINITY and rho < INFINITY):
+            return -1
+        if b <= 0.0:
+            return 0
+        frexp(b, &e)
+        ex[i] = e
+        tot += e
+    x = 0
+    if target == target:
+        x = llround(target) - tot
+    elif rho > 0.0:
+        frexp(rho, &e)
+        x = e
+    q = x // n if x >= 0 else -((-x + n - 1) // n)
+    r = x - q * n
+    E[0] = 0
+    for i in range(n):
+        t = ex[i] + q + (1 if i < r else 0)
+        eL = t // 2
+        st[i] = ldexp(st[i], <int> -eL)
+        st[2 * n + i] = ldexp(st[2 * n + i], <int> -eL)
+        st[4 * n + i] = ldexp(st[4 * n + i], <int> (eL - t))
+        st[6 * n + i] = ldexp(st[6 * n + i], <int> (eL - t))
+        E[0] += t
+    return 1
+
+
+cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n,
+                 double *Z, i64 *E) noexcept nogil:
+    """Gather, scale and run the inside pass; 1 ok, 0 if Z = 0, -1 on failure.
+    log Z = log(Z) + E log 2."""
+    cdef int ok, root
+    cdef double V
+    gather(w, tr, ar, wt, n)
+    ok = scale(w, n, NAN, E)
+    if ok <= 0:
+        return ok
+    Z[0] = inside(w, n)
+    if Z[0] >= ZLO and Z[0] <= ZHI:
+        return 1
+    gather(w, tr, ar, wt, n)             # rare: re-centre on the best tree
+    logify(w, n)
+    V = viterbi(w, n, &root)
+    if V == -INFINITY:
+        return 0
+    if not (V < INFINITY):
+        return -1
+    gather(w, tr, ar, wt, n)
+    ok = scale(w, n, V / LN2, E)
+    if ok <= 0:
+        return ok
+    Z[0] = inside(w, n)
+    return 1 if (Z[0] >= DBLMIN and Z[0] < INFINITY) else -1
+
+
+cdef void logify(Work *w, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n * n):
+        w.A[i] = log(w.A[i])
+    for i in range(n):
+        w.R[i] = log(w.R[i])
+    for i in range(8 * n):
+        w.st[i] = log(w.st[i])
+
+
+# ---------------------------------------------------------------- inside
+
+cdef void init_width0(Work *w, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t h, x
+    cdef double *st = w.st
+    for h in range(n):
+        x = h * n + h
+        w.CL0[x] = st[h]
+        w.CL1[x] = st[2 * n + h]
+        w.CR0[x] = st[4 * n + h]
+        w.CR1[x] = st[6 * n + h]
+        w.CL0s[x] = st[h]
+        w.CR0e[x] = st[4 * n + h]
+
+
+cdef double inside(Work *w, Py_ssize_t n) noexcept nogil:
+    """Inside pass over the (scaled) weights; returns Z."""
+    cdef double *A = w.A
+    cdef double *st = w.st
+    cdef double *CL0 = w.CL0
+    cdef double *CL1 = w.CL1
+    cdef double *CR0 = w.CR0
+    cdef double *CR1 = w.CR1
+    cdef double *CL0s = w.CL0s
+    cdef double *CR0e = w.CR0e
+    cdef double *I = w.I
+    cdef Py_ssize_t wd, a, b, d, m
+    cdef double sl, sr, Z
+    init_width0(w, n)
+    for wd in range(1, n):
+        for d in range(n - wd):
+            b = d + wd
+            sl = 0.0
+            sr = 0.0
+            for m in range(d, b):
+                sl = sl + CR0[d * n + m] * CL1[b * n + m + 1]
+                sr = sr + CR1[d * n + m] * CL0[b * n + m + 1]
+            I[b * n + d] = A[b * n + d] * sl
+            I[d * n + b] = A[d * n + b] * sr
+        for a in range(n - wd):
+            b = a + wd
+            sl = 0.0
+            sr = 0.0
+            for d in range(a, b):
+                sl = sl + CL0s[a * n + d] * I[b * n + d]
+            for d in range(a + 1, b + 1):
+                sr = sr + I[a * n + d] * CR0e[b * n + d]
+            CL0[b * n + a] = st[n + b] * sl
+            CL1[b * n + a] = st[3 * n + b] * sl
+            CL0s[a * n + b] = CL0[b * n + a]
+            CR0[a * n + b] = st[5 * n + a] * sr
+            CR1[a * n + b] = st[7 * n + a] * sr
+            CR0e[b * n + a] = CR0[a * n + b]
+    Z = 0.0
+    for a in range(n):
+        Z = Z + w.R[a] * CL0[a * n] * CR0[a * n + n - 1]
+    return Z
+
+
+# ---------------------------------------------------------------- outside
+
+cdef void outside(Work *w, Py_ssize_t n) noexcept nogil:
+    """Adjoints dZ/d(item) of every item; STOP/¬STOP inside*outside into cst."""
+    cdef double *A = w.A
+    cdef double *st = w.st
+    cdef double *CL0 = w.CL0
+    cdef double *CL1 = w.CL1
+    cdef double *CR0 = w.CR0
+    cdef double *CR1 = w.CR1
+    cdef double *CL0s = w.CL0s
+    cdef double *CR0e = w.CR0e
+    cdef double *I = w.I
+    cdef double *oCL0 = w.oCL0
+    cdef double *oCL1 = w.oCL1
+    cdef double *oCR0 = w.oCR0
+    cdef double *oCR1 = w.oCR1
+    cdef double *oCL0s = w.oCL0s
+    cdef double *oCR0e = w.oCR0e
+    cdef double *oI = w.oI
+    cdef double *cst = w.cst
+    cdef Py_ssize_t wd, a, b, d, m, x, N = n * n
+    cdef double g, g0, g1, tl, tr
+    memset(oCL0, 0, N * sizeof(double))
+    memset(oCL1, 0, N * sizeof(double))
+    memset(oCR0, 0, N * sizeof(double))
+    memset(oCR1, 0, N * sizeof(double))
+    memset(oCL0s, 0, N * sizeof(double))
+    memset(oCR0e, 0, N * sizeof(double))
+    memset(oI, 0, N * sizeof(double))
+    memset(cst, 0, 8 * n * sizeof(double))
+    for a in range(n):
+        oCL0[a * n] += w.R[a] * CR0[a * n + n - 1]
+        oCR0[a * n + n - 1] += w.R[a] * CL0[a * n]
+    for wd in range(n - 1, 0, -1):
+        for a in range(n - wd):
+            b = a + wd
+            # left half of head b over a..b
+            g0 = oCL0[b * n + a] + oCL0s[a * n + b]
+            g1 = oCL1[b * n + a]
+            cst[n + b] += g0 * CL0[b * n + a]
+            cst[3 * n + b] += g1 * CL1[b * n + a]
+            g = st[n + b] * g0 + st[3 * n + b] * g1
+            for d in range(a, b):
+                oCL0s[a * n + d] += g * I[b * n + d]
+                oI[b * n + d] += g * CL0s[a * n + d]
+            # right half of head a over a..b
+            g0 = oCR0[a * n + b] + oCR0e[b * n + a]
+            g1 = oCR1[a * n + b]
+            cst[5 * n + a] += g0 * CR0[a * n + b]
+            cst[7 * n + a] += g1 * CR1[a * n + b]
+            g = st[5 * n + a] * g0 + st[7 * n + a] * g1
+            for d in range(a + 1, b + 1):
+                oI[a * n + d] += g * CR0e[b * n + d]
+                oCR0e[b * n + d] += g * I[a * n + d]
+        for d in range(n - wd):
+            b = d + wd
+            tl = oI[b * n + d] * A[b * n + d]
+            tr = oI[d * n + b] * A[d * n + b]
+            for m in range(d, b):
+                oCR0[d * n + m] += tl * CL1[b * n + m + 1]
+                oCL1[b * n + m + 1] += tl * CR0[d * n + m]
+                oCR1[d * n + m] += tr * CL0[b * n + m + 1]
+                oCL0[b * n + m + 1] += tr * CR1[d * n + m]
+    for a in range(n):
+        x = a * n + a
+        cst[a] = (oCL0[x] + oCL0s[x]) * CL0[x]
+        cst[2 * n + a] = oCL1[x] * CL1[x]
+        cst[4 * n + a] = (oCR0[x] + oCR0e[x]) * CR0[x]
+        cst[6 * n + a] = oCR1[x] * CR1[x]
+
+
+cdef void scatter(Work *w, const int *tr, const int *ar, Py_ssize_t n, double iz,
+                  double *counts) noexcept nogil:
+    """Expected rule counts of one sentence (inside * outside / Z) into counts."""
+    cdef Py_ssize_t i, q, x
+    cdef int r
+    for i in range(n):
+        r = tr[i * 10]
+        if r >= 0:
+            counts[r] += w.R[i] * w.CL0[i * n] * w.CR0[i * n + n - 1] * iz
+        r = tr[i * 10 + 1]
+        if r >= 0:
+            counts[r] += 1.0
+        for q in range(8):
+            r = tr[i * 10 + 2 + q]
+            if r >= 0:
+                counts[r] += w.cst[q * n + i] * iz
+    for x in range(n * n):
+        r = ar[x]
+        if r >= 0:
+            counts[r] += w.I[x] * w.oI[x] * iz
+
+
+cdef void posteriors(Work *w, Py_ssize_t n, double iz, double *out) noexcept nogil:
+    """out[(h+1)*n + d] = P(head of d = h), out[d] = P(d is the root)."""
+    cdef Py_ssize_t h, d
+    for d in range(n):
+        out[d] = w.R[d] * w.CL0[d * n] * w.CR0[d * n + n - 1] * iz
+    for h in range(n):
+        for d in range(n):
+            out[(h + 1) * n + d] = 0.0 if h == d else w.I[h * n + d] * w.oI[h * n + d] * iz
+
+
+# ---------------------------------------------------------------- Viterbi
+
+cdef double viterbi(Work *w, Py_ssize_t n, int *root) noexcept nogil:
+    """Max-sum version of ``inside`` over log weights, with back-pointers."""
+    cdef double *A = w.A
+    cdef double *st = w.st
+    cdef double *CL0 = w.CL0
+    cdef double *CL1 = w.CL1
+    cdef double *CR0 = w.CR0
+    cdef double *CR1 = w.CR1
+    cdef double *CL0s = w.CL0s
+    cdef double *CR0e = w.CR0e
+    cdef double *I = w.I
+    cdef Py_ssize_t wd, a, b, d, m
+    cdef double bl, br, v
+    cdef int il, ir
+    init_width0(w, n)
+    for wd in range(1, n):
+        for d in range(n - wd):
+            b = d + wd
+            bl = -INFINITY
+            br = -INFINITY
+            il = ir = <int> d
+            for m in range(d, b):
+                v = CR0[d * n + m] + CL1[b * n + m + 1]
+                if v > bl:
+                    bl = v
+                    il = <int> m
+                v = CR1[d * n + m] + CL0[b * n + m + 1]
+                if v > br:
+                    br = v
+                    ir = <int> m
+            I[b * n + d] = A[b * n + d] + bl
+            w.bpI[b * n + d] = il
+            I[d * n + b] = A[d * n + b] + br
+            w.bpI[d * n + b] = ir
+        for a in range(n - wd):
+            b = a + wd
+            bl = -INFINITY
+            br = -INFINITY
+            il = <int> a
+            ir = <int> b
+            for d in range(a, b):
+                v = CL0s[a * n + d] + I[b * n + d]
+                if v > bl:
+                    bl = v
+                    il = <int> d
+            for d in range(a + 1, b + 1):
+                v = I[a * n + d] + CR0e[b * n + d]
+                if v > br:
+                    br = v
+                    ir = <int> d
+            CL0[b * n + a] = st[n + b] + bl
+            CL1[b * n + a] = st[3 * n + b] + bl
+            CL0s[a * n + b] = CL0[b * n + a]
+            w.bpC[b * n + a] = il
+            CR0[a * n + b] = st[5 * n + a] + br
+            CR1[a * n + b] = st[7 * n + a] + br
+            CR0e[b * n + a] = CR0[a * n + b]
+            w.bpC[a * n + b] = ir
+    bl = -INFINITY
+    root[0] = 0
+    for a in range(n):
+        v = w.R[a] + CL0[a * n] + CR0[a * n + n - 1]
+        if v > bl:
+            bl = v
+            root[0] = <int> a
+    return bl
+
+
+# ---------------------------------------------------------------- trees
+
+cdef inline double uniform(Rng *g) noexcept nogil:
+    """xoshiro256** (Blackman & Vigna) -> uniform double in [0, 1)."""
+    cdef u64 r = ((g.s1 * 5) << 7 | (g.s1 * 5) >> 57) * 9
+    cdef u64 t = g.s1 << 17
+    g.s2 ^= g.s0
+    g.s3 ^= g.s1
+    g.s1 ^= g.s2
+    g.s0 ^= g.s3
+    g.s2 ^= t
+    g.s3 = (g.s3 << 45) | (g.s3 >> 19)
+    return (r >> 11) * (1.0 / 9007199254740992.0)
+
+
+cdef inline u64 splitmix(u64 *x) noexcept nogil:
+    x[0] += GRIND_SM1
+    cdef u64 z = x[0]
+    z = (z ^ (z >> 30)) * GRIND_SM2
+    z = (z ^ (z >> 27)) * GRIND_SM3
+    return z ^ (z >> 31)
+
+
+cdef void rng_seed(Rng *g, u64 seed) noexcept nogil:
+    g.s0 = splitmix(&seed)
+    g.s1 = splitmix(&seed)
+    g.s2 = splitmix(&seed)
+    g.s3 = splitmix(&seed)
+
+
+cdef Py_ssize_t draw(const double *x, const double *y, Py_ssize_t k, double u) noexcept nogil:
+    """j in [0, k) with probability x[j] y[j] / sum."""
+    cdef Py_ssize_t j, last = 0
+    cdef double tot = 0.0, p
+    for j in range(k):
+        tot += x[j] * y[j]
+    u *= tot
+    for j in range(k):
+        p = x[j] * y[j]
+        if p > 0.0:
+            last = j
+            u -= p
+            if u < 0.0:
+                return j
+    return last
+
+
+cdef inline Py_ssize_t push(int *s, Py_ssize_t sp, int kind, Py_ssize_t h, Py_ssize_t x) noexcept nogil:
+    s[sp] = kind
+    s[sp + 1] = <int> h
+    s[sp + 2] = <int> x
+    return sp + 3
+
+
+cdef void traverse(Work *w, Py_ssize_t n, int root, Rng *g) noexcept nogil:
+    """Heads of the Viterbi tree (g = NULL: back-pointers, root given) or of a
+    tree sampled top-down from the inside chart (root < 0: drawn)."""
+    cdef int *s = w.stack
+    cdef Py_ssize_t sp = 0, h, x, d, m
+    cdef int kind
+    if root < 0:
+        for h in range(n):
+            w.tmp[h] = w.CL0[h * n] * w.CR0[h * n + n - 1]
+        root = <int> draw(w.R, w.tmp, n, uniform(g))
+    w.heads[root] = 0
+    sp = push(s, sp, 0, root, 0)
+    sp = push(s, sp, 1, root, n - 1)
+    while sp > 0:
+        sp -= 3
+        kind = s[sp]
+        h = s[sp + 1]
+        x = s[sp + 2]
+        if kind == 0 and x < h:              # left half of h over x..h
+            d = bp_or_draw(w.bpC[h * n + x], x, w.CL0s + x * n + x, w.I + h * n + x, h - x, g)
+            w.heads[d] = <int> h + 1
+            sp = push(s, sp, 0, d, x)
+            sp = push(s, sp, 2, h, d)
+        elif kind == 1 and x > h:            # right half of h over h..x
+            d = bp_or_draw(w.bpC[h * n + x], h + 1, w.I + h * n + h + 1,
+                           w.CR0e + x * n + h + 1, x - h, g)
+            w.heads[d] = <int> h + 1
+            sp = push(s, sp, 2, h, d)
+            sp = push(s, sp, 1, d, x)
+        elif kind == 2 and x < h:            # arc h -> x, x left of h
+            m = bp_or_draw(w.bpI[h * n + x], x, w.CR0 + x * n + x, w.CL1 + h * n + x + 1, h - x, g)
+            sp = push(s, sp, 1, x, m)
+            sp = push(s, sp, 0, h, m + 1)
+        elif kind == 2:                      # arc h -> x, x right of h
+            m = bp_or_draw(w.bpI[h * n + x], h, w.CR1 + h * n + h, w.CL0 + x * n + h + 1, x - h, g)
+            sp = push(s, sp, 1, h, m)
+            sp = push(s, sp, 0, x, m + 1)
+
+
+cdef inline Py_ssize_t bp_or_draw(int bp, Py_ssize_t base, const double *x, const double *y,
+                                  Py_ssize_t k, Rng *g) noexcept nogil:
+    if g == NULL:
+        return bp
+    return base + draw(x, y, k, uniform(g))
+
+
+cdef inline Py_ssize_t row(i64 *rows, Py_ssize_t k, int r, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    rows[3 * k] = r
+    rows[3 * k + 1] = a
+    rows[3 * k + 2] = b
+    return k + 1
+
+
+cdef Py_ssize_t emit_y(Work *w, const int *tr, const int *ar, Py_ssize_t n, Py_ssize_t h,
+                       i64 *rows, Py_ssize_t k) noexcept nogil:
+    """Pre-order rows of Y_h's subtree (see grind.dmv.heads_derivation)."""
+    cdef Py_ssize_t c = w.chs[h], c1 = w.chs[h + 1], cr, d, pos
+    cdef int v = 0
+    k = row(rows, k, tr[h * 10 + 1], 2 * w.lo[h], 2 * w.hi[h] + 2)
+    pos = 2 * w.lo[h]
+    while c < c1 and w.ch[c] < h:            # left dependents, farthest first
+        d = w.ch[c]
+        k = row(rows, k, tr[h * 10 + 3 + 2 * v], pos, 2 * h + 1)
+        k = row(rows, k, ar[h * n + d], pos, 2 * h + 1)
+        k = emit_y(w, tr, ar, n, d, rows, k)
+        pos = 2 * w.hi[d] + 2
+        v = 1
+        c += 1
+    k = row(rows, k, tr[h * 10 + 2 + 2 * v], pos, 2 * h + 1)
+    cr = c
+    v = 0
+    pos = 2 * w.hi[h] + 2
+    for c in range(c1 - 1, cr - 1, -1):      # right dependents, farthest first
+        d = w.ch[c]
+        k = row(rows, k, tr[h * 10 + 7 + 2 * v], 2 * h + 1, pos)
+        k = row(rows, k, ar[h * n + d], 2 * h + 1, pos)
+        pos = 2 * w.lo[d]
+        v = 1
+    k = row(rows, k, tr[h * 10 + 6 + 2 * v], 2 * h + 1, pos)
+    for c in range(cr, c1):                  # then their subtrees, nearest first
+        k = emit_y(w, tr, ar, n, w.ch[c], rows, k)
+    return k
+
+
+cdef Py_ssize_t derivation(Work *w, const int *tr, const int *ar, Py_ssize_t n, i64 *rows) noexcept nogil:
+    """The split-head derivation (5n-1 rows) of the tree in w.heads."""
+    cdef Py_ssize_t i, j, root = 0
+    cdef int *cnt = w.stack
+    for i in range(n):
+        w.lo[i] = w.hi[i] = <int> i
+        cnt[i] = 0
+    for i in range(n + 1):
+        w.chs[i] = 0
+    for i in range(n):
+        j = w.heads[i] - 1
+        if j < 0:
+            root = i
+        else:
+            w.chs[j + 1] += 1
+        while j >= 0:
+            if i < w.lo[j]:
+                w.lo[j] = <int> i
+            if i > w.hi[j]:
+                w.hi[j] = <int> i
+            j = w.heads[j] - 1
+    for i in range(n):
+        w.chs[i + 1] += w.chs[i]
+    for i in range(n):
+        j = w.heads[i] - 1
+        if j >= 0:
+            w.ch[w.chs[j] + cnt[j]] = <int> i
+            cnt[j] += 1
+    i = row(rows, 0, tr[root * 10], 0, 2 * n)
+    return emit_y(w, tr, ar, n, root, rows, i)
+
+
+# ---------------------------------------------------------------- corpus
+
+cdef class Corpus:
+    """Static per-sentence rule tables of a corpus (CSR over sentences).
+
+    sent_off[s]..sent_off[s+1]: the tokens of sentence s; tok_rules[10 k + q]:
+    rule of slot q (root, Y, sL0, nL0, sL1, nL1, sR0, nR0, sR1, nR1) of token
+    k; arc_rules[arc_off[s] + h n + d]: choose rule of arc h -> d (-1: none);
+    bad[s] != 0: skip (failure known in advance).
+    """
+    cdef const i64[::1] sent_off
+    cdef const i64[::1] arc_off
+    cdef const int[::1] tok_rules
+    cdef const int[::1] arc_rules
+    cdef const unsigned char[::1] bad
+
+    def __init__(self, sent_off, arc_off, tok_rules, arc_rules, bad):
+        self.sent_off = np.ascontiguousarray(sent_off, dtype=np.int64)
+        self.arc_off = np.ascontiguousarray(arc_off, dtype=np.int64)
+        self.tok_rules = np.ascontiguousarray(tok_rules, dtype=np.int32)
+        self.arc_rules = np.ascontiguousarray(arc_rules, dtype=np.int32)
+        self.bad = np.ascontiguousarray(bad, dtype=np.uint8)
+
+    cdef Py_ssize_t nmax(self, const i64[::1] idx):
+        cdef Py_ssize_t k, s, m = 1
+        for k in range(idx.shape[0]):
+            s = idx[k]
+            m = max(m, self.sent_off[s + 1] - self.sent_off[s])
+        return m
+
+    def inside_outside(self, const double[::1] wt, const i64[::1] idx, double[::1] counts,
+                       double[::1] logz, double[::1] post=None, const i64[::1] post_off=None):
+        """Expected counts (added to counts, if not None), log Z into logz[k] for
+        sentence idx[k] (NaN: numerical failure) and, if post is given, arc
+        posteriors ((n+1) x n, row 0 = root) at post[post_off[k]:]."""
+        cdef Py_ssize_t k, s, n, K = idx.shape[0]
+        cdef Work *w = work_new(self.nmax(idx))
+        cdef double Z
+        cdef i64 E
+        cdef int ok
+        cdef const int *tr
+        cdef const int *ar
+        cdef double *cp = &counts[0] if counts is not None else NULL
+        cdef double *pp = &post[0] if post is not None else NULL
+        with nogil:
+            for k in range(K):
+                s = idx[k]
+                n = self.sent_off[s + 1] - self.sent_off[s]
+                if self.bad[s] or n == 0:
+                    logz[k] = -INFINITY
+                    continue
+                tr = &self.tok_rules[10 * self.sent_off[s]]
+                ar = &self.arc_rules[self.arc_off[s]]
+                ok = prepare(w, tr, ar, &wt[0], n, &Z, &E)
+                if ok <= 0:
+                    logz[k] = -INFINITY if ok == 0 else NAN
+                    continue
+                logz[k] = log(Z) + E * LN2
+                outside(w, n)
+                if cp != NULL:
+                    scatter(w, tr, ar, n, 1.0 / Z, cp)
+                if pp != NULL:
+                    posteriors(w, n, 1.0 / Z, pp + post_off[k])
+        work_free(w)
+
+    def trees(self, const double[::1] wt, const i64[::1] idx, i64[::1] rows, const i64[::1] row_off,
+              double[::1] score, int[::1] heads, const i64[::1] head_off,
+              const u64[::1] seeds=None):
+        """Viterbi trees (seeds None; score = log weight) or sampled trees (score =
+        log Z): heads at heads[head_off[k]:], derivation rows (5n-1 each, flat
+        (rule, start, end)) at rows[3 row_off[k]:].  score -inf: no tree."""
+        cdef Py_ssize_t k, s, n, i, K = idx.shape[0]
+        cdef Work *w = work_new(self.nmax(idx))
+        cdef double Z
+        cdef i64 E
+        cdef int ok, root
+        cdef Rng g
+        cdef const int *tr
+        cdef const int *ar
+        cdef bint sampling = seeds is not None
+        with nogil:
+            for k in range(K):
+                s = idx[k]
+                n = self.sent_off[s + 1] - self.sent_off[s]
+                score[k] = -INFINITY
+                if self.bad[s] or n == 0:
+                    continue
+                tr = &self.tok_rules[10 * self.sent_off[s]]
+                ar = &self.arc_rules[self.arc_off[s]]
+                if sampling:
+                    ok = prepare(w, tr, ar, &wt[0], n, &Z, &E)
+                    if ok <= 0:
+                        score[k] = -INFINITY if ok == 0 else NAN
+                        continue
+                    score[k] = log(Z) + E * LN2
+                    rng_seed(&g, seeds[k])
+                    traverse(w, n, -1, &g)
+                else:
+                    gather(w, tr, ar, &wt[0], n)
+                    logify(w, n)
+                    score[k] = viterbi(w, n, &root)
+                    if not (score[k] > -INFINITY and score[k] < INFINITY):
+                        continue
+                    traverse(w, n, root, NULL)
+                for i in range(n):
+                    heads[head_off[k] + i] = w.heads[i]
+                derivation(w, tr, ar, n, &rows[3 * row_off[k]])
+        work_free(w)
+
+
+def eisner(const double[:, ::1] scores):
+    """Heads (1-based, 0 = root) of the projective tree with one root maximising
+    sum of scores[head, dep] (row 0 = root, row h+1 = word h, column d = word d).
+    Eisner (1996)'s algorithm: the Viterbi pass above with log STOP weights 0."""
+    cdef Py_ssize_t n = scores.shape[1], h, d
+    cdef int root
+    cdef Work *w
+    heads = np.zeros(n, dtype=np.int32)
+    cdef int[::1] hv = heads
+    if n == 0:
+        return heads.astype(np.int64)
+    if scores.shape[0] != n + 1:
+        raise ValueError("scores must have shape (n+1, n)")
+    w = work_new(n)
+    with nogil:
+        for d in range(n):
+            w.R[d] = scores[0, d]
+            for h in range(n):
+                w.A[h * n + d] = scores[h + 1, d] if h != d else -INFINITY
+        memset(w.st, 0, 8 * n * sizeof(double))
+        viterbi(w, n, &root)
+        traverse(w, n, root, NULL)
+        for d in range(n):
+            hv[d] = w.heads[d]
+    work_free(w)
+    return heads.astype(np.int64)

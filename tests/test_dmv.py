@@ -1,0 +1,408 @@
+"""The split-head DMV: grammar scheme, Eq. 4, and the DMV kernel against
+brute-force enumeration of projective trees (and the CKY kernel when built)."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from grind.dmv import (derivation_heads, dmv_grammar, dmv_index, dmv_params, harmonic_counts,
+                       heads_derivation, is_dmv_grammar, split_heads, tree_logprob_eq4)
+from grind.dmv_parser import DMVParser
+from grind.eisner import eisner
+from grind.errors import NumericalError
+from grind.grammar import Grammar
+from grind.parser import make_parser
+
+TAGS = ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------- oracles
+
+def is_projective(heads):
+    """Single root, acyclic, and every word between a head and its dependent
+    descends from the head."""
+    n = len(heads)
+    if sum(h == 0 for h in heads) != 1:
+        return False
+    for i in range(n):                      # acyclic: walking up reaches the root
+        j, steps = i, 0
+        while heads[j] != 0:
+            j, steps = heads[j] - 1, steps + 1
+            if steps > n:
+                return False
+    for d, h in enumerate(heads):
+        if h == 0:
+            continue
+        for k in range(min(h - 1, d) + 1, max(h - 1, d)):
+            j = k
+            while j != h - 1 and heads[j] != 0:
+                j = heads[j] - 1
+            if j != h - 1:
+                return False
+    return True
+
+
+def all_trees(n):
+    return [h for h in itertools.product(range(n + 1), repeat=n) if is_projective(h)]
+
+
+def tree_logweight(g, w, sent, heads):
+    """log of the product of the rule weights in the tree's derivation."""
+    with np.errstate(divide="ignore"):
+        return float(np.log(w)[heads_derivation(g, sent, heads)[:, 0]].sum())
+
+
+def enumerate_sentence(g, w, sent):
+    """(trees, log weights, derivation count vectors) of every projective tree."""
+    trees = all_trees(len(sent))
+    derivs = [heads_derivation(g, sent, t) for t in trees]
+    lw = np.array([tree_logweight(g, w, sent, t) for t in trees])
+    f = np.array([np.bincount(d[:, 0], minlength=len(g)) for d in derivs], dtype=float)
+    return trees, lw, f
+
+
+def check_derivation(g, tokens, rows):
+    """rows is a well-formed PCFG derivation of ``tokens`` from S: pre-order,
+    children's spans tile the parent's, terminals match."""
+    pos = [0]
+
+    def node(sym, a, b):
+        r, s, e = rows[pos[0]]
+        pos[0] += 1
+        lhs, rhs = g.rules[r]
+        assert (lhs, s, e) == (sym, a, b)
+        k = a
+        for x in rhs:
+            if g.is_nonterminal(x):
+                e2 = rows[pos[0]][2]
+                node(x, k, e2)
+                k = e2
+            else:
+                assert tokens[k] == x
+                k += 1
+        assert k == b
+
+    node("S", 0, len(tokens))
+    assert pos[0] == len(rows)
+
+
+def random_weights(g, rng, normalized=True):
+    w = np.exp(rng.uniform(np.log(0.05), np.log(3.0), size=len(g)))
+    return g.normalize(w) if normalized else w
+
+
+def case(seed, lengths=(1, 2, 3, 4, 5), normalized=True, lexicalized=False):
+    rng = np.random.default_rng(seed)
+    sents = [list(rng.choice(TAGS, size=n)) for n in lengths]
+    g = dmv_grammar(sents, lexicalized=lexicalized)
+    return g, random_weights(g, rng, normalized), sents
+
+
+# ---------------------------------------------------------------- grammar
+
+def test_grammar_scheme_and_meta():
+    g = dmv_grammar([["a", "b"], ["b"]])
+    assert g.start == "S" and g.meta["model"] == "dmv" and is_dmv_grammar(g)
+    assert len(g) == 2 * 10 + 2 * 2 * 2
+    np.testing.assert_allclose(g.lhs_totals(g.weights), 1.0)
+    assert g.index["L'_a --> Y_b L_a"] >= 0 and g.index["R'_b --> R_b Y_a"] >= 0
+    bad = Grammar(g.rules + [("L_a", ("b_l",))], np.ones(len(g) + 1), "S")
+    assert not is_dmv_grammar(bad)
+    assert not is_dmv_grammar(Grammar([("S", ("a",))], np.ones(1), "S"))
+    assert split_heads(["a", "b_x"]) == ["a_l", "a_r", "b_x_l", "b_x_r"]
+
+
+def test_lexicalized_only_cooccurring_choose_rules():
+    g = dmv_grammar([["the", "dog", "barks"], ["dog"]], lexicalized=True)
+    choose = {k for k in g.keys() if "'_" in k.split(" --> ")[0]}
+    assert choose == {"L'_dog --> Y_the L_dog", "L'_barks --> Y_the L_barks",
+                      "L'_barks --> Y_dog L_barks", "R'_the --> R_the Y_dog",
+                      "R'_the --> R_the Y_barks", "R'_dog --> R_dog Y_barks"}
+
+
+def test_heads_with_underscores_roundtrip():
+    """Head types with underscores, quotes and digits; the grammar is rebuilt
+    from its rules so the scheme is recognised by parsing symbol names."""
+    sent = ["N_l", "_", "x_r_", "L_", "'s", "0_"]
+    g0 = dmv_grammar([sent])
+    g = Grammar(list(g0.rules), g0.weights, "S")
+    assert is_dmv_grammar(g) and dmv_index(g).types == dmv_index(g0).types
+    w = random_weights(g, np.random.default_rng(1))
+    for heads in all_trees(len(sent))[::37]:
+        rows = heads_derivation(g, sent, heads)
+        check_derivation(g, split_heads(sent), rows)
+        assert list(derivation_heads(g, rows, len(sent))) == list(heads)
+    p = DMVParser(g, [sent])
+    ref = np.logaddexp.reduce([tree_logweight(g, w, sent, t) for t in all_trees(len(sent))])
+    assert p.inside_outside(w)[1][0] == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_grammar_tree_probability_is_eq4(seed):
+    """Product of rule weights of the split-head derivation == Cohen & Smith
+    Eq. 4 computed head-outward, closest dependent first (pins down valence)."""
+    g, w, sents = case(seed)
+    params = dmv_params(g, w)
+    params.pop("nostop")                                 # Eq. 4 uses 1 - STOP
+    for sent in sents:
+        for heads in all_trees(len(sent)):
+            rows = heads_derivation(g, sent, heads)
+            check_derivation(g, split_heads(sent), rows)
+            assert list(derivation_heads(g, rows, len(sent))) == list(heads)
+            assert tree_logweight(g, w, sent, heads) == pytest.approx(
+                tree_logprob_eq4(params, sent, heads), rel=1e-12, abs=1e-12)
+
+
+def test_eq4_valence_is_not_symmetric():
+    """Negative control: swapping the valence-0/1 STOP parameters changes Eq. 4
+    for a head with two dependents on one side."""
+    g, w, _ = case(3)
+    p = dmv_params(g, w)
+    p.pop("nostop")
+    sent, heads = ["a", "b", "c"], (0, 1, 1)
+    swapped = dict(p, stop={(h, d, 1 - v): x for (h, d, v), x in p["stop"].items()})
+    assert tree_logprob_eq4(p, sent, heads) != pytest.approx(tree_logprob_eq4(swapped, sent, heads))
+
+
+# ---------------------------------------------------------------- kernel vs enumeration
+
+@pytest.mark.parametrize("seed,normalized", [(0, True), (1, False), (2, False), (3, True)])
+def test_inside_outside_matches_enumeration(seed, normalized):
+    g, w, sents = case(seed, normalized=normalized)
+    p = DMVParser(g, sents)
+    counts, logz = p.inside_outside(w)
+    want = np.zeros(len(g))
+    for k, sent in enumerate(sents):
+        _, lw, f = enumerate_sentence(g, w, sent)
+        lz = np.logaddexp.reduce(lw)
+        assert logz[k] == pytest.approx(lz, rel=1e-12, abs=1e-12)
+        want += np.exp(lw - lz) @ f
+        c1, _ = p.inside_outside(w, [k])
+        np.testing.assert_allclose(c1, np.exp(lw - lz) @ f, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(counts, want, rtol=1e-10, atol=1e-12)
+
+
+def test_eq4_sum_is_partition_function():
+    g, w, sents = case(4)
+    params = dmv_params(g, w)
+    p = DMVParser(g, sents)
+    _, logz = p.inside_outside(w)
+    for k, sent in enumerate(sents):
+        tot = sum(math.exp(tree_logprob_eq4(params, sent, t)) for t in all_trees(len(sent)))
+        assert math.log(tot) == pytest.approx(logz[k], rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_viterbi_and_posteriors_match_enumeration(seed):
+    g, w, sents = case(seed, normalized=bool(seed % 2))
+    p = DMVParser(g, sents)
+    derivs, lp = p.viterbi(w)
+    hs, _ = p.viterbi_heads(w)
+    posts = p.arc_posteriors(w)
+    for k, sent in enumerate(sents):
+        trees, lw, _ = enumerate_sentence(g, w, sent)
+        best = int(np.argmax(lw))
+        assert tuple(hs[k]) == trees[best]
+        assert lp[k] == pytest.approx(lw[best], rel=1e-12, abs=1e-12)
+        np.testing.assert_array_equal(derivs[k], heads_derivation(g, sent, trees[best]))
+        pr = np.exp(lw - np.logaddexp.reduce(lw))
+        want = np.zeros((len(sent) + 1, len(sent)))
+        for t, q in zip(trees, pr):
+            want[list(t), range(len(sent))] += q
+        np.testing.assert_allclose(posts[k], want, rtol=1e-10, atol=1e-13)
+
+
+def test_sampling_chi_square_with_negative_control():
+    g, w, _ = case(7)
+    sent = ["a", "b", "c", "a"]
+    p = DMVParser(g, [sent])
+    N = 20000
+    derivs, heads, _ = p.sample_trees(w, np.random.default_rng(11), np.zeros(N, dtype=np.int64))
+    trees, lw, _ = enumerate_sentence(g, w, sent)
+    pos = {t: i for i, t in enumerate(trees)}
+    obs = np.bincount([pos[tuple(h)] for h in heads], minlength=len(trees))
+    for d, h in zip(derivs[:200], heads[:200]):
+        np.testing.assert_array_equal(d, heads_derivation(g, sent, h))
+    pr = np.exp(lw - np.logaddexp.reduce(lw))
+    assert stats.chisquare(obs, pr * N).pvalue > 1e-4
+    other = random_weights(g, np.random.default_rng(99))           # negative control
+    _, lw2, _ = enumerate_sentence(g, other, sent)
+    pr2 = np.exp(lw2 - np.logaddexp.reduce(lw2))
+    assert stats.chisquare(obs, pr2 * N).pvalue < 1e-6
+    again = p.sample(w, np.random.default_rng(11), np.zeros(N, dtype=np.int64))
+    assert all(np.array_equal(a, b) for a, b in zip(derivs, again))
+
+
+def test_failures_zero_weight_and_split_input():
+    g = dmv_grammar([["a", "b"], ["b"]])
+    sents = [["a", "b"], ["a", "zzz"], [], ["a_l", "a_r", "b_l", "b_r"], ["b"]]
+    p = make_parser(g, sents)
+    assert isinstance(p, DMVParser)
+    assert set(p.failures) == {1, 2}
+    w = g.weights.copy()
+    c, lz = p.inside_outside(w)
+    assert np.isneginf(lz[[1, 2]]).all() and lz[3] == pytest.approx(lz[0])
+    assert c[g.index["Y_a --> L0_a R0_a"]] == pytest.approx(2.0)
+    w[g.index["S --> Y_b"]] = 0.0                                  # "b" cannot be the root
+    c, lz = p.inside_outside(w, [4])
+    assert np.isneginf(lz[0]) and not c.any()
+    d, lp = p.viterbi(w, [4, 0])
+    assert d[0] is None and np.isneginf(lp[0]) and d[1] is not None
+    assert p.sample(w, np.random.default_rng(0), [4])[0] is None
+    w[g.index["S --> Y_a"]] = np.nan
+    with pytest.raises(NumericalError):
+        p.inside_outside(w)
+
+
+# ---------------------------------------------------------------- long sentences
+
+def log_inside_reference(g, w, sent):
+    """log Z of the same split-head recursions in log space (numpy logaddexp)."""
+    ix, n = dmv_index(g), len(sent)
+    with np.errstate(divide="ignore"):
+        lw = np.log(np.append(w, 0.0))                 # index -1 -> log 0
+    t = np.array([ix.type_id[x] for x in sent])
+    tr = ix.type_rules[t]
+    y = lw[tr[:, 1]]
+    h, d = np.meshgrid(range(n), range(n), indexing="ij")
+    A = lw[ix.arc_rules(t[h], t[d], d > h)] + y[None, :]
+    st = lw[tr[:, 2:]]                                 # sL0 nL0 sL1 nL1 sR0 nR0 sR1 nR1
+    NEG = -np.inf
+    CL = np.full((2, n, n), NEG)
+    CR = np.full((2, n, n), NEG)
+    for v in (0, 1):
+        CL[v][range(n), range(n)] = st[:, 2 * v]
+        CR[v][range(n), range(n)] = st[:, 4 + 2 * v]
+    I = np.full((n, n), NEG)
+    lae = np.logaddexp.reduce
+    for wd in range(1, n):
+        for a in range(n - wd):
+            b = a + wd
+            m = np.arange(a, b)
+            I[b, a] = A[b, a] + lae(CR[0][a, m] + CL[1][b, m + 1])
+            I[a, b] = A[a, b] + lae(CR[1][a, m] + CL[0][b, m + 1])
+        for a in range(n - wd):
+            b = a + wd
+            lp = lae(CL[0][np.arange(a, b), a] + I[b, a:b])
+            rp = lae(I[a, a + 1:b + 1] + CR[0][np.arange(a + 1, b + 1), b])
+            for v in (0, 1):
+                CL[v][b, a] = st[b, 1 + 2 * v] + lp
+                CR[v][a, b] = st[a, 5 + 2 * v] + rp
+    return lae(lw[tr[:, 0]] + y + CL[0][:, 0] + CR[0][:, n - 1])
+
+
+def test_100_token_sentences_do_not_underflow():
+    rng = np.random.default_rng(8)
+    tags = [f"T{i}" for i in range(35)]
+    sents = [list(rng.choice(tags, size=100)) for _ in range(2)]
+    g = dmv_grammar(sents)
+    w = random_weights(g, rng)
+    p = DMVParser(g, sents)
+    c, lz = p.inside_outside(w)
+    ref = [log_inside_reference(g, w, s) for s in sents]
+    np.testing.assert_allclose(lz, ref, rtol=1e-10)
+    assert np.isfinite(c).all()
+    # scaling every weight by s scales each tree by s^(5n-1): log Z shifts
+    # exactly, far outside the range of doubles (e^-7000, e^+6500)
+    for s in (1e-6, 1e6):
+        c2, lz2 = p.inside_outside(w * s)
+        np.testing.assert_allclose(lz2, lz + 499 * math.log(s), rtol=1e-12)
+        np.testing.assert_allclose(c2, c, rtol=1e-8, atol=1e-10)
+
+
+def test_underflow_fallback_when_root_weight_misleads():
+    """Root weights >> arc weights make the per-token bound loose by ~1e-6 a
+    token: the kernel must re-centre its scaling on the Viterbi tree."""
+    rng = np.random.default_rng(9)
+    sent = list(rng.choice(TAGS, size=120))
+    g = dmv_grammar([sent])
+    w = random_weights(g, rng, normalized=False)
+    ix = dmv_index(g)
+    w[ix.kind >= 10] *= 1e-6
+    p = DMVParser(g, [sent])
+    c, lz = p.inside_outside(w)
+    assert lz[0] == pytest.approx(log_inside_reference(g, w, sent), rel=1e-10)
+    ys = [g.index[f"Y_{t} --> L0_{t} R0_{t}"] for t in TAGS]
+    roots = [g.index[f"S --> Y_{t}"] for t in TAGS]
+    assert c[ys].sum() == pytest.approx(120) and c[roots].sum() == pytest.approx(1.0)
+    hs, lp = p.viterbi_heads(w)
+    assert tree_logweight(g, w, sent, hs[0]) == pytest.approx(lp[0], rel=1e-12)
+
+
+# ---------------------------------------------------------------- Eisner, harmonic
+
+def test_eisner_finds_best_projective_tree():
+    rng = np.random.default_rng(10)
+    for n in (1, 2, 3, 4, 5, 5, 5):
+        s = rng.normal(size=(n + 1, n))
+        s[rng.random(s.shape) < 0.15] = -np.inf
+        trees = all_trees(n)
+        score = [sum(s[h, d] for d, h in enumerate(t)) for t in trees]
+        if max(score) == -np.inf:
+            continue
+        got = tuple(eisner(s))
+        assert got in trees and sum(s[h, d] for d, h in enumerate(got)) == pytest.approx(max(score))
+
+
+def test_mbr_heads_maximise_expected_accuracy():
+    g, w, sents = case(12, lengths=(4, 5))
+    p = DMVParser(g, sents)
+    for post, heads, sent in zip(p.arc_posteriors(w), p.mbr_heads(w), sents):
+        acc = [post[list(t), range(len(sent))].sum() for t in all_trees(len(sent))]
+        assert post[list(heads), range(len(sent))].sum() == pytest.approx(max(acc))
+
+
+def test_harmonic_counts():
+    sents = [["a", "b", "c"], ["c", "a"]]
+    g = dmv_grammar(sents)
+    c = harmonic_counts(g, sents)
+    k = g.index
+    assert c[k["S --> Y_a"]] == pytest.approx(1 / 3 + 1 / 2)
+    assert c[k["Y_c --> L0_c R0_c"]] == pytest.approx(2)
+    # word 0 ("a") of sentence 1 attaches to b with 2/3, to c with 1/3
+    assert c[k["L'_b --> Y_a L_b"]] == pytest.approx(2 / 3)
+    assert c[k["L'_c --> Y_a L_c"]] == pytest.approx(1 / 3)
+    assert c[k["R'_c --> R_c Y_a"]] == pytest.approx(1.0)
+    # every head makes exactly one STOP per direction; ¬STOPs = expected dependents
+    for t in TAGS:
+        ntok = sum(s.count(t) for s in sents)
+        for side in "LR":
+            stops = c[k[f"{side}0_{t} --> {t}_{side.lower()}"]] + c[k[f"{side}_{t} --> {t}_{side.lower()}"]]
+            assert stops == pytest.approx(ntok)
+    chooses = sum(c[r] for r, key in enumerate(g.keys()) if "'_" in key.split(" -->")[0])
+    nostop = sum(c[r] for r, key in enumerate(g.keys()) if "--> L'_" in key or "--> R'_" in key)
+    assert chooses == pytest.approx(3 + 2) and nostop == pytest.approx(chooses)
+    assert (c >= 0).all()
+
+
+# ---------------------------------------------------------------- against the CKY kernel
+
+def test_dmv_kernel_equals_cky_kernel():
+    cky = pytest.importorskip("grind.cky")
+    rng = np.random.default_rng(13)
+    tags = [f"t{i}" for i in range(12)]
+    distinct = [list(rng.permutation(tags)[:n]) for n in (1, 2, 3, 5, 8, 12)]
+    repeated = [list(rng.choice(TAGS, size=n)) for n in (4, 9, 12)]
+    sents = distinct + repeated
+    g = dmv_grammar(sents)
+    w = random_weights(g, rng, normalized=False)
+    p = DMVParser(g, sents)
+    q = cky.CKYParser(g, [split_heads(s) for s in sents])
+    c1, l1 = p.inside_outside(w)
+    c2, l2 = q.inside_outside(w)
+    np.testing.assert_allclose(l1, l2, rtol=1e-10)
+    np.testing.assert_allclose(c1, c2, rtol=1e-8, atol=1e-10)
+    d1, v1 = p.viterbi(w)
+    d2, v2 = q.viterbi(w)
+    np.testing.assert_allclose(v1, v2, rtol=1e-10)
+    for k, (a, b) in enumerate(zip(d1, d2)):
+        if k < len(distinct):                 # no two trees share a rule multiset
+            np.testing.assert_array_equal(a, b)
+        else:                                 # exact ties possible: same score, valid tree
+            heads = derivation_heads(g, b, len(sents[k]))
+            np.testing.assert_array_equal(heads_derivation(g, sents[k], heads), b)
+            assert tree_logweight(g, w, sents[k], heads) == pytest.approx(v1[k], rel=1e-10)
