@@ -16,7 +16,7 @@ from . import __version__, log
 from .corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, read_corpus
 from .counts import Counts, read_counts, write_counts
 from .errors import GrindError, InputError
-from .grammar import Grammar, read_grammar, rule_lines
+from .grammar import PSEUDO_COUNTS, Grammar, read_grammar, rule_lines
 from .textio import header_lines, open_out, set_run_info
 
 EPILOG_PIPELINE = """\b
@@ -284,7 +284,7 @@ def estep(grammar, corpus, spec, kernel, start, output):
       grind sum c1.txt c2.txt | grind mstep - > g.next.txt
     """
     g, sents, parser = load(grammar, corpus, spec, start, kernel)
-    counts, logz = parser.inside_outside(g.weights)
+    counts, logz = parser.inside_outside(g.probabilities())
     report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
@@ -335,14 +335,27 @@ def mstep(counts, alpha, grammar_path, start, output):
     write_grammar(output, g, theta, "probabilities", estimate=f"MAP alpha={alpha}")
 
 
+ALGORITHMS = ("em", "vb")
+
+
 @cli.command()
-@click.option("--algo", type=click.Choice(["em"]), default="em", show_default=True, help="Inference algorithm.")
-@click.option("--iterations", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--algo", type=click.Choice(ALGORITHMS), default="em", show_default=True, help="Inference algorithm.")
+@click.option("--iterations", type=click.IntRange(1), default=50, show_default=True,
+              help="Iterations (batch algorithms).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
               help="Stop when the objective's relative gain is below this.")
-@click.option("--alpha", type=click.FloatRange(0), default=1.0, show_default=True,
-              help="Dirichlet hyperparameter for MAP-EM (1 = maximum likelihood).")
-@click.option("--trace", "trace_path", default=None, help="Also write the per-iteration trace as TSV here.")
+@click.option("--alpha", default="1.0", show_default=True,
+              help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts. "
+                   "EM: MAP estimate (1 = maximum likelihood).")
+@click.option("--trace", "trace_path", default=None, help="Also write the trace as TSV here.")
+@click.option("--dev", "dev_path", default=None, help="Held-out corpus for --eval-every (read with the same corpus options).")
+@click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True,
+              help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy for treebanks).")
+@click.option("--checkpoint", "ckpt", default=None, help="Checkpoint file (.npz), written atomically.")
+@click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
+@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Threads for the E-step (results do not depend on it).")
 @corpus_options
 @kernel_option
 @seed_option
@@ -350,41 +363,63 @@ def mstep(counts, alpha, grammar_path, start, output):
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, kernel, seed, start, output):
+def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
+          ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
-    The per-iteration objective (log-likelihood, + log prior for MAP) goes to stderr.
+    \b
+    em  inside-outside EM / MAP-EM; writes probabilities.
+    vb  mean-field variational Bayes (Kurihara & Sato); writes the posterior
+        Dirichlet pseudo-counts (grind parse / loglik use their mean).
+    The per-step objective (log-likelihood + log prior, or the variational
+    bound) goes to stderr, and with --trace to a TSV file.
 
     \b
-    Example:
+    Examples:
       grind train --algo em --iterations 30 --column UPOS --punct ud g1.txt train.conllu > g.txt
+      grind train --algo vb --alpha 0.1 --dev dev.conllu --eval-every 5 --column UPOS --punct ud g1.txt train.conllu > post.txt
     """
-    from . import em
-    make_rng(seed)
+    from .training import ShardedEstep, heldout, prior_vector, train as run_training, write_trace
+    rng = make_rng(seed)
+    if resume and not ckpt:
+        raise click.UsageError("--resume needs --checkpoint FILE")
+    if eval_every and not dev_path:
+        raise click.UsageError("--eval-every needs --dev FILE")
     g, sents, parser = load(grammar, corpus, spec, start, kernel)
     report_failures(sents, parser, known_failures(parser, len(sents)))
+    prior = prior_vector(g, alpha)
     log.info(f"training {algo} on {len(sents)} sentences ({spec.describe()}), {len(g)} rules")
-    trace = []
-
-    def on_step(s):
-        ppl = np.exp(-s.loglik / s.words) if s.words else float("nan")
-        log.info(f"iter {s.iteration:3d}  loglik {s.loglik:.6f}  objective {s.objective:.6f}  "
-                 f"perplexity {ppl:.4f}  parsed {s.parsed}/{len(sents)}  {s.seconds:.2f}s")
-        trace.append(s)
-
-    theta, steps = em.run(parser, g, g.weights, iterations, tolerance, alpha, on_step)
-    write_grammar(output, g, theta, "probabilities", algorithm=f"{algo} alpha={alpha}",
-                  iterations=len(steps), loglik=repr(steps[-1].loglik), corpus=spec.describe())
+    estep = ShardedEstep(parser, jobs)
+    algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), iterations, tolerance, rng)
+    eval_fn = None
+    if dev_path:
+        dev_sents = read_corpus(dev_path, spec)
+        from .parser import make_parser
+        dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
+        eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
+    meta = {"algorithm": algo, "rules": len(g), "corpus": f"{corpus} {spec.describe()} ({len(sents)} sentences)"}
+    trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
+                         checkpoint_every=checkpoint_every, resume=resume, meta=meta,
+                         on_step=lambda s: log.info(format_step(s)))
+    kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
+    last = trace[-1] if trace else None
+    write_grammar(output, g, algorithm.weights(), kind, algorithm=algo, alpha=alpha,
+                  steps=len(trace), objective=repr(last.objective) if last else None, corpus=spec.describe())
     if trace_path:
-        write_trace(trace_path, steps)
+        write_trace(trace_path, trace)
 
 
-def write_trace(path, steps):
-    with open_out(path) as f:
-        f.writelines(header_lines())
-        f.write("iteration\tobjective\tloglik\tparsed\twords\tseconds\n")
-        for s in steps:
-            f.write(f"{s.iteration}\t{s.objective!r}\t{s.loglik!r}\t{s.parsed}\t{s.words}\t{s.seconds:.3f}\n")
+def make_algorithm(algo, g, estep, prior, theta0, iterations, tolerance, rng):
+    if algo == "em":
+        from .em import EM
+        return EM(g, estep, prior, theta0, iterations, tolerance)
+    from .vb import VB
+    return VB(g, estep, prior, theta0, iterations, tolerance)
+
+
+def format_step(s) -> str:
+    extra = "  ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in s.extra.items())
+    return f"step {s.step:4d}  objective {s.objective:.6f}  sentences {s.sentences}  {s.seconds:.2f}s  {extra}"
 
 
 @cli.command()
@@ -415,13 +450,14 @@ def parse(grammar, corpus, spec, decoder, kernel, start, output):
     g, sents, parser = load(grammar, corpus, spec, start, kernel)
     from .dmv_parser import DMVParser
     if isinstance(parser, DMVParser):
-        heads = parser.mbr_heads(g.weights) if decoder == "mbr" else parser.viterbi_heads(g.weights)[0]
+        theta = g.probabilities()
+        heads = parser.mbr_heads(theta) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
         write_dependencies(output, sents, parser, heads, decoder, spec)
         return
     if decoder == "mbr":
         raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
     from .trees import derivation_tree, format_tree
-    derivs, logp = parser.viterbi(g.weights)
+    derivs, logp = parser.viterbi(g.probabilities())
     report_failures(sents, parser, logp)
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe()))
@@ -484,7 +520,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
       grind loglik --summary --column UPOS --punct ud g.txt dev.conllu
     """
     g, sents, parser = load(grammar, corpus, spec, start, kernel)
-    _, logz = parser.inside_outside(g.weights)
+    _, logz = parser.inside_outside(g.probabilities())
     failed = report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
     words = sum(len(s) for s, k in zip(sents, ok) if k)

@@ -11,15 +11,13 @@ objective log P(w | theta) + log P(theta | alpha) never decreases.
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 import numpy as np
 
 from .errors import NumericalError
+from .training import Step
 
 
-def map_estimate(grammar, counts: np.ndarray, alpha: float = 1.0, previous=None) -> np.ndarray:
+def map_estimate(grammar, counts: np.ndarray, alpha=1.0, previous=None) -> np.ndarray:
     """theta_r = max(0, E[f_r] + alpha - 1) / sum_{r' in R_A} max(0, E[f_r'] + alpha - 1)."""
     if not np.all(np.isfinite(counts)):
         raise NumericalError("expected counts contain NaN or infinity")
@@ -31,52 +29,58 @@ def map_estimate(grammar, counts: np.ndarray, alpha: float = 1.0, previous=None)
     return theta
 
 
-def log_dirichlet_prior(grammar, theta: np.ndarray, alpha: float) -> float:
-    """sum_r (alpha - 1) log theta_r (up to a constant); 0 for alpha = 1."""
-    if alpha == 1.0:
-        return 0.0
-    with np.errstate(divide="ignore"):
-        return float((alpha - 1.0) * np.sum(np.log(theta[theta > 0])))
+def log_dirichlet_prior(grammar, theta: np.ndarray, alpha) -> float:
+    """sum_r (alpha_r - 1) log theta_r (up to a constant); 0 for alpha = 1."""
+    a = np.broadcast_to(np.asarray(alpha, dtype=np.float64), theta.shape)
+    use = (theta > 0) & (a != 1.0)
+    return float(np.sum((a[use] - 1.0) * np.log(theta[use])))
 
 
-@dataclass
-class Step:
-    """One iteration's record for the trace."""
+class EM:
+    """Inside-outside EM / MAP-EM as a training-loop algorithm (see grind.training)."""
 
-    iteration: int
-    loglik: float
-    objective: float
-    parsed: int
-    words: int
-    seconds: float
+    name = "em"
+    output = "probabilities"
+
+    def __init__(self, grammar, estep, prior, theta0, iterations=50, tolerance=1e-6):
+        self.g, self.estep, self.prior = grammar, estep, prior
+        self.iterations, self.tolerance = iterations, tolerance
+        self.theta = np.asarray(theta0, dtype=np.float64)
+        self.it, self.prev, self.done = 0, None, False
+        self.n = len(estep.parser.sentences)
+
+    def step(self):
+        if self.done or self.it >= self.iterations:
+            return None
+        counts, logz = self.estep(self.theta)
+        ok = np.isfinite(logz)
+        if not ok.any():
+            raise NumericalError("no sentence has a parse of positive probability")
+        loglik = float(logz[ok].sum())
+        obj = loglik + log_dirichlet_prior(self.g, self.theta, self.prior)
+        self.theta = map_estimate(self.g, counts, self.prior, previous=self.theta)
+        self.it += 1
+        if self.prev is not None and abs(obj - self.prev) <= self.tolerance * abs(self.prev):
+            self.done = True
+        self.prev = obj
+        return Step(self.it, obj, self.it * self.n, extra={"loglik": loglik, "parsed": int(ok.sum())})
+
+    def weights(self):
+        return self.theta
+
+    mean = weights
+
+    def get_state(self):
+        return {"theta": self.theta, "it": self.it, "prev": self.prev, "done": self.done}
+
+    def set_state(self, s):
+        self.theta = np.array(s["theta"], dtype=np.float64)
+        self.it, self.prev, self.done = int(s["it"]), s["prev"], bool(s["done"])
 
 
-def estep(parser, theta):
-    """Counts, total log-likelihood and parsed-sentence count under theta."""
-    counts, logz = parser.inside_outside(theta)
-    ok = np.isfinite(logz)
-    if np.isnan(logz).any():
-        raise NumericalError("log partition is NaN: the grammar weights are invalid")
-    if not ok.any():
-        raise NumericalError("no sentence has a parse of positive probability")
-    return counts, float(logz[ok].sum()), ok
-
-
-def run(parser, grammar, theta, iterations=50, tolerance=1e-6, alpha=1.0, on_step=None):
-    """Iterate E and M steps from ``theta``; stop after ``iterations`` or when the
-    relative objective gain falls below ``tolerance``.  Returns (theta, steps)."""
-    steps, prev = [], None
-    words = np.array([len(s) for s in parser.sentences])
-    t0 = time.perf_counter()
-    for it in range(1, iterations + 1):
-        counts, loglik, ok = estep(parser, theta)
-        obj = loglik + log_dirichlet_prior(grammar, theta, alpha)
-        step = Step(it, loglik, obj, int(ok.sum()), int(words[ok].sum()), time.perf_counter() - t0)
-        steps.append(step)
-        if on_step:
-            on_step(step)
-        theta = map_estimate(grammar, counts, alpha, previous=theta)
-        if prev is not None and abs(obj - prev) <= tolerance * abs(prev):
-            break
-        prev = obj
-    return theta, steps
+def run(parser, grammar, theta, iterations=50, tolerance=1e-6, alpha=1.0):
+    """EM from theta on the parser's corpus; returns (theta, trace)."""
+    from .training import ShardedEstep, train
+    algo = EM(grammar, ShardedEstep(parser), alpha, theta, iterations, tolerance)
+    trace = train(algo, np.random.default_rng(0))
+    return algo.theta, trace

@@ -19,6 +19,8 @@ from .errors import InputError
 from .textio import read_lines
 
 ARROW = "-->"
+#: How a grammar file's ``# weights:`` header names Dirichlet pseudo-counts.
+PSEUDO_COUNTS = "Dirichlet pseudo-counts"
 
 
 def rule_key(lhs: str, rhs: tuple[str, ...]) -> str:
@@ -65,6 +67,14 @@ class Grammar:
 
     def is_nonterminal(self, sym: str) -> bool:
         return sym in self._nts
+
+    def probabilities(self) -> np.ndarray:
+        """Rule probabilities: the weights, or for a file of Dirichlet
+        pseudo-counts (``# weights: Dirichlet pseudo-counts ...``) their
+        posterior mean alpha_r / sum_{R_A} alpha."""
+        if self.meta.get("weights", "").startswith(PSEUDO_COUNTS):
+            return self.normalize(self.weights)
+        return self.weights
 
     def with_weights(self, weights, meta=None) -> "Grammar":
         """The same rules with new weights (no pseudo-counts)."""
