@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from types import SimpleNamespace
 
 import click
 import numpy as np
@@ -335,13 +336,36 @@ def mstep(counts, alpha, grammar_path, start, output):
     write_grammar(output, g, theta, "probabilities", estimate=f"MAP alpha={alpha}")
 
 
-ALGORITHMS = ("em", "vb")
+#: --algo name -> "module:Class"; every class takes (grammar, estep, prior, theta0, cfg, rng).
+ALGORITHMS = {
+    "em": "grind.em:EM",
+    "vb": "grind.vb:VB",
+    "cvb": "grind.cvb:CVB",
+    "streaming": "grind.streaming:StreamingVB",
+    "stochastic": "grind.stochastic:StochasticVB",
+    "gibbs": "grind.gibbs:Gibbs",
+    "hastings": "grind.hastings:Hastings",
+}
+#: Algorithms that read the corpus as a stream themselves (cfg.corpus, cfg.spec).
+STREAMING = ("streaming",)
 
 
 @cli.command()
-@click.option("--algo", type=click.Choice(ALGORITHMS), default="em", show_default=True, help="Inference algorithm.")
+@click.option("--algo", type=click.Choice(list(ALGORITHMS)), default="em", show_default=True,
+              help="Inference algorithm.")
 @click.option("--iterations", type=click.IntRange(1), default=50, show_default=True,
-              help="Iterations (batch algorithms).")
+              help="Iterations (batch algorithms, sweeps of the samplers and of cvb).")
+@click.option("--epochs", type=click.IntRange(1), default=1, show_default=True, help="Passes over the corpus (stochastic).")
+@click.option("--batch", type=click.IntRange(1), default=1000, show_default=True, help="Minibatch size (streaming, stochastic).")
+@click.option("--first-batch", type=click.IntRange(1), default=None, help="Size of the first minibatch (streaming; default --batch).")
+@click.option("--batch-iterations", type=click.IntRange(1), default=5, show_default=True,
+              help="VB iterations per minibatch (streaming, stochastic).")
+@click.option("--tau", type=click.FloatRange(0), default=1.0, show_default=True, help="Step size delay: eta_t = (tau + t)^-kappa (stochastic).")
+@click.option("--kappa", type=click.FloatRange(0.5, 1.0), default=0.7, show_default=True, help="Step size decay (stochastic).")
+@click.option("--update", type=click.Choice(["hoffman", "pate-johnson"]), default="hoffman", show_default=True,
+              help="Stochastic VB update: Hoffman et al. (prior inside the step) or Pate & Johnson (prior outside).")
+@click.option("--temp-start", type=click.FloatRange(1.0), default=1.0, show_default=True,
+              help="Annealing: initial temperature, lowered to 1 over the run (hastings, gibbs).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
               help="Stop when the objective's relative gain is below this.")
 @click.option("--alpha", default="1.0", show_default=True,
@@ -364,15 +388,21 @@ ALGORITHMS = ("em", "vb")
 @click.argument("grammar")
 @click.argument("corpus")
 def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
-          ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output):
+          ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output, **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     \b
-    em  inside-outside EM / MAP-EM; writes probabilities.
-    vb  mean-field variational Bayes (Kurihara & Sato); writes the posterior
-        Dirichlet pseudo-counts (grind parse / loglik use their mean).
-    The per-step objective (log-likelihood + log prior, or the variational
-    bound) goes to stderr, and with --trace to a TSV file.
+    em          inside-outside EM / MAP-EM (--alpha); writes probabilities.
+    vb          batch mean-field VB (Kurihara & Sato 2006).
+    cvb         collapsed VB (Wang & Blunsom 2013).
+    streaming   streaming VB over minibatches of a stream (Broderick et al. 2013).
+    stochastic  stochastic VB, step (tau + t)^-kappa (Hoffman et al. 2010).
+    gibbs       Gibbs sampler for (t, theta) (Johnson, Griffiths & Goldwater 2007).
+    hastings    collapsed Metropolis-Hastings sampler, annealed from --temp-start.
+    All but em write the posterior Dirichlet pseudo-counts (grind parse and
+    loglik use their mean).  The per-step objective (log-likelihood + log
+    prior, variational bound, or collapsed log probability) goes to stderr,
+    and with --trace to a TSV file.
 
     \b
     Examples:
@@ -385,19 +415,24 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         raise click.UsageError("--resume needs --checkpoint FILE")
     if eval_every and not dev_path:
         raise click.UsageError("--eval-every needs --dev FILE")
-    g, sents, parser = load(grammar, corpus, spec, start, kernel)
-    report_failures(sents, parser, known_failures(parser, len(sents)))
+    cfg = SimpleNamespace(iterations=iterations, tolerance=tolerance, jobs=jobs, kernel=kernel,
+                          corpus=corpus, spec=spec, **opts)
+    if algo in STREAMING:
+        g, estep, n = read_grammar(grammar, start), None, "a stream of"
+    else:
+        g, sents, parser = load(grammar, corpus, spec, start, kernel)
+        report_failures(sents, parser, known_failures(parser, len(sents)))
+        estep, n = ShardedEstep(parser, jobs), len(sents)
     prior = prior_vector(g, alpha)
-    log.info(f"training {algo} on {len(sents)} sentences ({spec.describe()}), {len(g)} rules")
-    estep = ShardedEstep(parser, jobs)
-    algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), iterations, tolerance, rng)
+    log.info(f"training {algo} on {n} sentences ({spec.describe()}), {len(g)} rules")
+    algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
     eval_fn = None
     if dev_path:
         dev_sents = read_corpus(dev_path, spec)
         from .parser import make_parser
         dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
         eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
-    meta = {"algorithm": algo, "rules": len(g), "corpus": f"{corpus} {spec.describe()} ({len(sents)} sentences)"}
+    meta = {"algorithm": algo, "rules": len(g), "corpus": f"{corpus} {spec.describe()}"}
     trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
                          on_step=lambda s: log.info(format_step(s)))
@@ -409,12 +444,11 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         write_trace(trace_path, trace)
 
 
-def make_algorithm(algo, g, estep, prior, theta0, iterations, tolerance, rng):
-    if algo == "em":
-        from .em import EM
-        return EM(g, estep, prior, theta0, iterations, tolerance)
-    from .vb import VB
-    return VB(g, estep, prior, theta0, iterations, tolerance)
+def make_algorithm(algo, g, estep, prior, theta0, cfg, rng):
+    """An instance of the --algo class (see ALGORITHMS)."""
+    import importlib
+    module, cls = ALGORITHMS[algo].split(":")
+    return getattr(importlib.import_module(module), cls)(g, estep, prior, theta0, cfg, rng)
 
 
 def format_step(s) -> str:

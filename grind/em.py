@@ -42,9 +42,9 @@ class EM:
     name = "em"
     output = "probabilities"
 
-    def __init__(self, grammar, estep, prior, theta0, iterations=50, tolerance=1e-6):
+    def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
         self.g, self.estep, self.prior = grammar, estep, prior
-        self.iterations, self.tolerance = iterations, tolerance
+        self.iterations, self.tolerance = cfg.iterations, cfg.tolerance
         self.theta = np.asarray(theta0, dtype=np.float64)
         self.it, self.prev, self.done = 0, None, False
         self.n = len(estep.parser.sentences)
@@ -80,7 +80,10 @@ class EM:
 
 def run(parser, grammar, theta, iterations=50, tolerance=1e-6, alpha=1.0):
     """EM from theta on the parser's corpus; returns (theta, trace)."""
+    from types import SimpleNamespace
+
     from .training import ShardedEstep, train
-    algo = EM(grammar, ShardedEstep(parser), alpha, theta, iterations, tolerance)
+    cfg = SimpleNamespace(iterations=iterations, tolerance=tolerance)
+    algo = EM(grammar, ShardedEstep(parser), alpha, theta, cfg)
     trace = train(algo, np.random.default_rng(0))
     return algo.theta, trace

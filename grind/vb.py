@@ -49,9 +49,9 @@ class VB:
     name = "vb"
     output = "pseudo-counts"
 
-    def __init__(self, grammar, estep, prior, theta0, iterations=50, tolerance=1e-6):
+    def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
         self.g, self.estep, self.prior = grammar, estep, prior
-        self.iterations, self.tolerance = iterations, tolerance
+        self.iterations, self.tolerance = cfg.iterations, cfg.tolerance
         counts, _ = estep(theta0)
         self.alpha_hat = prior + counts
         self.it, self.prev, self.done = 0, None, False
