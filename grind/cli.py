@@ -364,6 +364,8 @@ STREAMING = ("streaming",)
 @click.option("--kappa", type=click.FloatRange(0.5, 1.0), default=0.7, show_default=True, help="Step size decay (stochastic).")
 @click.option("--update", type=click.Choice(["hoffman", "pate-johnson"]), default="hoffman", show_default=True,
               help="Stochastic VB update: Hoffman et al. (prior inside the step) or Pate & Johnson (prior outside).")
+@click.option("--cvb-init", type=click.Choice(["grammar", "random"]), default="grammar", show_default=True,
+              help="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly perturbed weights.")
 @click.option("--temp-start", type=click.FloatRange(1.0), default=1.0, show_default=True,
               help="Annealing: initial temperature, lowered to 1 over the run (hastings, gibbs).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
