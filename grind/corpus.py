@@ -12,6 +12,8 @@ form a tree.
 """
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field
 
 from .errors import InputError
@@ -80,14 +82,30 @@ def detect_format(path: str, first_line: str | None) -> str:
 
 
 def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
-    """All sentences of ``path`` that pass ``spec``'s filters (see module doc)."""
-    spec = spec or CorpusSpec()
-    lines = list(read_lines(path))
-    fmt = spec.format
-    if fmt == "auto":
-        first = next((ln for _, ln in lines if ln.strip() and not ln.startswith("#")), None)
-        fmt = detect_format(path, first)
+    """All sentences of ``path`` that pass ``spec``'s filters (see module doc).
+
+    The whole file is read (and decoded) before any sentence is built, so a
+    bad byte anywhere is reported before a bad line further up; use
+    :func:`iter_corpus` to read a large corpus one sentence at a time.
+    """
+    return list(_sentences(path, spec or CorpusSpec(), list(read_lines(path))))
+
+
+def iter_corpus(path: str, spec: CorpusSpec | None = None):
+    """The sentences of :func:`read_corpus`, one at a time, reading ``path`` lazily.
+
+    Only the current sentence (CoNLL block, text line or PTB tree) and the
+    comment lines before the first content line are held in memory.  Errors
+    are those of :func:`read_corpus`, raised when the reader reaches them;
+    ``InputError("... no sentences ...")`` comes at the end when none passed.
+    """
+    return _sentences(path, spec or CorpusSpec(), read_lines(path))
+
+
+def _sentences(path, spec, lines):
+    """Generator behind read_corpus / iter_corpus over (lineno, line) pairs."""
     name = "<stdin>" if path == "-" else path
+    fmt, lines = _format(path, spec.format, lines)
     if fmt == "text":
         if spec.column:
             raise InputError(f"{name}: --column {spec.column} needs a CoNLL or Malt-TAB file, "
@@ -99,37 +117,79 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
         sents = _read_ptb(lines, name, spec)
     else:
         sents = _read_treebank(lines, name, fmt, spec)
-    sents = [s for s in sents if spec.min_length <= len(s) and
-             (spec.max_length is None or len(s) <= spec.max_length)]
-    if not sents:
+    kept = 0
+    for s in sents:
+        if spec.min_length <= len(s) and (spec.max_length is None or len(s) <= spec.max_length):
+            kept += 1
+            yield s
+    if not kept:
         raise InputError(f"{name}: no sentences ({spec.describe()})")
-    return sents
 
 
-def _read_text(lines) -> list[Sentence]:
-    out, header = [], True
+def _format(path, fmt, lines):
+    """``(format, lines)``: ``auto`` resolved from the first content line, which
+    (with the blank and comment lines before it) is put back in front of ``lines``."""
+    if fmt != "auto":
+        return fmt, lines
+    it, head, first = iter(lines), [], None
+    for lineno, ln in it:
+        head.append((lineno, ln))
+        if ln.strip() and not ln.startswith("#"):
+            first = ln
+            break
+    return detect_format(path, first), itertools.chain(head, it)
+
+
+def _read_text(lines):
+    header, number = True, 0
     for lineno, line in lines:
         if header and line.startswith("#"):
             continue
         header = False
         toks = line.split()
         if toks:
-            out.append(Sentence(toks, len(out) + 1, lineno))
-    return out
+            number += 1
+            yield Sentence(toks, number, lineno)
 
 
-def _read_ptb(lines, name, spec) -> list[Sentence]:
+def _read_ptb(lines, name, spec):
     """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped."""
-    from .trees import TRACE_TAGS, parse_trees, preterminals
+    from .trees import TRACE_TAGS, preterminals
     column = spec.column or _default_column_error(name)
-    text = "".join(ln for _, ln in lines if not ln.startswith("#"))
-    out = []
-    for number, tree in enumerate(parse_trees(text, name), 1):
+    for number, tree in enumerate(_ptb_trees(lines, name), 1):
         rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", 0] for i, (t, w) in
                 enumerate([p for p in preterminals(tree) if p[0] not in TRACE_TAGS], 1)]
         if rows:
-            out.append(_make_sentence(rows, number, 0, [], column, spec.punct, name))
-    return out
+            yield _make_sentence(rows, number, 0, [], column, spec.punct, name)
+
+
+def _ptb_trees(lines, name):
+    """The trees of the non-``#`` lines, parsed a group of lines at a time: a
+    group ends where the bracket depth is back to 0.  Character positions in
+    errors count from the start of all those lines, as if parsed at once."""
+    from .trees import parse_trees
+    base = 0
+    for text in _ptb_groups(lines):
+        try:
+            yield from parse_trees(text, name)
+        except InputError as e:
+            msg = re.sub(r"at character (\d+)", lambda m: f"at character {int(m.group(1)) + base}", str(e))
+            raise InputError(msg) from None
+        base += len(text)
+
+
+def _ptb_groups(lines):
+    buf, depth = [], 0
+    for _, ln in lines:
+        if ln.startswith("#"):
+            continue
+        buf.append(ln)
+        depth += ln.count("(") - ln.count(")")
+        if depth <= 0:
+            yield "".join(buf)
+            buf, depth = [], 0
+    if buf:
+        yield "".join(buf)
 
 
 def _blocks(lines):
@@ -152,18 +212,15 @@ def _blocks(lines):
         yield start, comments, rows
 
 
-def _read_treebank(lines, name, fmt, spec) -> list[Sentence]:
+def _read_treebank(lines, name, fmt, spec):
     column = spec.column or _default_column_error(name)
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
-    out = []
     for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         toks = [t for t in toks if t is not None]
-        if not toks:
-            continue
-        out.append(_make_sentence(toks, number, start, comments, column, spec.punct, name))
-    return out
+        if toks:
+            yield _make_sentence(toks, number, start, comments, column, spec.punct, name)
 
 
 def _default_column_error(name):
