@@ -367,7 +367,9 @@ STREAMING = ("streaming",)
 @click.option("--cvb-init", type=click.Choice(["grammar", "random"]), default="grammar", show_default=True,
               help="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly perturbed weights.")
 @click.option("--temp-start", type=click.FloatRange(1.0), default=1.0, show_default=True,
-              help="Annealing: initial temperature, lowered to 1 over the run (hastings, gibbs).")
+              help="Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).")
+@click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
+              help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
               help="Stop when the objective's relative gain is below this.")
 @click.option("--alpha", default="1.0", show_default=True,
