@@ -40,13 +40,24 @@ PATHS = ("auto", "dense", "sparse")
 class CKYParser(ChartParser):
     """A grammar compiled for a corpus of tokenised sentences.
 
-    ``path``: ``"dense"``, ``"sparse"`` or ``"auto"`` (dense when the binary
-    rules fill at least ``dense_threshold`` of the child pairs the dense
-    kernel multiplies).  ``chunk_mb``: chart memory per batch of sentences.
+    ``path``: ``"dense"`` (BLAS over all spans of a width), ``"sparse"`` (rules
+    indexed by left child) or ``"auto"``: dense when the binary rules fill at
+    least ``dense_threshold`` of the entries of the dense kernel's W (the
+    attribute ``density``; the chosen kernel is the attribute ``path``).
+    ``chunk_mb``: chart memory per batch of sentences (default 2 dense, 8
+    sparse); ``gemm_kb``: size of the batched GEMM operands.  Both only tune
+    speed.  ``failures`` maps a sentence index to why it can never parse
+    (empty, unknown word, a word no lexical rule covers; positions 1-based).
+
+    Math (csrc/cky.pyx): inside
+    beta_ij(A) = sum_{A->t_i..t_j-1} w + sum_{A->BC} w sum_k beta_ik(B) beta_kj(C)
+    + sum_{A->B} w beta_ij(B); outside alpha as its adjoint; log Z =
+    log beta_0n(start); E[f_r] = w_r d log Z / d w_r = sum over the
+    positions of r of alpha(parent) w_r prod beta(children) / Z.
     """
 
-    def __init__(self, grammar, sentences, path: str = "auto", chunk_mb: float = 2.0,
-                 dense_threshold: float = 0.05, gemm_kb: float = 4096):
+    def __init__(self, grammar, sentences, path: str = "auto", chunk_mb: float | None = None,
+                 dense_threshold: float = 0.06, gemm_kb: float = 1024):
         if _cky is None:
             raise ImportError(f"grind._cky is not built ({_IMPORT_ERROR}); run "
                               "`GRIND_KERNELS=cky python setup.py build_ext --inplace`")
@@ -55,12 +66,14 @@ class CKYParser(ChartParser):
         self.grammar = grammar
         self.sentences = [list(s) for s in sentences]
         self.failures = {}
-        self._budget = max(1, int(chunk_mb * 2**20 / 8))
         comp = _Compiled(grammar)
         comp.gemm_doubles = int(gemm_kb * 128)
         self._c = comp
         self.density = comp.density
         self.path = comp.choose_path(path, dense_threshold)
+        if chunk_mb is None:
+            chunk_mb = 2.0 if self.path == "dense" else 8.0
+        self._budget = max(1, int(chunk_mb * 2**20 / 8))
         corpus = self._match(comp)
         self._kernel = _cky.Kernel(comp.arrays(self.path == "dense"), corpus)
 
@@ -122,8 +135,9 @@ class CKYParser(ChartParser):
     def _runnable(self, idx):
         if idx.size and (idx.min() < 0 or idx.max() >= len(self.sentences)):
             raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
-        ok = np.array([int(i) not in self.failures for i in idx], dtype=bool) if self.failures \
-            else np.ones(len(idx), dtype=bool)
+        failed = np.zeros(len(self.sentences), dtype=bool)
+        failed[np.fromiter(self.failures, dtype=np.int64, count=len(self.failures))] = True
+        ok = ~failed[idx]
         return ok, np.ascontiguousarray(idx[ok], dtype=np.int64)
 
     def _weights(self, weights, log: bool):
@@ -151,7 +165,7 @@ class CKYParser(ChartParser):
             length.append(n)
             pos_off.append(len(mptr))
             reason = _unknown(sent, terms)
-            covered = np.zeros(n, dtype=bool)
+            reach = 0                       # end of the furthest match so far
             for p in range(n):
                 mptr.append(len(m_end))
                 if reason:
@@ -159,14 +173,14 @@ class CKYParser(ChartParser):
                 for k in lengths:
                     if p + k > n:
                         break
-                    for l in comp.lex_index.get(tuple(sent[p:p + k]), ()):
-                        m_end.append(p + k)
-                        m_rule.append(l)
-                        covered[p:p + k] = True
+                    ids = comp.lex_index.get(tuple(sent[p:p + k]))
+                    if ids:
+                        m_end.extend([p + k] * len(ids))
+                        m_rule.extend(ids)
+                        reach = max(reach, p + k)
+                if reach <= p:
+                    reason = f"no lexical rule covers word {sent[p]!r} at position {p + 1}"
             mptr.append(len(m_end))
-            if not reason and not covered.all():
-                p = int(np.flatnonzero(~covered)[0])
-                reason = f"no lexical rule covers word {sent[p]!r} at position {p + 1}"
             if reason:
                 self.failures[s] = reason
         self._caps = np.array([(2 * n - 1) * (comp.max_chain + 1) + 1 for n in length],
@@ -207,28 +221,11 @@ class _Compiled:
         self.lex_index = dict(self.lex_index)
         self.lex_index_lengths = {len(t) for t in self.lex_index}
         self.max_chain = _longest_chain(self.S, self.uns)
-        self._classes(uns)
-        self._dense_layout()
-        self.orig = [np.array([r[-1] for r in rs], dtype=np.int64) for rs in (self.bins, self.uns, self.lexs)]
-
-    # symbol classes: may be non-zero over one token (w1) / several (ph); used as a child (ch)
-    def _classes(self, uns):
-        S = self.S
-        ph = np.zeros(S, bool)
-        w1 = np.zeros(S, bool)
-        ch = np.zeros(S, bool)
-        for a, b, c, _ in self.bins:
-            ph[a] = ch[b] = ch[c] = True
-        for a, toks, _ in self.lexs:
-            (w1 if len(toks) == 1 else ph)[a] = True
-        for a, b, _ in self.uns:            # topological: children first
-            ph[a] |= ph[b]
-            w1[a] |= w1[b]
-        self.ph, self.w1, self.ch = ph, w1, ch
-        binlhs = np.zeros(S, bool)
-        binlhs[[a for a, _, _, _ in self.bins]] = True
+        self.ph, self.w1, self.ch, binlhs = _classes(self.S, self.bins, self.uns, self.lexs)
         at = np.flatnonzero(binlhs)
         self.r0, self.r1 = (int(at.min()), int(at.max()) + 1) if at.size else (0, 0)
+        self._dense_layout()
+        self.orig = [np.array([r[-1] for r in rs], dtype=np.int64) for rs in (self.bins, self.uns, self.lexs)]
 
     def _dense_layout(self):
         """Blocks of W: children over one token come from W1C, over several from PHC."""
@@ -249,17 +246,18 @@ class _Compiled:
         self.coff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         wcols = int(self.coff[-1])
         self.wsize = R * wcols
+        abc = np.array([r[:3] for r in self.bins], dtype=np.int64).reshape(-1, 3)
+        a, b, c = abc.T
         dpos, drule = [], []
-        for r, (a, b, c, _) in enumerate(self.bins):
-            for k, ((ll, lh), (rl, rh)) in enumerate(ranges):
-                if sizes[k] and ll <= b < lh and rl <= c < rh:
-                    dpos.append((a - self.r0) * wcols + self.coff[k] + (b - ll) * (rh - rl) + (c - rl))
-                    drule.append(r)
-        self.dpos = np.array(dpos, dtype=np.int64)
-        self.drule = np.array(drule, dtype=np.int64)
+        for k, ((ll, lh), (rl, rh)) in enumerate(ranges):
+            at = np.flatnonzero((ll <= b) & (b < lh) & (rl <= c) & (c < rh)) if sizes[k] else []
+            dpos.append((a[at] - self.r0) * wcols + self.coff[k] + (b[at] - ll) * (rh - rl) + (c[at] - rl))
+            drule.append(at)
+        self.dpos = np.concatenate(dpos).astype(np.int64)
+        self.drule = np.concatenate(drule).astype(np.int64)
         self.rid = np.full(max(1, self.wsize), -1, dtype=np.intc)
         self.rid[self.dpos] = self.drule
-        self.density = len(dpos) / max(1, self.wsize)
+        self.density = len(self.dpos) / max(1, self.wsize)
 
     def choose_path(self, path, threshold):
         if not self.bins or not self.dpos.size:
@@ -271,7 +269,7 @@ class _Compiled:
     def arrays(self, dense: bool) -> dict:
         bins = np.array([r[:3] for r in self.bins], dtype=np.intc).reshape(-1, 3)
         uns = np.array([r[:2] for r in self.uns], dtype=np.intc).reshape(-1, 2)
-        left_rule = np.argsort(bins[:, 1], kind="stable")
+        left_rule = np.lexsort((bins[:, 2], bins[:, 1]))
         lhs_rule = np.argsort(bins[:, 0], kind="stable")
         unp_rule = np.argsort(uns[:, 0], kind="stable")
         return {
@@ -279,6 +277,7 @@ class _Compiled:
             "gemm_doubles": self.gemm_doubles, "max_lex": max(self.lex_index_lengths, default=1),
             "bin_lhs": bins[:, 0], "bin_left": bins[:, 1], "bin_right": bins[:, 2],
             "left_ptr": _ptr(bins[:, 1], self.S), "left_rule": left_rule,
+            "left_lhs": bins[left_rule, 0], "left_right": bins[left_rule, 2],
             "lhs_ptr": _ptr(bins[:, 0], self.S), "lhs_rule": lhs_rule,
             "un_parent": uns[:, 0], "un_child": uns[:, 1],
             "unp_ptr": _ptr(uns[:, 0], self.S), "unp_rule": unp_rule,
@@ -376,11 +375,9 @@ def _unary_order(names, uns):
     return sorted(range(len(uns)), key=lambda u: rank[uns[u][1]])
 
 
-def _symbol_order(names, bins, uns, lexs):
-    """Symbols ordered so the dense kernel's row and child ranges are contiguous:
-    phrase-only non-children, phrase-and-word non-children, phrase-only children,
-    phrase-and-word children, word-only children, word-only non-children, dead."""
-    S = len(names)
+def _classes(S, bins, uns, lexs):
+    """Per symbol: may be non-zero over several tokens (ph) / one token (w1), is a child of
+    a binary rule (ch), is the left-hand side of one (bl).  ``uns`` in topological order."""
     ph, w1, ch, bl = (np.zeros(S, bool) for _ in range(4))
     for a, b, c, _ in bins:
         ph[a] = bl[a] = ch[b] = ch[c] = True
@@ -389,6 +386,14 @@ def _symbol_order(names, bins, uns, lexs):
     for a, b, _ in uns:
         ph[a] |= ph[b]
         w1[a] |= w1[b]
+    return ph, w1, ch, bl
+
+
+def _symbol_order(names, bins, uns, lexs):
+    """Symbols ordered so the dense kernel's row and child ranges are contiguous:
+    phrase-only non-children, phrase-and-word non-children, phrase-only children,
+    phrase-and-word children, word-only children, word-only non-children, dead."""
+    ph, w1, ch, bl = _classes(len(names), bins, uns, lexs)
 
     def key(x):
         if not (ph[x] or w1[x]):
@@ -400,7 +405,7 @@ def _symbol_order(names, bins, uns, lexs):
         sub = int(bl[x]) if g == 0 else int(not bl[x])
         return (g, sub, x)
 
-    return sorted(range(S), key=key)
+    return sorted(range(len(names)), key=key)
 
 
 def _longest_chain(S, uns):

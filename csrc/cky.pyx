@@ -1,0 +1,1431 @@
+"""General CKY kernel: inside-outside, Viterbi and sampling for a binarised PCFG.
+
+Charts hold, per span (i, j) and symbol A, the inside score beta_ij(A) and
+the outside score alpha_ij(A):
+
+    beta_ij(A)  = sum_{A->t_i..t_j-1} w  +  sum_{A->BC} w sum_k beta_ik(B) beta_kj(C)
+                  + sum_{A->B} w beta_ij(B)                         (unary, after the rest)
+    alpha_ij(B) = sum_{A->BC} w sum_{k>j} alpha_ik(A) beta_jk(C)
+                  + sum_{A->CB} w sum_{k<i} alpha_kj(A) beta_ki(C)
+                  + sum_{A->B} w alpha_ij(A)
+    Z = beta_0n(start),   E[f_{A->BC}] = sum_{i<k<j} w alpha_ij(A) beta_ik(B) beta_kj(C) / Z.
+
+Each span stores its inside vector normalised to max in [1, 2) with an
+integer base-2 scale s_ij (beta_ij = 2^s_ij * stored vector; scaling by
+powers of two is exact and needs no exp/log); the split sum is
+M_ij = sum_k 2^(s_ik + s_kj - m_ij) outer(beta_ik, beta_kj) with
+m_ij = max_k (s_ik + s_kj).  Outside vectors are stored per span at the fixed
+scale 2^-s_ij, in units of 1/Z (alpha_0n(start) = 1/Z): since
+alpha_ij(A) beta_ij(A) / Z <= 1, a stored outside entry is at most
+1 / (stored inside entry), so nothing overflows, and a contribution that
+underflows has posterior weight below 1e-300.  Products of stored values
+times 2^(sum of scales) are posterior marginals directly.  A child collects
+its outside score from its parents in two accumulators (as a left child,
+row-packed; as a right child, column-packed) so that the pushes of one parent
+write consecutive rows.
+
+Dense path: beta_ij[r0:r1] = W vec(M_ij) with one GEMM per width over all
+spans of that width in a chunk of sentences; outside A_ij = W^T alpha_ij
+(GEMM) is pushed to the children by small products against the sibling inside
+vectors, and the counts accumulate G += alpha_ij vec(M_ij)^T (GEMM; counts =
+W * G, taken by the caller).  Split classes (child widths 1 or > 1) map to
+blocks of W so that symbols that only occur over one token are not carried
+through wide spans.  Sparse path: rules indexed by left child; LANES spans of
+one width at a time, children transposed symbol-major so that each rule does
+one vector operation per split over the LANES spans, and rules whose children
+are zero in all of them are skipped.
+"""
+from cky cimport Gram, Corpus, Weights, Deriv, Chunk, Work
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy, memset
+from libc.math cimport log, floor, INFINITY
+from scipy.linalg.cython_blas cimport dgemm
+
+import numpy as np
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <math.h>
+
+    /* xoshiro256** seeded by splitmix64 */
+    typedef struct { uint64_t s[4]; } grind_rng;
+    static inline uint64_t grind_splitmix64(uint64_t *x) {
+        uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+    static inline void grind_rng_seed(grind_rng *r, uint64_t seed) {
+        for (int i = 0; i < 4; i++) r->s[i] = grind_splitmix64(&seed);
+    }
+    static inline uint64_t grind_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+    static inline double grind_uniform(grind_rng *r) {
+        uint64_t *s = r->s;
+        uint64_t out = grind_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+        s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t;
+        s[3] = grind_rotl(s[3], 45);
+        return (double)(out >> 11) * (1.0 / 9007199254740992.0);
+    }
+
+    /* C[i*ldc + j] = sum_k A[k*sak + i*sai] * B[k*ldb + j] for i < m, j < n:
+       a register-tiled outer-product kernel for the small per-span products
+       (4 x 8 tiles; B and C contiguous along j). */
+    typedef double grind_v4 __attribute__((vector_size(32), aligned(8)));
+    #define GRIND_LD(p) (*(const grind_v4 *)(p))
+    #define GRIND_ST(p, v) (*(grind_v4 *)(p) = (v))
+    typedef double grind_v2 __attribute__((vector_size(16), aligned(8)));
+    /* rows i0 <= i < i0 + R (R = 4, 2, 1) by columns j..j+W of C = A^T B: R x NV accumulators */
+    #define GRIND_TILE(T, W, NV, R, FK)                                                 \
+        {                                                                               \
+            T c[R][NV];                                                                 \
+            for (int r = 0; r < R; r++) for (int v = 0; v < NV; v++) c[r][v] = (T){0}; \
+            const double *a = A + i * sai, *b = B + j;                                  \
+            for (k = 0; k < K; k++, a += sak, b += ldb) {                               \
+                T bv[NV];                                                               \
+                for (int v = 0; v < NV; v++) bv[v] = *(const T *)(b + v * (W / NV));    \
+                for (int r = 0; r < R; r++) {                                           \
+                    double ar = FK ? a[r * sai] * f[k] : a[r * sai];                    \
+                    for (int v = 0; v < NV; v++) c[r][v] += ar * bv[v];                 \
+                }                                                                       \
+            }                                                                           \
+            for (int r = 0; r < R; r++) for (int v = 0; v < NV; v++) {                 \
+                T *cp = (T *)(C + (i + r) * ldc + j + v * (W / NV));                   \
+                T cv = g ? g[i + r] * c[r][v] : c[r][v];                                \
+                *cp = acc ? *cp + cv : cv;                                              \
+            }                                                                           \
+        }
+    #define GRIND_CHUNK(T, W, NV, FK)                                                   \
+        for (; j + W <= n; j += W) {                                                    \
+            for (i = 0; i + 4 <= m; i += 4) GRIND_TILE(T, W, NV, 4, FK)                 \
+            for (; i + 2 <= m; i += 2) GRIND_TILE(T, W, NV, 2, FK)                      \
+            for (; i < m; i++) GRIND_TILE(T, W, NV, 1, FK)                              \
+        }
+    #define GRIND_CHUNKS(FK)                                                            \
+        GRIND_CHUNK(grind_v4, 8, 2, FK)                                                 \
+        GRIND_CHUNK(grind_v4, 4, 1, FK)                                                 \
+        GRIND_CHUNK(grind_v2, 2, 1, FK)                                                 \
+        GRIND_CHUNK(grind_v1, 1, 1, FK)
+    typedef double grind_v1;
+    /* C[i*ldc + j] (+)= g[i] sum_k f[k] A[k*sak + i*sai] B[k*ldb + j] for i < m, j < n
+       (f, g NULL: 1; acc: add to C): a register-tiled outer-product kernel for the small
+       per-span products (B and C contiguous along j, A read by broadcast, any strides). */
+    static void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                          const double *B, int64_t ldb, const double *f, const double *g,
+                          double *C, int64_t ldc, int acc) {
+        int i, j = 0, k;
+        if (f) { GRIND_CHUNKS(1) } else { GRIND_CHUNKS(0) }
+    }
+
+    /* C[i*ldc + j] += g[i] sum_k A[i*lda + k] B[j*ldb + k] for i < m, j < n (dot products) */
+    static void grind_abt(int K, int m, int n, const double *A, int64_t lda,
+                          const double *B, int64_t ldb, const double *g, double *C, int64_t ldc) {
+        for (int i = 0; i < m; i++) {
+            const double *a = A + i * lda;
+            double gi = g[i];
+            int j = 0;
+            for (; j + 4 <= n; j += 4) {
+                const double *b0 = B + j * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+                grind_v4 c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+                int k = 0;
+                for (; k + 4 <= K; k += 4) {
+                    grind_v4 av = GRIND_LD(a + k);
+                    c0 += av * GRIND_LD(b0 + k); c1 += av * GRIND_LD(b1 + k);
+                    c2 += av * GRIND_LD(b2 + k); c3 += av * GRIND_LD(b3 + k);
+                }
+                double s0 = c0[0] + c0[1] + c0[2] + c0[3], s1 = c1[0] + c1[1] + c1[2] + c1[3];
+                double s2 = c2[0] + c2[1] + c2[2] + c2[3], s3 = c3[0] + c3[1] + c3[2] + c3[3];
+                for (; k < K; k++) {
+                    s0 += a[k] * b0[k]; s1 += a[k] * b1[k]; s2 += a[k] * b2[k]; s3 += a[k] * b3[k];
+                }
+                C[i * ldc + j] += gi * s0; C[i * ldc + j + 1] += gi * s1;
+                C[i * ldc + j + 2] += gi * s2; C[i * ldc + j + 3] += gi * s3;
+            }
+            for (; j < n; j++) {
+                const double *b0 = B + j * ldb;
+                double s0 = 0.0;
+                for (int k = 0; k < K; k++) s0 += a[k] * b0[k];
+                C[i * ldc + j] += gi * s0;
+            }
+        }
+    }
+
+    /* Sparse path, GRIND_LANES spans of one width at a time (lanes v), K splits each;
+       children transposed symbol-major: LT[(B*K + q)*LANES + v] = f_qv beta_{i, i+1+q}(B),
+       RT[(C*K + q)*LANES + v] = beta_{i+1+q, j}(C).  Rules in left-child CSR order.
+       Inside: outT[(A - r0)*LANES + v] += w sum_q LT[B][q][v] RT[C][q][v]. */
+    #define GRIND_LANES 4
+    #define GRIND_NV (GRIND_LANES / 4)
+    static void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const int *right,
+                                const double *wl, int r0, const double *LT, const double *RT,
+                                const char *nzL, const char *nzR, double *outT) {
+        const int64_t KL = (int64_t)K * GRIND_LANES;
+        for (int B = 0; B < S; B++) {
+            if (!nzL[B]) continue;
+            const double *lt = LT + B * KL;
+            for (int p = ptr[B]; p < ptr[B + 1]; p++) {
+                int C = right[p];
+                if (!nzR[C]) continue;
+                const double *rt = RT + C * KL;
+                grind_v4 acc[GRIND_NV];
+                for (int h = 0; h < GRIND_NV; h++) acc[h] = (grind_v4){0.0, 0.0, 0.0, 0.0};
+                for (int q = 0; q < K; q++)
+                    for (int h = 0; h < GRIND_NV; h++)
+                        acc[h] += GRIND_LD(lt + GRIND_LANES * q + 4 * h) * GRIND_LD(rt + GRIND_LANES * q + 4 * h);
+                double *o = outT + (int64_t)(lhs[p] - r0) * GRIND_LANES;
+                for (int h = 0; h < GRIND_NV; h++) GRIND_ST(o + 4 * h, GRIND_LD(o + 4 * h) + wl[p] * acc[h]);
+            }
+        }
+    }
+    /* Outside: z = w alpha_ij(A) per lane; cnt[p] += z sum_q LT RT (lanes summed later);
+       PL[B] += z RT[C] (pushes to left children), PR[C] += z LT[B] (right children). */
+    static void grind_sparse_out(int S, int K, const int *ptr, const int *lhs, const int *right,
+                                 const double *wl, int r0, const double *LT,
+                                 const double *RT, const char *nzL, const char *nzR,
+                                 const double *aT, const char *nzA, double *PL, double *PR,
+                                 double *cnt) {
+        const int64_t KL = (int64_t)K * GRIND_LANES;
+        for (int B = 0; B < S; B++) {
+            if (!nzL[B]) continue;
+            const double *lt = LT + B * KL;
+            double *pl = PL + B * KL;
+            for (int p = ptr[B]; p < ptr[B + 1]; p++) {
+                int C = right[p], A = lhs[p] - r0;
+                if (!nzR[C] || !nzA[A]) continue;
+                const double *rt = RT + C * KL;
+                double *pr = PR + C * KL;
+                grind_v4 z[GRIND_NV], acc[GRIND_NV];
+                for (int h = 0; h < GRIND_NV; h++) {
+                    z[h] = wl[p] * GRIND_LD(aT + GRIND_LANES * A + 4 * h);
+                    acc[h] = (grind_v4){0.0, 0.0, 0.0, 0.0};
+                }
+                for (int q = 0; q < K; q++) {
+                    for (int h = 0; h < GRIND_NV; h++) {
+                        int64_t o = GRIND_LANES * q + 4 * h;
+                        grind_v4 l = GRIND_LD(lt + o), r = GRIND_LD(rt + o);
+                        acc[h] += l * r;
+                        GRIND_ST(pl + o, GRIND_LD(pl + o) + z[h] * r);
+                        GRIND_ST(pr + o, GRIND_LD(pr + o) + z[h] * l);
+                    }
+                }
+                double *c = cnt + (int64_t)GRIND_LANES * p;
+                for (int h = 0; h < GRIND_NV; h++) GRIND_ST(c + 4 * h, GRIND_LD(c + 4 * h) + z[h] * acc[h]);
+            }
+        }
+    }
+    /* dst[B * stride + v] = f[v] * src[v][B] for the GRIND_LANES lanes v; nz[B] |= any != 0 */
+    static inline void grind_scatter(int S, const double *f, const double *const *src,
+                                     double *restrict dst, int64_t stride, char *restrict nz) {
+        for (int B = 0; B < S; B++) {
+            double x[GRIND_LANES];
+            char any = 0;
+            for (int v = 0; v < GRIND_LANES; v++) {
+                x[v] = f[v] * src[v][B];
+                any |= (x[v] != 0.0);
+                dst[B * stride + v] = x[v];
+            }
+            nz[B] |= any;
+        }
+    }
+    static inline char grind_any(const double *x, int64_t n) {
+        for (int64_t i = 0; i < n; i++) if (x[i] != 0.0) return 1;
+        return 0;
+    }
+
+    /* 2^d for integer-valued d; 0 below the normal range (d = -inf included) */
+    static inline double grind_pow2(double d) {
+        if (!(d >= -1022.0)) return 0.0;
+        if (d > 1023.0) d = 1023.0;
+        union { uint64_t u; double f; } v;
+        v.u = (uint64_t)((int64_t)d + 1023) << 52;
+        return v.f;
+    }
+    /* floor(log2 x) for x > 0 */
+    static inline double grind_expo(double x) {
+        union { double f; uint64_t u; } v;
+        v.f = x;
+        int e = (int)((v.u >> 52) & 0x7ff);
+        return e ? (double)(e - 1023) : (double)ilogb(x);
+    }
+    static inline double grind_vmax(const double *x, int n) {
+        double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+        int i;
+        for (i = 0; i + 4 <= n; i += 4) {
+            m0 = x[i] > m0 ? x[i] : m0; m1 = x[i + 1] > m1 ? x[i + 1] : m1;
+            m2 = x[i + 2] > m2 ? x[i + 2] : m2; m3 = x[i + 3] > m3 ? x[i + 3] : m3;
+        }
+        for (; i < n; i++) m0 = x[i] > m0 ? x[i] : m0;
+        m0 = m1 > m0 ? m1 : m0; m2 = m3 > m2 ? m3 : m2;
+        return m2 > m0 ? m2 : m0;
+    }
+    static inline void grind_scal(int n, double a, double *restrict x) {
+        for (int i = 0; i < n; i++) x[i] *= a;
+    }
+    static inline void grind_transpose(int m, int n, const double *restrict a, double *restrict t) {
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) t[j * m + i] = a[i * n + j];
+    }
+    """
+    ctypedef struct grind_rng:
+        uint64_t s[4]
+    void grind_rng_seed(grind_rng *r, uint64_t seed) noexcept nogil
+    double grind_uniform(grind_rng *r) noexcept nogil
+    void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                   const double *B, int64_t ldb, const double *f, const double *g,
+                   double *C, int64_t ldc, int acc) noexcept nogil
+    void grind_abt(int K, int m, int n, const double *A, int64_t lda,
+                   const double *B, int64_t ldb, const double *g, double *C, int64_t ldc) noexcept nogil
+    double grind_vmax(const double *x, int n) noexcept nogil
+    void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const int *right,
+                         const double *wl, int r0, const double *LT, const double *RT,
+                         const char *nzL, const char *nzR, double *outT) noexcept nogil
+    void grind_sparse_out(int S, int K, const int *ptr, const int *lhs, const int *right,
+                          const double *wl, int r0, const double *LT,
+                          const double *RT, const char *nzL, const char *nzR,
+                          const double *aT, const char *nzA, double *PL, double *PR,
+                          double *cnt) noexcept nogil
+    char grind_any(const double *x, int64_t n) noexcept nogil
+    enum: GRIND_LANES
+    void grind_scatter(int S, const double *f, const double **src, double *dst, int64_t stride,
+                       char *nz) noexcept nogil
+    double grind_pow2(double d) noexcept nogil
+    double grind_expo(double x) noexcept nogil
+    void grind_scal(int n, double a, double *x) noexcept nogil
+    void grind_transpose(int m, int n, const double *a, double *t) noexcept nogil
+
+
+cdef enum:
+    LANES = 4                   # spans per group on the sparse path (GRIND_LANES in C)
+
+
+cdef double NEG_INF = -INFINITY
+cdef double LN2 = 0.6931471805599453
+
+
+cdef inline double pow2(double d) noexcept nogil:
+    return grind_pow2(d)
+
+
+cdef inline void normalise(double *x, int n, double e) noexcept nogil:
+    """x *= 2^-e for integer-valued e (in two steps when 2^-e is out of range)."""
+    cdef double h
+    if e > 1000.0 or e < -1000.0:
+        h = floor(e / 2)
+        vscale(x, n, pow2(-h))
+        e -= h
+    vscale(x, n, pow2(-e))
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+cdef inline int64_t ridx(int64_t base, int n, int i, int j) noexcept nogil:
+    """Row-packed span (i, j): rows i = 0..n-1, each j = i+1..n."""
+    return base + <int64_t>i * n - (<int64_t>i * (i - 1)) // 2 + (j - i - 1)
+
+
+cdef inline int64_t cidx(int64_t base, int j, int i) noexcept nogil:
+    """Column-packed span (i, j): columns j = 1..n, each i = 0..j-1."""
+    return base + (<int64_t>(j - 1) * j) // 2 + i
+
+
+cdef inline void gemm(char ta, char tb, int m, int n, int k, double alpha, double *a, int lda,
+                      double *b, int ldb, double beta, double *c, int ldc) noexcept nogil:
+    """Column-major C = alpha op(A) op(B) + beta C."""
+    if m <= 0 or n <= 0:
+        return
+    cdef int j
+    if k <= 0:
+        if beta == 0.0:
+            for j in range(n):
+                memset(c + <int64_t>j * ldc, 0, m * sizeof(double))
+        return
+    dgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+
+
+cdef void *xcalloc(size_t n, size_t size) except NULL nogil:
+    cdef void *p = calloc(n if n > 0 else 1, size)
+    if p == NULL:
+        with gil:
+            raise MemoryError(f"grind CKY kernel: cannot allocate {n * size} bytes")
+    return p
+
+
+cdef inline double vmax(double *x, int n) noexcept nogil:
+    return grind_vmax(x, n)
+
+
+cdef inline void vscale(double *x, int n, double f) noexcept nogil:
+    grind_scal(n, f, x)
+
+
+cdef inline void block_range(Gram *g, int b, int i, int j, int *k0, int *k1) noexcept nogil:
+    """Splits k of span (i, j) whose class maps to block b (contiguous; empty if k0 > k1)."""
+    cdef int w = j - i, cl, a, z
+    k0[0] = j
+    k1[0] = i
+    for cl in range(4):
+        if g.block_of[cl] != b:
+            continue
+        if cl == 0:
+            if w != 2:
+                continue
+            a = i + 1
+            z = i + 1
+        elif cl == 1:
+            if w < 3:
+                continue
+            a = i + 1
+            z = i + 1
+        elif cl == 2:
+            if w < 3:
+                continue
+            a = j - 1
+            z = j - 1
+        else:
+            if w < 4:
+                continue
+            a = i + 2
+            z = j - 2
+        if a < k0[0]:
+            k0[0] = a
+        if z > k1[0]:
+            k1[0] = z
+
+
+cdef inline bint block_live(Gram *g, int b, int width) noexcept nogil:
+    cdef int k0, k1
+    if g.coff[b + 1] == g.coff[b]:
+        return False
+    block_range(g, b, 0, width, &k0, &k1)
+    return k0 <= k1
+
+
+cdef void set_width(Gram *g, Work *wk, int width) noexcept nogil:
+    """Per block b, whether spans of ``width`` use it and their splits i+dk0 .. j-dk1."""
+    cdef int b, k0, k1
+    for b in range(4):
+        wk.live[b] = block_live(g, b, width)
+        block_range(g, b, 0, width, &k0, &k1)
+        wk.dk0[b] = k0
+        wk.dk1[b] = width - k1
+
+
+cdef inline int64_t live_cols(Gram *g, int width, int64_t *hi) noexcept nogil:
+    """Columns [lo, hi) of W used by the spans of ``width`` (its live blocks are adjacent)."""
+    cdef int64_t lo = g.coff[4]
+    cdef int b
+    hi[0] = 0
+    for b in range(4):
+        if block_live(g, b, width):
+            lo = min(lo, g.coff[b])
+            hi[0] = max(hi[0], g.coff[b + 1])
+    return lo
+
+
+cdef inline double split_max(Chunk *ch, int ci, int i, int j) noexcept nogil:
+    """m_ij = max_k s_ik + s_kj (-inf when no split has two non-empty children)."""
+    cdef int64_t base = ch.base[ci]
+    cdef int n = ch.len[ci], k
+    cdef int64_t rl = ridx(base, n, i, i + 1), rc = cidx(base, j, i + 1)
+    cdef double m = NEG_INF, v
+    for k in range(j - i - 1):
+        v = ch.s[rl + k] + ch.sT[rc + k]
+        if v > m:
+            m = v
+    return m
+
+
+# ---------------------------------------------------------------------------
+# chunks of sentences and work buffers
+# ---------------------------------------------------------------------------
+
+cdef int next_chunk(Gram *g, Corpus *c, int64_t *idx, int q0, int n_idx, int64_t budget,
+                    int64_t *n_span) noexcept nogil:
+    """End of the chunk starting at request q0: charts of at most ``budget`` doubles."""
+    cdef int q = q0, n
+    cdef int64_t spans = 0, sp
+    while q < n_idx:
+        n = c.length[idx[q]]
+        sp = <int64_t>n * (n + 1) // 2
+        if q > q0 and (spans + sp) * g.S * 4 > budget:
+            break
+        spans += sp
+        q += 1
+    n_span[0] = spans
+    return q
+
+
+cdef int alloc_chunk(Gram *g, Corpus *c, int64_t *idx, int n_idx, int64_t budget,
+                     Chunk *ch) except -1 nogil:
+    cdef int q0 = 0, q1, maxn = 1, q
+    cdef int64_t sp, max_span = 1
+    cdef int max_sent = 1
+    while q0 < n_idx:
+        q1 = next_chunk(g, c, idx, q0, n_idx, budget, &sp)
+        if sp > max_span:
+            max_span = sp
+        if q1 - q0 > max_sent:
+            max_sent = q1 - q0
+        for q in range(q0, q1):
+            if c.length[idx[q]] > maxn:
+                maxn = c.length[idx[q]]
+        q0 = q1
+    ch.maxlen = maxn
+    ch.sid = <int64_t *>xcalloc(max_sent, sizeof(int64_t))
+    ch.q = <int *>xcalloc(max_sent, sizeof(int))
+    ch.len = <int *>xcalloc(max_sent, sizeof(int))
+    ch.base = <int64_t *>xcalloc(max_sent, sizeof(int64_t))
+    ch.beta = <double *>xcalloc(max_span * g.S, sizeof(double))
+    ch.betaT = <double *>xcalloc(max_span * g.S, sizeof(double))
+    ch.alpha = <double *>xcalloc(max_span * g.S, sizeof(double))
+    ch.alphaR = <double *>xcalloc(max_span * g.S, sizeof(double))
+    ch.s = <double *>xcalloc(max_span, sizeof(double))
+    ch.sT = <double *>xcalloc(max_span, sizeof(double))
+    ch.m = <double *>xcalloc(max_span, sizeof(double))
+    return 0
+
+
+cdef void free_chunk(Chunk *ch) noexcept nogil:
+    free(ch.sid); free(ch.q); free(ch.len); free(ch.base)
+    free(ch.beta); free(ch.betaT); free(ch.alpha); free(ch.alphaR)
+    free(ch.s); free(ch.sT); free(ch.m)
+
+
+cdef void fill_chunk(Corpus *c, int64_t *idx, int q0, int q1, Chunk *ch) noexcept nogil:
+    cdef int q, n
+    cdef int64_t base = 0
+    ch.n = q1 - q0
+    ch.maxlen = 0
+    for q in range(q0, q1):
+        n = c.length[idx[q]]
+        ch.sid[q - q0] = idx[q]
+        ch.q[q - q0] = q
+        ch.len[q - q0] = n
+        ch.base[q - q0] = base
+        base += <int64_t>n * (n + 1) // 2
+        if n > ch.maxlen:
+            ch.maxlen = n
+    ch.n_span = base
+
+
+cdef int alloc_work(Gram *g, Weights *w, int maxlen, Work *wk) except -1 nogil:
+    cdef int b
+    cdef int64_t tot = 0, sp
+    cdef int64_t bsmax = 1
+    wk.R = g.r1 - g.r0 if g.r1 > g.r0 else 0
+    for b in range(4):
+        bsmax = max(bsmax, g.coff[b + 1] - g.coff[b])
+    tot = g.coff[4] if g.dense else 0
+    wk.cap = <int>min(1024, max(64, g.gemm_doubles // (tot + wk.R + 1)))
+    wk.col_c = <int *>xcalloc(wk.cap, sizeof(int))
+    wk.col_i = <int *>xcalloc(wk.cap, sizeof(int))
+    wk.colt = <double *>xcalloc(wk.cap, sizeof(double))
+    wk.M = <double *>xcalloc(wk.cap * tot, sizeof(double))
+    wk.A = <double *>xcalloc(wk.cap * tot, sizeof(double))
+    wk.out = <double *>xcalloc(wk.cap * wk.R, sizeof(double))
+    wk.am = <double *>xcalloc(wk.cap * wk.R, sizeof(double))
+    wk.ac = <double *>xcalloc(wk.cap * wk.R, sizeof(double))
+    wk.scr = <double *>xcalloc(<int64_t>(maxlen + 1) * g.S, sizeof(double))
+    wk.AT = <double *>xcalloc(bsmax if g.dense else 1, sizeof(double))
+    sp = 1 if g.dense else <int64_t>g.S * maxlen * LANES
+    wk.LT = <double *>xcalloc(sp, sizeof(double))
+    wk.RT = <double *>xcalloc(sp, sizeof(double))
+    wk.PL = <double *>xcalloc(sp, sizeof(double))
+    wk.PR = <double *>xcalloc(sp, sizeof(double))
+    wk.fq = <double *>xcalloc(<int64_t>(maxlen + 1) * LANES, sizeof(double))
+    wk.aT = <double *>xcalloc(<int64_t>(wk.R + 1) * LANES, sizeof(double))
+    wk.outT = <double *>xcalloc(<int64_t>(wk.R + 1) * LANES, sizeof(double))
+    wk.nzL = <char *>xcalloc(g.S, sizeof(char))
+    wk.zero = <double *>xcalloc(g.S, sizeof(double))
+    wk.nzR = <char *>xcalloc(g.S, sizeof(char))
+    wk.nzA = <char *>xcalloc(wk.R + 1, sizeof(char))
+    wk.binL = <double *>xcalloc(g.n_bin + 1, sizeof(double))
+    wk.cntL = <double *>xcalloc(1 if g.dense else LANES * (g.n_bin + 1), sizeof(double))
+    for b in range(g.n_bin):
+        wk.binL[b] = w.bin[g.left_rule[b]]
+    return 0
+
+
+cdef void free_work(Work *wk) noexcept nogil:
+    cdef int b
+    free(wk.col_c); free(wk.col_i); free(wk.colt)
+    free(wk.M); free(wk.A)
+    free(wk.out); free(wk.am); free(wk.ac); free(wk.scr); free(wk.AT)
+    free(wk.LT); free(wk.RT); free(wk.PL); free(wk.PR); free(wk.fq); free(wk.aT); free(wk.outT)
+    free(wk.nzL); free(wk.nzR); free(wk.zero); free(wk.nzA); free(wk.binL); free(wk.cntL)
+
+
+# ---------------------------------------------------------------------------
+# inside
+# ---------------------------------------------------------------------------
+
+cdef void build_M(Gram *g, Chunk *ch, Work *wk, int b, int ci, int i, int j, double m,
+                  double *M) noexcept nogil:
+    """vec(M_ij^b) = sum_{k in block b} 2^(s_ik + s_kj - m) outer(beta_ik[L_b], beta_kj[R_b])."""
+    cdef int S = g.S, n = ch.len[ci], k0, k1, K, q, x
+    cdef int ll = g.lo_l[b], nl = g.hi_l[b] - g.lo_l[b], rl = g.lo_r[b], nr = g.hi_r[b] - g.lo_r[b]
+    cdef int64_t base = ch.base[ci], r0 = ridx(base, n, i, 0), c0
+    k0 = i + wk.dk0[b]
+    k1 = j - wk.dk1[b]
+    K = k1 - k0 + 1
+    if K <= 0 or m == NEG_INF:
+        memset(M, 0, <size_t>nl * nr * sizeof(double))
+        return
+    r0 = ridx(base, n, i, k0)
+    c0 = cidx(base, j, k0)
+    for q in range(K):
+        wk.scr[q] = pow2(ch.s[r0 + q] + ch.sT[c0 + q] - m)
+    grind_atb(K, nl, nr, ch.beta + r0 * S + ll, S, 1, ch.betaT + c0 * S + rl, S, wk.scr, NULL, M, nr, 0)
+
+
+cdef void sparse_children(Gram *g, Chunk *ch, Work *wk, int width, int col0, int nv,
+                          double *scale) noexcept nogil:
+    """Transpose the children of spans col0..col0+nv-1 into wk.LT (left, times 2^scale[v]
+    * 2^(s_ik + s_kj)) and wk.RT (right), lanes >= nv zero; set the non-zero flags."""
+    cdef int S = g.S, K = width - 1, v, q
+    cdef int64_t KS = <int64_t>K * LANES
+    cdef int64_t r0[LANES]
+    cdef int64_t c0[LANES]
+    cdef const double *srcL[LANES]
+    cdef const double *srcR[LANES]
+    cdef double one[LANES]
+    cdef double *f
+    memset(wk.nzL, 0, S)
+    memset(wk.nzR, 0, S)
+    for v in range(LANES):
+        one[v] = 1.0
+        if v < nv:
+            ci = wk.col_c[col0 + v]
+            r0[v] = ridx(ch.base[ci], ch.len[ci], wk.col_i[col0 + v], wk.col_i[col0 + v] + 1)
+            c0[v] = cidx(ch.base[ci], wk.col_i[col0 + v] + width, wk.col_i[col0 + v] + 1)
+    for q in range(K):
+        f = wk.fq + LANES * q
+        for v in range(LANES):
+            if v < nv:
+                f[v] = pow2(scale[v] + ch.s[r0[v] + q] + ch.sT[c0[v] + q])
+                srcL[v] = ch.beta + (r0[v] + q) * S
+                srcR[v] = ch.betaT + (c0[v] + q) * S
+            else:
+                f[v] = 0.0
+                srcL[v] = srcR[v] = wk.zero
+        grind_scatter(S, f, srcL, wk.LT + LANES * q, KS, wk.nzL)
+        grind_scatter(S, one, srcR, wk.RT + LANES * q, KS, wk.nzR)
+
+
+cdef void sparse_inside(Gram *g, Chunk *ch, Work *wk, int width, int ncol) noexcept nogil:
+    """out[col] = sum_k 2^(s_ik + s_kj - m) sum_{A->BC} w beta_ik(B) beta_kj(C), LANES spans
+    at a time, rules by left child, skipping children that are zero over all of them."""
+    cdef int col0, v, A, R = wk.R, nv
+    cdef double sc[LANES]
+    cdef int64_t r
+    col0 = 0
+    while col0 < ncol:
+        nv = min(LANES, ncol - col0)
+        for v in range(nv):
+            r = ridx(ch.base[wk.col_c[col0 + v]], ch.len[wk.col_c[col0 + v]], wk.col_i[col0 + v],
+                     wk.col_i[col0 + v] + width)
+            ch.m[r] = split_max(ch, wk.col_c[col0 + v], wk.col_i[col0 + v], wk.col_i[col0 + v] + width)
+            sc[v] = -ch.m[r] if ch.m[r] != NEG_INF else NEG_INF
+        sparse_children(g, ch, wk, width, col0, nv, sc)
+        memset(wk.outT, 0, R * LANES * sizeof(double))
+        grind_sparse_in(g.S, width - 1, g.left_ptr, g.left_lhs, g.left_right, wk.binL, g.r0,
+                        wk.LT, wk.RT, wk.nzL, wk.nzR, wk.outT)
+        for v in range(nv):
+            for A in range(R):
+                wk.out[<int64_t>(col0 + v) * R + A] = wk.outT[LANES * A + v]
+        col0 += LANES
+
+
+cdef void finish_inside(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, int i, int j,
+                        double *out, double m) noexcept nogil:
+    """Add lexical matches and unary rules to the binary part, normalise, store both layouts."""
+    cdef int S = g.S, n = ch.len[ci], x, p, l, k
+    cdef int64_t base = ch.base[ci], r = ridx(base, n, i, j), rc = cidx(base, j, i)
+    cdef int64_t pp = c.pos_off[ch.sid[ci]] + i
+    cdef double *b = ch.beta + r * S
+    cdef double sc = NEG_INF, v, mx
+    memset(b, 0, S * sizeof(double))
+    if out != NULL and m != NEG_INF and vmax(out, g.r1 - g.r0) > 0.0:
+        memcpy(b + g.r0, out, (g.r1 - g.r0) * sizeof(double))
+        sc = m
+    for p in range(c.mptr[pp], c.mptr[pp + 1] if j - i <= g.max_lex else c.mptr[pp]):
+        if c.m_end[p] != j:
+            continue
+        l = c.m_rule[p]
+        v = w.lex[l]
+        if not v > 0.0:
+            continue
+        if sc == NEG_INF:
+            sc = 0.0
+        elif sc < 0.0:
+            vscale(b, S, pow2(sc))
+            sc = 0.0
+        b[g.lex_lhs[l]] += v * pow2(-sc)
+    for k in range(g.n_un):
+        b[g.un_parent[k]] += w.un[k] * b[g.un_child[k]]
+    mx = vmax(b, S)
+    if mx > 0.0:
+        normalise(b, S, grind_expo(mx))
+        sc += grind_expo(mx)
+    else:
+        sc = NEG_INF
+    ch.s[r] = sc
+    ch.sT[rc] = sc
+    memcpy(ch.betaT + rc * S, b, S * sizeof(double))
+
+
+cdef void inside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int width,
+                      int ncol) noexcept nogil:
+    cdef int col, b, ci, i, R = wk.R
+    cdef double m
+    cdef int64_t r, lo, hi, wc = g.coff[4]
+    if width >= 2 and R > 0:
+        lo = live_cols(g, width, &hi)
+        for col in range(ncol):
+            ci = wk.col_c[col]
+            i = wk.col_i[col]
+            r = ridx(ch.base[ci], ch.len[ci], i, i + width)
+            if g.dense:
+                m = split_max(ch, ci, i, i + width)
+                for b in range(4):
+                    if wk.live[b]:
+                        build_M(g, ch, wk, b, ci, i, i + width, m, wk.M + col * wc + g.coff[b])
+                ch.m[r] = m
+        if g.dense:
+            gemm(b'T', b'N', R, ncol, <int>(hi - lo), 1.0, w.W + lo, <int>wc, wk.M + lo, <int>wc,
+                 0.0, wk.out, R)
+        else:
+            sparse_inside(g, ch, wk, width, ncol)
+    for col in range(ncol):
+        ci = wk.col_c[col]
+        i = wk.col_i[col]
+        if width >= 2 and R > 0:
+            m = ch.m[ridx(ch.base[ci], ch.len[ci], i, i + width)]
+            finish_inside(g, c, w, ch, ci, i, i + width, wk.out + <int64_t>col * R, m)
+        else:
+            finish_inside(g, c, w, ch, ci, i, i + width, NULL, NEG_INF)
+
+
+ctypedef void (*cols_fn)(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int width, int ncol,
+                         double *cnt_bin, double *cnt_un, double *cnt_lex, double *G) noexcept nogil
+
+
+cdef void inside_cols_(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int width, int ncol,
+                       double *cnt_bin, double *cnt_un, double *cnt_lex, double *G) noexcept nogil:
+    inside_cols(g, c, w, ch, wk, width, ncol)
+
+
+cdef void for_width(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int width, cols_fn fn,
+                    double *cnt_bin, double *cnt_un, double *cnt_lex, double *G) noexcept nogil:
+    """Run ``fn`` over all spans of ``width`` in the chunk, ``wk.cap`` spans at a time."""
+    cdef int ncol = 0, ci, i
+    set_width(g, wk, width)
+    for ci in range(ch.n):
+        for i in range(ch.len[ci] - width + 1):
+            wk.col_c[ncol] = ci
+            wk.col_i[ncol] = i
+            ncol += 1
+            if ncol == wk.cap:
+                fn(g, c, w, ch, wk, width, ncol, cnt_bin, cnt_un, cnt_lex, G)
+                ncol = 0
+    if ncol > 0:
+        fn(g, c, w, ch, wk, width, ncol, cnt_bin, cnt_un, cnt_lex, G)
+
+
+cdef void inside_chunk(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk) noexcept nogil:
+    cdef int width
+    for width in range(1, ch.maxlen + 1):
+        for_width(g, c, w, ch, wk, width, inside_cols_, NULL, NULL, NULL, NULL)
+
+
+cdef inline double chunk_logz(Gram *g, Chunk *ch, int ci) noexcept nogil:
+    cdef int64_t r = ridx(ch.base[ci], ch.len[ci], 0, ch.len[ci])
+    cdef double v = ch.beta[r * g.S + g.start]
+    return ch.s[r] * LN2 + log(v) if v > 0.0 else NEG_INF
+
+
+# ---------------------------------------------------------------------------
+# outside
+# ---------------------------------------------------------------------------
+
+cdef double finish_outside(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, int i, int j,
+                           double *cnt_un, double *cnt_lex) noexcept nogil:
+    """Complete alpha_ij = (pushes as left child) + (pushes as right child), masked by
+    beta > 0, with the unary rules applied downwards; count lexical and unary rules at
+    (i, j).  Returns the scale t_ij = -s_ij (-inf when alpha_ij is zero)."""
+    cdef int S = g.S, n = ch.len[ci], x, p, l, k
+    cdef int64_t r = ridx(ch.base[ci], n, i, j), pp = c.pos_off[ch.sid[ci]] + i
+    cdef double *a = ch.alpha + r * S
+    cdef double *ar = ch.alphaR + cidx(ch.base[ci], j, i) * S
+    cdef double *b = ch.beta + r * S
+    cdef double e
+    if ch.s[r] == NEG_INF:
+        return NEG_INF
+    for x in range(S):
+        a[x] = a[x] + ar[x] if b[x] != 0.0 else 0.0
+    if g.n_un:
+        for k in range(g.n_un - 1, -1, -1):
+            a[g.un_child[k]] += w.un[k] * a[g.un_parent[k]]
+        for x in range(S):
+            if b[x] == 0.0:
+                a[x] = 0.0
+    if not vmax(a, S) > 0.0:
+        return NEG_INF
+    if j - i <= g.max_lex:
+        e = pow2(-ch.s[r])
+        for p in range(c.mptr[pp], c.mptr[pp + 1]):
+            if c.m_end[p] == j:
+                l = c.m_rule[p]
+                cnt_lex[l] += e * a[g.lex_lhs[l]] * w.lex[l]
+    for k in range(g.n_un):
+        cnt_un[k] += a[g.un_parent[k]] * w.un[k] * b[g.un_child[k]]
+    return -ch.s[r]
+
+
+cdef void push_children(Gram *g, Chunk *ch, Work *wk, int b, int ci, int i, int j, double t,
+                        double *A) noexcept nogil:
+    """alpha_ik += f_k A_ij beta_kj and alpha_kj += f_k A_ij^T beta_ik over the splits of
+    block b, f_k = 2^(t_ij + s_ik + s_kj) (children keep the scale 2^-s of their inside)."""
+    cdef int S = g.S, n = ch.len[ci], k0, k1, K, q
+    cdef int ll = g.lo_l[b], nl = g.hi_l[b] - g.lo_l[b], rl = g.lo_r[b], nr = g.hi_r[b] - g.lo_r[b]
+    cdef int64_t base = ch.base[ci], r0, c0
+    cdef double *f = wk.scr
+    k0 = i + wk.dk0[b]
+    k1 = j - wk.dk1[b]
+    K = k1 - k0 + 1
+    if K <= 0:
+        return
+    r0 = ridx(base, n, i, k0)
+    c0 = cidx(base, j, k0)
+    for q in range(K):
+        f[q] = pow2(t + ch.s[r0 + q] + ch.sT[c0 + q])
+    if K <= 1:
+        grind_abt(nr, K, nl, ch.betaT + c0 * S + rl, S, A, nr, f, ch.alpha + r0 * S + ll, S)
+    else:
+        grind_transpose(nl, nr, A, wk.AT)
+        grind_atb(nr, K, nl, ch.betaT + c0 * S + rl, 1, S, wk.AT, nl, NULL, f,
+                  ch.alpha + r0 * S + ll, S, 1)
+    grind_atb(nl, K, nr, ch.beta + r0 * S + ll, 1, S, A, nr, NULL, f, ch.alphaR + c0 * S + rl, S, 1)
+
+
+cdef void sparse_outside(Gram *g, Chunk *ch, Work *wk, int width, int ncol,
+                         double *cnt_bin) noexcept nogil:
+    """Push alpha_ij (scale t = wk.colt) to the children and count binary rules, LANES spans
+    at a time: alpha_ik += f_k sum w alpha_ij(A) beta_kj(C), alpha_kj += f_k sum w alpha_ij(A)
+    beta_ik(B), E[f] += f_k w alpha_ij(A) beta_ik(B) beta_kj(C), f_k = 2^(t + s_ik + s_kj)."""
+    cdef int S = g.S, K = width - 1, R = wk.R, col0, v, q, B, A, ci, i, j, n, nv
+    cdef int64_t r, r0, c0, KS = <int64_t>K * LANES
+    cdef double *a
+    cdef double *al
+    cdef double *ar
+    cdef double f
+    col0 = 0
+    while col0 < ncol:
+        nv = min(LANES, ncol - col0)
+        sparse_children(g, ch, wk, width, col0, nv, wk.colt + col0)
+        for v in range(LANES):
+            if v < nv and wk.colt[col0 + v] != NEG_INF:
+                ci = wk.col_c[col0 + v]
+                a = ch.alpha + ridx(ch.base[ci], ch.len[ci], wk.col_i[col0 + v], wk.col_i[col0 + v] + width) * S
+                for A in range(R):
+                    wk.aT[LANES * A + v] = a[g.r0 + A]
+            else:
+                for A in range(R):
+                    wk.aT[LANES * A + v] = 0.0
+        for A in range(R):
+            wk.nzA[A] = grind_any(wk.aT + LANES * A, LANES)
+        memset(wk.PL, 0, S * KS * sizeof(double))
+        memset(wk.PR, 0, S * KS * sizeof(double))
+        grind_sparse_out(S, K, g.left_ptr, g.left_lhs, g.left_right, wk.binL, g.r0,
+                         wk.LT, wk.RT, wk.nzL, wk.nzR, wk.aT, wk.nzA, wk.PL, wk.PR, wk.cntL)
+        for v in range(nv):
+            if wk.colt[col0 + v] == NEG_INF:
+                continue
+            ci = wk.col_c[col0 + v]
+            i = wk.col_i[col0 + v]
+            j = i + width
+            n = ch.len[ci]
+            r0 = ridx(ch.base[ci], n, i, i + 1)
+            c0 = cidx(ch.base[ci], j, i + 1)
+            for q in range(K):
+                f = wk.fq[LANES * q + v]
+                if f == 0.0:
+                    continue
+                al = ch.alpha + (r0 + q) * S
+                ar = ch.alphaR + (c0 + q) * S
+                for B in range(S):
+                    al[B] += f * wk.PL[B * KS + LANES * q + v]
+                    ar[B] += wk.PR[B * KS + LANES * q + v]
+        col0 += LANES
+
+
+cdef void outside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int width, int ncol,
+                       double *cnt_bin, double *cnt_un, double *cnt_lex, double *G) noexcept nogil:
+    cdef int col, b, ci, i, x, R = wk.R
+    cdef int64_t r, lo, hi, wc = g.coff[4]
+    cdef double t, m, f
+    cdef double *am
+    cdef double *ac
+    cdef bint dense = g.dense and width >= 2 and R > 0
+    for col in range(ncol):
+        ci = wk.col_c[col]
+        i = wk.col_i[col]
+        t = finish_outside(g, c, w, ch, ci, i, i + width, cnt_un, cnt_lex)
+        wk.colt[col] = t
+        if width < 2 or R == 0:
+            continue
+        r = ridx(ch.base[ci], ch.len[ci], i, i + width)
+        if not dense:
+            continue
+        m = ch.m[r]
+        am = wk.am + <int64_t>col * R
+        ac = wk.ac + <int64_t>col * R
+        if t == NEG_INF or m == NEG_INF:
+            wk.colt[col] = NEG_INF
+            memset(am, 0, R * sizeof(double))
+            memset(ac, 0, R * sizeof(double))
+            m = NEG_INF
+        else:
+            memcpy(am, ch.alpha + r * g.S + g.r0, R * sizeof(double))
+            f = pow2(t + m)
+            for x in range(R):
+                ac[x] = f * am[x]
+        for b in range(4):
+            if wk.live[b]:
+                build_M(g, ch, wk, b, ci, i, i + width, m, wk.M + col * wc + g.coff[b])
+    if not dense:
+        if width >= 2 and R > 0:
+            sparse_outside(g, ch, wk, width, ncol, cnt_bin)
+        return
+    lo = live_cols(g, width, &hi)
+    # G[a, p] += sum_col ac[col, a] M[col, p];  A[col, p] = sum_a am[col, a] W[a, p]
+    gemm(b'N', b'T', <int>(hi - lo), R, ncol, 1.0, wk.M + lo, <int>wc, wk.ac, R, 1.0, G + lo, <int>wc)
+    gemm(b'N', b'N', <int>(hi - lo), ncol, R, 1.0, w.W + lo, <int>wc, wk.am, R, 0.0, wk.A + lo, <int>wc)
+    for col in range(ncol):
+        if wk.colt[col] == NEG_INF:
+            continue
+        for b in range(4):
+            if wk.live[b]:
+                push_children(g, ch, wk, b, wk.col_c[col], wk.col_i[col], wk.col_i[col] + width,
+                              wk.colt[col], wk.A + col * wc + g.coff[b])
+
+
+cdef void outside_chunk(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, double *logz,
+                        double *cnt_bin, double *cnt_un, double *cnt_lex, double *G) noexcept nogil:
+    cdef int ci, width
+    cdef int64_t r
+    memset(ch.alpha, 0, ch.n_span * g.S * sizeof(double))
+    memset(ch.alphaR, 0, ch.n_span * g.S * sizeof(double))
+    for ci in range(ch.n):
+        if logz[ch.q[ci]] != NEG_INF:
+            r = ridx(ch.base[ci], ch.len[ci], 0, ch.len[ci])
+            ch.alpha[r * g.S + g.start] = 1.0 / ch.beta[r * g.S + g.start]
+    for width in range(ch.maxlen, 0, -1):
+        for_width(g, c, w, ch, wk, width, outside_cols, cnt_bin, cnt_un, cnt_lex, G)
+
+
+cdef int inside_outside(Gram *g, Corpus *c, Weights *w, int64_t *idx, int n_idx, int64_t budget,
+                        double *cnt_bin, double *cnt_un, double *cnt_lex, double *G,
+                        double *logz) except -1 nogil:
+    """Expected internal rule counts (binary: G, to be multiplied by W, on the dense
+    path) and log Z of sentences idx, in one pass over chunks of sentences."""
+    cdef Chunk ch
+    cdef Work wk
+    cdef int q0 = 0, q1, ci, p, v
+    cdef int64_t sp
+    memset(&ch, 0, sizeof(Chunk))
+    memset(&wk, 0, sizeof(Work))
+    try:
+        alloc_chunk(g, c, idx, n_idx, budget, &ch)
+        alloc_work(g, w, ch.maxlen, &wk)
+        while q0 < n_idx:
+            q1 = next_chunk(g, c, idx, q0, n_idx, budget, &sp)
+            fill_chunk(c, idx, q0, q1, &ch)
+            inside_chunk(g, c, w, &ch, &wk)
+            for ci in range(ch.n):
+                logz[ch.q[ci]] = chunk_logz(g, &ch, ci)
+            outside_chunk(g, c, w, &ch, &wk, logz, cnt_bin, cnt_un, cnt_lex, G)
+            q0 = q1
+        if not g.dense:
+            for p in range(g.n_bin):
+                for v in range(LANES):
+                    cnt_bin[g.left_rule[p]] += wk.cntL[LANES * p + v]
+    finally:
+        free_chunk(&ch)
+        free_work(&wk)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# derivations: Viterbi and sampling
+# ---------------------------------------------------------------------------
+
+cdef inline bint emit(Deriv *out, int q, int64_t *nr, int orig, int i, int j) noexcept nogil:
+    """Append row (orig, i, j) unless orig < 0 (a helper rule); False when out of room."""
+    cdef int64_t p
+    if orig < 0:
+        return True
+    if out.off[q] + nr[0] >= out.off[q + 1]:
+        return False
+    p = (out.off[q] + nr[0]) * 3
+    out.rows[p] = orig
+    out.rows[p + 1] = i
+    out.rows[p + 2] = j
+    nr[0] += 1
+    return True
+
+
+cdef inline int code_kind(Gram *g, int code, int *rule) noexcept nogil:
+    """Backpointer code -> kind (2 binary, 1 unary, 0 lexical) and internal rule."""
+    if code < g.n_bin:
+        rule[0] = code
+        return 2
+    if code < g.n_bin + g.n_un:
+        rule[0] = code - g.n_bin
+        return 1
+    rule[0] = code - g.n_bin - g.n_un
+    return 0
+
+
+cdef void sparse_vit_span(Gram *g, Weights *w, double *v, int64_t base, int n, int i, int j,
+                          double *best, int *code, int *split) noexcept nogil:
+    cdef int S = g.S, k, B, p, r, A
+    cdef double *vl
+    cdef double *vr
+    cdef double x, val
+    for k in range(i + 1, j):
+        vl = v + ridx(base, n, i, k) * S
+        vr = v + ridx(base, n, k, j) * S
+        for B in range(S):
+            x = vl[B]
+            if x == NEG_INF:
+                continue
+            for p in range(g.left_ptr[B], g.left_ptr[B + 1]):
+                r = g.left_rule[p]
+                val = w.logbin[r] + x + vr[g.bin_right[r]]
+                A = g.bin_lhs[r]
+                if val > best[A]:
+                    best[A] = val
+                    code[A] = r
+                    split[A] = k
+
+
+cdef void dense_vit_span(Gram *g, Weights *w, double *v, int64_t base, int n, int i, int j,
+                         double *best, int *code, int *split, double *Mx, int *arg) noexcept nogil:
+    """Max-plus with the dense blocks: Mx[B,C] = max_k v_ik(B) + v_kj(C), then
+    best(A) = max_{B,C} log W[A,B,C] + Mx[B,C]."""
+    cdef int S = g.S, b, k0, k1, k, x, y, A, bpos
+    cdef int ll, nl, rl, nr
+    cdef int64_t bs, pos
+    cdef double *vl
+    cdef double *vr
+    cdef double *lw
+    cdef double a, val, bv
+    for b in range(4):
+        if g.coff[b + 1] == g.coff[b]:
+            continue
+        block_range(g, b, i, j, &k0, &k1)
+        if k0 > k1:
+            continue
+        ll = g.lo_l[b]; nl = g.hi_l[b] - ll; rl = g.lo_r[b]; nr = g.hi_r[b] - rl
+        bs = <int64_t>nl * nr
+        for pos in range(bs):
+            Mx[pos] = NEG_INF
+        for k in range(k0, k1 + 1):
+            vl = v + ridx(base, n, i, k) * S + ll
+            vr = v + ridx(base, n, k, j) * S + rl
+            for x in range(nl):
+                a = vl[x]
+                if a == NEG_INF:
+                    continue
+                for y in range(nr):
+                    val = a + vr[y]
+                    if val > Mx[x * nr + y]:
+                        Mx[x * nr + y] = val
+                        arg[x * nr + y] = k
+        for A in range(g.r0, g.r1):
+            lw = w.logW + (A - g.r0) * g.coff[4] + g.coff[b]
+            bv = best[A]
+            bpos = -1
+            for pos in range(bs):
+                val = lw[pos] + Mx[pos]
+                if val > bv:
+                    bv = val
+                    bpos = <int>pos
+            if bpos >= 0:
+                best[A] = bv
+                code[A] = g.rid[(A - g.r0) * g.coff[4] + g.coff[b] + bpos]
+                split[A] = arg[bpos]
+
+
+cdef void vit_chart(Gram *g, Corpus *c, Weights *w, int64_t sid, double *v, int *code,
+                    int *split, double *Mx, int *arg) noexcept nogil:
+    cdef int S = g.S, n = c.length[sid], width, i, j, p, l, k, A
+    cdef int64_t r, pp
+    cdef double *best
+    cdef double val
+    for width in range(1, n + 1):
+        for i in range(n - width + 1):
+            j = i + width
+            r = ridx(0, n, i, j)
+            best = v + r * S
+            for A in range(S):
+                best[A] = NEG_INF
+                code[r * S + A] = -1
+            if width >= 2:
+                if g.dense:
+                    dense_vit_span(g, w, v, 0, n, i, j, best, code + r * S, split + r * S, Mx, arg)
+                else:
+                    sparse_vit_span(g, w, v, 0, n, i, j, best, code + r * S, split + r * S)
+            pp = c.pos_off[sid] + i
+            for p in range(c.mptr[pp], c.mptr[pp + 1]):
+                if c.m_end[p] != j:
+                    continue
+                l = c.m_rule[p]
+                A = g.lex_lhs[l]
+                if w.loglex[l] > best[A]:
+                    best[A] = w.loglex[l]
+                    code[r * S + A] = g.n_bin + g.n_un + l
+            for k in range(g.n_un):
+                val = w.logun[k] + best[g.un_child[k]]
+                A = g.un_parent[k]
+                if val > best[A]:
+                    best[A] = val
+                    code[r * S + A] = g.n_bin + k
+
+
+cdef bint vit_trace(Gram *g, int n, int *code, int *split, int *stack, int64_t cap, Deriv *out,
+                    int q) noexcept nogil:
+    cdef int64_t top = 0, nr = 0, r
+    cdef int A, i, j, kind, rule, k
+    stack[0] = g.start; stack[1] = 0; stack[2] = n
+    top = 1
+    while top > 0:
+        top -= 1
+        A = stack[3 * top]; i = stack[3 * top + 1]; j = stack[3 * top + 2]
+        r = ridx(0, n, i, j) * g.S + A
+        kind = code_kind(g, code[r], &rule)
+        if top + 2 > cap:
+            return False
+        if kind == 2:
+            k = split[r]
+            if not emit(out, q, &nr, g.bin_orig[rule], i, j):
+                return False
+            stack[3 * top] = g.bin_right[rule]; stack[3 * top + 1] = k; stack[3 * top + 2] = j
+            stack[3 * top + 3] = g.bin_left[rule]; stack[3 * top + 4] = i; stack[3 * top + 5] = k
+            top += 2
+        elif kind == 1:
+            if not emit(out, q, &nr, g.un_orig[rule], i, j):
+                return False
+            stack[3 * top] = g.un_child[rule]; stack[3 * top + 1] = i; stack[3 * top + 2] = j
+            top += 1
+        elif not emit(out, q, &nr, g.lex_orig[rule], i, j):
+            return False
+    out.n_rows[q] = nr
+    return True
+
+
+cdef int viterbi(Gram *g, Corpus *c, Weights *w, int64_t *idx, int n_idx,
+                 Deriv *out, double *logp) except -1 nogil:
+    """Max-plus CKY in log space and the best derivation of each sentence idx[q]."""
+    cdef int maxn = 1, q, n
+    cdef int64_t spans, bsmax = 1, cap = 1, b
+    cdef double *v = NULL
+    cdef int *code = NULL
+    cdef int *split = NULL
+    cdef double *Mx = NULL
+    cdef int *arg = NULL
+    cdef int *stack = NULL
+    for q in range(n_idx):
+        if c.length[idx[q]] > maxn:
+            maxn = c.length[idx[q]]
+        if out.off[q + 1] - out.off[q] > cap:
+            cap = out.off[q + 1] - out.off[q]
+    for b in range(4):
+        if g.coff[b + 1] - g.coff[b] > bsmax:
+            bsmax = g.coff[b + 1] - g.coff[b]
+    spans = <int64_t>maxn * (maxn + 1) // 2
+    try:
+        v = <double *>xcalloc(spans * g.S, sizeof(double))
+        code = <int *>xcalloc(spans * g.S, sizeof(int))
+        split = <int *>xcalloc(spans * g.S, sizeof(int))
+        Mx = <double *>xcalloc(bsmax, sizeof(double))
+        arg = <int *>xcalloc(bsmax, sizeof(int))
+        stack = <int *>xcalloc(3 * (cap + 2), sizeof(int))
+        for q in range(n_idx):
+            n = c.length[idx[q]]
+            out.n_rows[q] = -1
+            vit_chart(g, c, w, idx[q], v, code, split, Mx, arg)
+            logp[q] = v[ridx(0, n, 0, n) * g.S + g.start]
+            if logp[q] != NEG_INF:
+                if not vit_trace(g, n, code, split, stack, cap + 2, out, q):
+                    with gil:
+                        raise RuntimeError("grind CKY kernel: derivation buffer too small")
+    finally:
+        free(v); free(code); free(split); free(Mx); free(arg); free(stack)
+    return 0
+
+
+cdef int choose(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, int A, int i, int j, double u,
+                int *rule, int *split) noexcept nogil:
+    """Draw how (A, i, j) rewrites, u ~ U[0, beta_ij(A)): 0 lexical, 1 unary, 2 binary (split)."""
+    cdef int S = g.S, n = ch.len[ci], kind = -1, p, l, k, r
+    cdef int64_t base = ch.base[ci], rs = ridx(base, n, i, j), rl, rr
+    cdef int64_t pp = c.pos_off[ch.sid[ci]] + i
+    cdef double sij = ch.s[rs], e, val
+    cdef double *b = ch.beta + rs * S
+    cdef double *bl
+    cdef double *br
+    e = pow2(-sij)
+    for p in range(c.mptr[pp], c.mptr[pp + 1]):
+        l = c.m_rule[p]
+        if c.m_end[p] != j or g.lex_lhs[l] != A:
+            continue
+        val = w.lex[l] * e
+        if val > 0.0:
+            kind = 0
+            rule[0] = l
+            u -= val
+            if u < 0.0:
+                return kind
+    for p in range(g.unp_ptr[A], g.unp_ptr[A + 1]):
+        r = g.unp_rule[p]
+        val = w.un[r] * b[g.un_child[r]]
+        if val > 0.0:
+            kind = 1
+            rule[0] = r
+            u -= val
+            if u < 0.0:
+                return kind
+    for k in range(i + 1, j):
+        rl = ridx(base, n, i, k)
+        rr = ridx(base, n, k, j)
+        if ch.s[rl] == NEG_INF or ch.s[rr] == NEG_INF:
+            continue
+        e = pow2(ch.s[rl] + ch.s[rr] - sij)
+        bl = ch.beta + rl * S
+        br = ch.beta + rr * S
+        for p in range(g.lhs_ptr[A], g.lhs_ptr[A + 1]):
+            r = g.lhs_rule[p]
+            val = w.bin[r] * bl[g.bin_left[r]] * br[g.bin_right[r]] * e
+            if val > 0.0:
+                kind = 2
+                rule[0] = r
+                split[0] = k
+                u -= val
+                if u < 0.0:
+                    return kind
+    return kind
+
+
+cdef bint sample_one(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, grind_rng *rng,
+                     int *stack, int64_t cap, Deriv *out, int q) noexcept nogil:
+    cdef int n = ch.len[ci], A, i, j, kind, rule = 0, k = 0
+    cdef int64_t top, nr = 0
+    cdef double u
+    stack[0] = g.start; stack[1] = 0; stack[2] = n
+    top = 1
+    while top > 0:
+        top -= 1
+        A = stack[3 * top]; i = stack[3 * top + 1]; j = stack[3 * top + 2]
+        u = grind_uniform(rng) * ch.beta[ridx(ch.base[ci], n, i, j) * g.S + A]
+        kind = choose(g, c, w, ch, ci, A, i, j, u, &rule, &k)
+        if top + 2 > cap or kind < 0:
+            return False
+        if kind == 2:
+            if not emit(out, q, &nr, g.bin_orig[rule], i, j):
+                return False
+            stack[3 * top] = g.bin_right[rule]; stack[3 * top + 1] = k; stack[3 * top + 2] = j
+            stack[3 * top + 3] = g.bin_left[rule]; stack[3 * top + 4] = i; stack[3 * top + 5] = k
+            top += 2
+        elif kind == 1:
+            if not emit(out, q, &nr, g.un_orig[rule], i, j):
+                return False
+            stack[3 * top] = g.un_child[rule]; stack[3 * top + 1] = i; stack[3 * top + 2] = j
+            top += 1
+        elif not emit(out, q, &nr, g.lex_orig[rule], i, j):
+            return False
+    out.n_rows[q] = nr
+    return True
+
+
+cdef int sample(Gram *g, Corpus *c, Weights *w, int64_t *idx, int n_idx, int64_t budget,
+                uint64_t *seeds, Deriv *out, double *logz) except -1 nogil:
+    """Inside charts by chunk, then one top-down draw per sentence (Johnson et al. 2007)."""
+    cdef Chunk ch
+    cdef Work wk
+    cdef grind_rng rng
+    cdef int q0 = 0, q1, ci, q
+    cdef int64_t sp, cap = 1
+    cdef int *stack = NULL
+    memset(&ch, 0, sizeof(Chunk))
+    memset(&wk, 0, sizeof(Work))
+    for q in range(n_idx):
+        if out.off[q + 1] - out.off[q] > cap:
+            cap = out.off[q + 1] - out.off[q]
+    try:
+        alloc_chunk(g, c, idx, n_idx, budget, &ch)
+        alloc_work(g, w, ch.maxlen, &wk)
+        stack = <int *>xcalloc(3 * (cap + 2), sizeof(int))
+        while q0 < n_idx:
+            q1 = next_chunk(g, c, idx, q0, n_idx, budget, &sp)
+            fill_chunk(c, idx, q0, q1, &ch)
+            inside_chunk(g, c, w, &ch, &wk)
+            for ci in range(ch.n):
+                q = ch.q[ci]
+                logz[q] = chunk_logz(g, &ch, ci)
+                out.n_rows[q] = -1
+                if logz[q] == NEG_INF:
+                    continue
+                grind_rng_seed(&rng, seeds[q])
+                if not sample_one(g, c, w, &ch, ci, &rng, stack, cap + 2, out, q):
+                    with gil:
+                        raise RuntimeError("grind CKY kernel: sampling failed (buffer too small)")
+            q0 = q1
+    finally:
+        free_chunk(&ch)
+        free_work(&wk)
+        free(stack)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Python interface
+# ---------------------------------------------------------------------------
+
+cdef class Kernel:
+    """Static grammar and corpus arrays (see grind/cky.py) bound to the C kernels."""
+    cdef Gram g
+    cdef Corpus c
+    cdef dict keep
+
+    def __init__(self, dict gram, dict corpus):
+        cdef Gram *g = &self.g
+        cdef Corpus *c = &self.c
+        cdef int b
+        assert LANES == GRIND_LANES
+        self.keep = {}
+        g.S = gram["S"]
+        g.start = gram["start"]
+        g.r0 = gram["r0"]
+        g.r1 = gram["r1"]
+        g.n_bin = len(gram["bin_lhs"])
+        g.n_un = len(gram["un_parent"])
+        g.n_lex = len(gram["lex_lhs"])
+        g.dense = gram["dense"]
+        g.max_lex = gram["max_lex"]
+        g.gemm_doubles = gram["gemm_doubles"]
+        g.bin_lhs = self._int(gram, "bin_lhs")
+        g.bin_left = self._int(gram, "bin_left")
+        g.bin_right = self._int(gram, "bin_right")
+        g.left_ptr = self._int(gram, "left_ptr")
+        g.left_rule = self._int(gram, "left_rule")
+        g.left_lhs = self._int(gram, "left_lhs")
+        g.left_right = self._int(gram, "left_right")
+        g.lhs_ptr = self._int(gram, "lhs_ptr")
+        g.lhs_rule = self._int(gram, "lhs_rule")
+        g.un_parent = self._int(gram, "un_parent")
+        g.un_child = self._int(gram, "un_child")
+        g.unp_ptr = self._int(gram, "unp_ptr")
+        g.unp_rule = self._int(gram, "unp_rule")
+        g.lex_lhs = self._int(gram, "lex_lhs")
+        g.bin_orig = self._int(gram, "bin_orig")
+        g.un_orig = self._int(gram, "un_orig")
+        g.lex_orig = self._int(gram, "lex_orig")
+        g.rid = self._int(gram, "rid")
+        for b in range(4):
+            g.block_of[b] = gram["block_of"][b]
+            g.lo_l[b] = gram["left_range"][b][0]
+            g.hi_l[b] = gram["left_range"][b][1]
+            g.lo_r[b] = gram["right_range"][b][0]
+            g.hi_r[b] = gram["right_range"][b][1]
+        for b in range(5):
+            g.coff[b] = gram["coff"][b]
+        c.n_sent = len(corpus["length"])
+        c.length = self._int(corpus, "length")
+        c.pos_off = self._i64(corpus, "pos_off")
+        c.mptr = self._int(corpus, "mptr")
+        c.m_end = self._int(corpus, "m_end")
+        c.m_rule = self._int(corpus, "m_rule")
+
+    cdef int *_int(self, dict d, str name) except NULL:
+        cdef int[::1] a = np.ascontiguousarray(d[name], dtype=np.intc)
+        if a.shape[0] == 0:
+            a = np.zeros(1, dtype=np.intc)
+        self.keep[name] = a
+        return &a[0]
+
+    cdef int64_t *_i64(self, dict d, str name) except NULL:
+        cdef int64_t[::1] a = np.ascontiguousarray(d[name], dtype=np.int64)
+        if a.shape[0] == 0:
+            a = np.zeros(1, dtype=np.int64)
+        self.keep[name] = a
+        return &a[0]
+
+    cdef Weights _weights(self, list arrs):
+        cdef Weights w
+        cdef double *p[8]
+        cdef double[::1] a
+        for k in range(8):
+            a = arrs[k]
+            p[k] = &a[0]
+        w.bin = p[0]
+        w.un = p[1]
+        w.lex = p[2]
+        w.W = p[3]
+        w.logbin = p[4]
+        w.logun = p[5]
+        w.loglex = p[6]
+        w.logW = p[7]
+        return w
+
+    def inside_outside(self, list weights, idx, int64_t budget):
+        """weights: [bin, un, lex, W, logbin, logun, loglex, logW] float64 arrays (length >= 1)."""
+        cdef int64_t[::1] ix = np.ascontiguousarray(idx, dtype=np.int64)
+        cdef int n_idx = ix.shape[0]
+        cdef Weights w = self._weights(weights)
+        cb = np.zeros(max(1, self.g.n_bin)); cu = np.zeros(max(1, self.g.n_un))
+        cl = np.zeros(max(1, self.g.n_lex)); G = np.zeros(max(1, (self.g.r1 - self.g.r0) * self.g.coff[4]))
+        lz = np.zeros(max(1, n_idx))
+        cdef double[::1] vcb = cb, vcu = cu, vcl = cl, vG = G, vlz = lz
+        if n_idx > 0:
+            with nogil:
+                inside_outside(&self.g, &self.c, &w, &ix[0], n_idx, budget,
+                               &vcb[0], &vcu[0], &vcl[0], &vG[0], &vlz[0])
+        return cb, cu, cl, G, lz[:n_idx]
+
+    def viterbi(self, list weights, idx, caps):
+        return self._derive(weights, idx, caps, None, 0)
+
+    def sample(self, list weights, idx, caps, seeds, int64_t budget):
+        return self._derive(weights, idx, caps, seeds, budget)
+
+    def _derive(self, list weights, idx, caps, seeds, int64_t budget):
+        """Derivation rows of sentences idx (row capacity caps[q]): (rows, off, n_rows, score)."""
+        cdef int64_t[::1] ix = np.ascontiguousarray(idx, dtype=np.int64)
+        cdef int n_idx = ix.shape[0]
+        cdef Weights w = self._weights(weights)
+        off = np.zeros(n_idx + 1, dtype=np.int64)
+        np.cumsum(np.asarray(caps, dtype=np.int64), out=off[1:])
+        rows = np.zeros(max(1, int(off[n_idx])) * 3, dtype=np.int64)
+        n_rows = np.full(max(1, n_idx), -1, dtype=np.int64)
+        score = np.zeros(max(1, n_idx))
+        cdef int64_t[::1] voff = off, vrows = rows, vn = n_rows
+        cdef uint64_t[::1] vseed
+        cdef double[::1] vs = score
+        cdef Deriv d
+        d.off = &voff[0]
+        d.rows = &vrows[0]
+        d.n_rows = &vn[0]
+        if n_idx > 0:
+            if seeds is None:
+                with nogil:
+                    viterbi(&self.g, &self.c, &w, &ix[0], n_idx, &d, &vs[0])
+            else:
+                vseed = np.ascontiguousarray(seeds, dtype=np.uint64)
+                with nogil:
+                    sample(&self.g, &self.c, &w, &ix[0], n_idx, budget, &vseed[0], &d, &vs[0])
+        return rows.reshape((rows.shape[0] // 3, 3)), off, n_rows[:n_idx], score[:n_idx]
