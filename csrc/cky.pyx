@@ -1388,7 +1388,8 @@ cdef class Kernel:
         cdef int n_idx = ix.shape[0]
         cdef Weights w = self._weights(weights)
         cb = np.zeros(max(1, self.g.n_bin)); cu = np.zeros(max(1, self.g.n_un))
-        cl = np.zeros(max(1, self.g.n_lex)); G = np.zeros(max(1, (self.g.r1 - self.g.r0) * self.g.coff[4]))
+        cl = np.zeros(max(1, self.g.n_lex))
+        G = np.zeros(max(1, (self.g.r1 - self.g.r0) * self.g.coff[4]) if self.g.dense else 1)
         lz = np.zeros(max(1, n_idx))
         cdef double[::1] vcb = cb, vcu = cu, vcl = cl, vG = G, vlz = lz
         if n_idx > 0:

@@ -27,6 +27,7 @@ declare -A OPTS=(
   [hastings]="--iterations 200 --temp-start 5 --alpha $ALPHA"
 )
 ALGOS=${ALGOS:-"em vb cvb streaming stochastic gibbs hastings"}
+MODELS=${MODELS:-"dmv cnf"}
 run() { echo "+ $*" >&2; "$@"; }
 summ() {  # name trace-file: last step's sentences and seconds, acceptance if any
   python3 - "$@" <<'PY'
@@ -41,6 +42,7 @@ acc() { grep -v '^#' "$1" | awk -F'\t' 'NR>1{printf "%s%.1f", (NR>2?"/":""), 100
 lp() { grind loglik --summary $2 "$1" "$test" 2>/dev/null | awk -F': ' '/^# parsed/{p=$2} /^# logprob/{l=$2} END{printf "%.1f (%s parsed)", l, p}'; }
 
 echo -e "model\tinit\talgo\tdirected<=10/<=20/all\ttest<=10 logprob\tsentences parsed\tseconds\tacceptance"
+if [[ " $MODELS " == *" dmv "* ]]; then
 run grind make-grammar dmv $T10 -o "$out/dmv0.txt" "$train"
 run grind init --harmonic --corpus "$train" $T10 -o "$out/dmv-harmonic.txt" "$out/dmv0.txt"
 run grind init --uniform -o "$out/dmv-uniform.txt" "$out/dmv0.txt"
@@ -53,6 +55,8 @@ for init in harmonic uniform; do
     echo -e "dmv\t$init\t$a\t$(acc "$o.eval")\t$(lp "$o.txt" "$T10")\t$(summ x "$o.tsv")"
   done
 done
+fi
+[[ " $MODELS " == *" cnf "* ]] || exit 0
 P="$C --min-length 2 --max-length 10"
 run grind make-grammar cnf $P -n 10 -p 10 -o "$out/cnf0.txt" "$train"
 run grind init --random --seed 1 -o "$out/cnf-init.txt" "$out/cnf0.txt"

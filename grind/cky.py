@@ -255,8 +255,6 @@ class _Compiled:
             drule.append(at)
         self.dpos = np.concatenate(dpos).astype(np.int64)
         self.drule = np.concatenate(drule).astype(np.int64)
-        self.rid = np.full(max(1, self.wsize), -1, dtype=np.intc)
-        self.rid[self.dpos] = self.drule
         self.density = len(self.dpos) / max(1, self.wsize)
 
     def choose_path(self, path, threshold):
@@ -283,10 +281,17 @@ class _Compiled:
             "unp_ptr": _ptr(uns[:, 0], self.S), "unp_rule": unp_rule,
             "lex_lhs": np.array([r[0] for r in self.lexs], dtype=np.intc),
             "bin_orig": self.orig[0], "un_orig": self.orig[1], "lex_orig": self.orig[2],
-            "rid": self.rid, "block_of": self.block_of,
+            "rid": self._rule_ids() if dense else np.full(1, -1, dtype=np.intc), "block_of": self.block_of,
             "left_range": [l for l, _ in self.ranges], "right_range": [r for _, r in self.ranges],
             "coff": [int(x) for x in self.coff],
         }
+
+    def _rule_ids(self) -> np.ndarray:
+        """Binary rule of each cell of the dense weight matrix W, -1 for none
+        (built only for the dense path: W has R * wcols cells)."""
+        rid = np.full(max(1, self.wsize), -1, dtype=np.intc)
+        rid[self.dpos] = self.drule
+        return rid
 
     def kernel_weights(self, w, dense: bool, log: bool) -> list:
         """[bin, un, lex, W, log bin, log un, log lex, log W] for the kernel."""
