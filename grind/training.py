@@ -45,20 +45,25 @@ def prior_vector(grammar, alpha: str | float) -> np.ndarray:
     try:
         a = float(alpha)
     except (TypeError, ValueError):
-        pg = read_grammar(str(alpha))
-        vals = pg.pseudocounts if pg.pseudocounts is not None else pg.weights
-        out = np.full(len(grammar), np.nan)
-        for k, v in zip(pg.keys(), vals):
-            if k in grammar.index:
-                out[grammar.index[k]] = v
-        missing = np.flatnonzero(np.isnan(out))
-        if missing.size:
-            raise InputError(f"{alpha}: no pseudo-count for rule {rule_key(*grammar.rules[missing[0]])}")
-        a = out
+        a = _prior_file(grammar, str(alpha))
     a = np.broadcast_to(np.asarray(a, dtype=np.float64), (len(grammar),)).copy()
     if not np.all(a > 0) or not np.all(np.isfinite(a)):
         raise InputError("Dirichlet hyperparameters must be finite and positive")
     return a
+
+
+def _prior_file(grammar, path: str) -> np.ndarray:
+    """Pseudo-counts of ``grammar``'s rules from a grammar file (matched by rule key)."""
+    pg = read_grammar(path)
+    vals = pg.pseudocounts if pg.pseudocounts is not None else pg.weights
+    out = np.full(len(grammar), np.nan)
+    for k, v in zip(pg.keys(), vals):
+        if k in grammar.index:
+            out[grammar.index[k]] = v
+    missing = np.flatnonzero(np.isnan(out))
+    if missing.size:
+        raise InputError(f"{path}: no pseudo-count for rule {rule_key(*grammar.rules[missing[0]])}")
+    return out
 
 
 class ShardedEstep:

@@ -7,7 +7,7 @@ import pytest
 from grind.corpus import CorpusSpec, read_corpus
 from grind.counts import Counts, read_counts, write_counts
 from grind.errors import InputError
-from grind.grammar import Grammar, format_weight, read_grammar, rule_lines
+from grind.grammar import format_weight, read_grammar, rule_lines
 from grind.trees import format_tree, leaves, parse_trees, prune, spans
 
 CONLLU = """# sent_id = 1
