@@ -29,6 +29,7 @@ from .parser import ChartParser
 
 __all__ = ["DMVParser", "is_dmv_grammar"]
 _CHUNK = 1 << 22          # arc-table pairs looked up at once
+FLUSH = 1e-200            # smaller weights count as 0 (see DMVParser._weights)
 
 
 class DMVParser(ChartParser):
@@ -95,10 +96,16 @@ class DMVParser(ChartParser):
         return idx
 
     def _weights(self, weights):
+        """The weights as the kernel takes them.  Weights below FLUSH are set to
+        0: the kernel's power-of-two scaling cannot mix them with ordinary
+        weights (it returned NaN), and a tree that needs one weighs less than
+        FLUSH times one that does not.  A sentence all of whose trees need one
+        gets log Z = -inf and is reported as unparseable."""
         w = np.ascontiguousarray(weights, dtype=np.float64)
         if w.shape != (len(self.grammar),):
             raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
-        return w
+        tiny = (w > 0) & (w < FLUSH)
+        return np.where(tiny, 0.0, w) if tiny.any() else w
 
     def _check(self, logz, idx):
         bad = np.isnan(logz)

@@ -406,3 +406,30 @@ def test_dmv_kernel_equals_cky_kernel():
             heads = derivation_heads(g, b, len(sents[k]))
             np.testing.assert_array_equal(heads_derivation(g, sents[k], heads), b)
             assert tree_logweight(g, w, sents[k], heads) == pytest.approx(v1[k], rel=1e-10)
+
+
+def test_tiny_weights_do_not_give_nan():
+    """Regression: a theta reached by EM on the EWT sample made the scaled kernel
+    return NaN for this 3-word sentence (a choose weight of 2.3e-294)."""
+    from grind.dmv import dmv_grammar
+    from grind.dmv_parser import DMVParser
+    theta = {"S --> Y_PROPN": 0.29437958509193113, "S --> Y_X": 0.008968609865470848,
+             "Y_PROPN --> L0_PROPN R0_PROPN": 1.0, "L0_PROPN --> PROPN_l": 0.5829462033130466,
+             "L0_PROPN --> L'_PROPN": 0.41705379668695336, "L_PROPN --> PROPN_l": 0.8994864608066111,
+             "L_PROPN --> L'_PROPN": 0.10051353919338897, "R0_PROPN --> PROPN_r": 0.9666766507988236,
+             "R0_PROPN --> R'_PROPN": 0.03332334920117647, "R_PROPN --> PROPN_r": 0.9999927768364111,
+             "R_PROPN --> R'_PROPN": 7.223163588925267e-06, "Y_X --> L0_X R0_X": 1.0,
+             "L0_X --> X_l": 3.156481954277491e-45, "L0_X --> L'_X": 1.0, "L_X --> X_l": 1.0,
+             "L_X --> L'_X": 1.2081152634056381e-231, "R0_X --> X_r": 1.0,
+             "R0_X --> R'_X": 1.0131566329486931e-23, "R_X --> X_r": 1.0,
+             "R_X --> R'_X": 1.4046706584885217e-217, "L'_PROPN --> Y_PROPN L_PROPN": 0.40374673560681584,
+             "R'_PROPN --> R_PROPN Y_PROPN": 0.03012571872605069, "L'_PROPN --> Y_X L_PROPN": 0.0,
+             "R'_PROPN --> R_PROPN Y_X": 0.0, "L'_X --> Y_PROPN L_X": 0.6, "R'_X --> R_X Y_PROPN": 0.0,
+             "L'_X --> Y_X L_X": 0.3, "R'_X --> R_X Y_X": 2.3417431823835253e-294}
+    g = dmv_grammar([["PROPN", "X", "X"]])
+    w = np.array([theta[k] for k in g.keys()])
+    counts, logz = DMVParser(g, [["PROPN", "X", "X"]]).inside_outside(w)
+    assert np.isfinite(logz).all() and np.isfinite(counts).all()
+    # The only tree: X2 root, X2 <- X1 <- PROPN (left dependents).
+    expected = np.log(0.008968609865470848 * 0.3 * 0.6 * 0.5829462033130466 * 0.9666766507988236)
+    assert logz[0] == pytest.approx(expected, rel=1e-9)
