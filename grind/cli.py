@@ -345,6 +345,7 @@ ALGORITHMS = {
     "stochastic": "grind.stochastic:StochasticVB",
     "gibbs": "grind.gibbs:Gibbs",
     "hastings": "grind.hastings:Hastings",
+    "mixture": "grind.mixture:Mixture",
 }
 #: Algorithms that read the corpus as a stream themselves (cfg.corpus, cfg.spec).
 STREAMING = ("streaming",)
@@ -368,6 +369,15 @@ STREAMING = ("streaming",)
               help="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly perturbed weights.")
 @click.option("--temp-start", type=click.FloatRange(1.0), default=1.0, show_default=True,
               help="Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).")
+@click.option("--constraints", "mix_constraints", default="RA+VAR+SD", show_default=True,
+              help="mixture: prior-knowledge components, '+' intersects, ',' separates components: "
+                   "RA RightAttach, AR AllRight, LC LeftChain, VAR VerbAsRoot, NS NounSequence, SD ShortDep (<= 4).")
+@click.option("--mix-start", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="mixture: simplex annealing starts with the mean-field coefficient at most this ...")
+@click.option("--mix-end", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="mixture: ... and loosens the bound 1% a step up to this.")
+@click.option("--mix-coef", default=None,
+              help="mixture: fixed coefficients instead, mean-field first, e.g. 0.85,0.15.")
 @click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
@@ -403,7 +413,9 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     stochastic  stochastic VB, step (tau + t)^-kappa (Hoffman et al. 2010).
     gibbs       Gibbs sampler for (t, theta) (Johnson, Griffiths & Goldwater 2007).
     hastings    collapsed Metropolis-Hastings sampler, annealed from --temp-start.
-    All but em write the posterior Dirichlet pseudo-counts (grind parse and
+    mixture     DMV only: posterior-mixture constraints (Cohen & Smith 2009),
+                mean-field + --constraints components, simplex annealing.
+    All but em and mixture write the posterior Dirichlet pseudo-counts (grind parse and
     loglik use their mean).  The per-step objective (log-likelihood + log
     prior, variational bound, or collapsed log probability) goes to stderr,
     and with --trace to a TSV file.

@@ -37,7 +37,7 @@ def body(text):
     return [ln for ln in text.splitlines() if not ln.startswith("#")]
 
 
-@pytest.mark.parametrize("algo", ["vb", "cvb", "gibbs"])
+@pytest.mark.parametrize("algo", ["vb", "cvb", "gibbs", "mixture"])
 def test_resumed_cli_run_is_bit_identical(dmv, algo):
     d, train = dmv
     args = ["train", "--algo", algo, "--alpha", "0.1", "--seed", "3", *C]
@@ -46,7 +46,8 @@ def test_resumed_cli_run_is_bit_identical(dmv, algo):
     grind(*args, "--iterations", "2", "--checkpoint", ck, d / "g1.txt", train)
     resumed = grind(*args, "--iterations", "4", "--checkpoint", ck, "--resume", d / "g1.txt", train)
     assert body(resumed.stdout) == body(full) and "resumed from" in resumed.stderr
-    assert "# weights: Dirichlet pseudo-counts (posterior)" in full
+    kind = "probabilities" if algo == "mixture" else "Dirichlet pseudo-counts (posterior)"
+    assert f"# weights: {kind}" in full
 
 
 def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
