@@ -1097,6 +1097,27 @@ cdef void vit_chart(Gram *g, Corpus *c, Weights *w, int64_t sid, double *v, int 
                     code[r * S + A] = g.n_bin + k
 
 
+cdef inline bint expand(Gram *g, int kind, int rule, int i, int j, int k, int *stack, int64_t *top,
+                        Deriv *out, int q, int64_t *nr) noexcept nogil:
+    """Emit the node's rule and push its children (binary: right then left, so
+    the left child is expanded first: pre-order); False when out of room."""
+    cdef int64_t t = top[0]
+    if kind == 2:
+        if not emit(out, q, nr, g.bin_orig[rule], i, j):
+            return False
+        stack[3 * t] = g.bin_right[rule]; stack[3 * t + 1] = k; stack[3 * t + 2] = j
+        stack[3 * t + 3] = g.bin_left[rule]; stack[3 * t + 4] = i; stack[3 * t + 5] = k
+        top[0] = t + 2
+    elif kind == 1:
+        if not emit(out, q, nr, g.un_orig[rule], i, j):
+            return False
+        stack[3 * t] = g.un_child[rule]; stack[3 * t + 1] = i; stack[3 * t + 2] = j
+        top[0] = t + 1
+    elif not emit(out, q, nr, g.lex_orig[rule], i, j):
+        return False
+    return True
+
+
 cdef bint vit_trace(Gram *g, int n, int *code, int *split, int *stack, int64_t cap, Deriv *out,
                     int q) noexcept nogil:
     cdef int64_t top = 0, nr = 0, r
@@ -1110,19 +1131,8 @@ cdef bint vit_trace(Gram *g, int n, int *code, int *split, int *stack, int64_t c
         kind = code_kind(g, code[r], &rule)
         if top + 2 > cap:
             return False
-        if kind == 2:
-            k = split[r]
-            if not emit(out, q, &nr, g.bin_orig[rule], i, j):
-                return False
-            stack[3 * top] = g.bin_right[rule]; stack[3 * top + 1] = k; stack[3 * top + 2] = j
-            stack[3 * top + 3] = g.bin_left[rule]; stack[3 * top + 4] = i; stack[3 * top + 5] = k
-            top += 2
-        elif kind == 1:
-            if not emit(out, q, &nr, g.un_orig[rule], i, j):
-                return False
-            stack[3 * top] = g.un_child[rule]; stack[3 * top + 1] = i; stack[3 * top + 2] = j
-            top += 1
-        elif not emit(out, q, &nr, g.lex_orig[rule], i, j):
+        k = split[r] if kind == 2 else 0
+        if not expand(g, kind, rule, i, j, k, stack, &top, out, q, &nr):
             return False
     out.n_rows[q] = nr
     return True
@@ -1235,18 +1245,7 @@ cdef bint sample_one(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, grind_rn
         kind = choose(g, c, w, ch, ci, A, i, j, u, &rule, &k)
         if top + 2 > cap or kind < 0:
             return False
-        if kind == 2:
-            if not emit(out, q, &nr, g.bin_orig[rule], i, j):
-                return False
-            stack[3 * top] = g.bin_right[rule]; stack[3 * top + 1] = k; stack[3 * top + 2] = j
-            stack[3 * top + 3] = g.bin_left[rule]; stack[3 * top + 4] = i; stack[3 * top + 5] = k
-            top += 2
-        elif kind == 1:
-            if not emit(out, q, &nr, g.un_orig[rule], i, j):
-                return False
-            stack[3 * top] = g.un_child[rule]; stack[3 * top + 1] = i; stack[3 * top + 2] = j
-            top += 1
-        elif not emit(out, q, &nr, g.lex_orig[rule], i, j):
+        if not expand(g, kind, rule, i, j, k, stack, &top, out, q, &nr):
             return False
     out.n_rows[q] = nr
     return True
