@@ -346,6 +346,7 @@ ALGORITHMS = {
     "gibbs": "grind.gibbs:Gibbs",
     "hastings": "grind.hastings:Hastings",
     "mixture": "grind.mixture:Mixture",
+    "ln": "grind.ln:LogisticNormal",
 }
 #: Algorithms that read the corpus as a stream themselves (cfg.corpus, cfg.spec).
 STREAMING = ("streaming",)
@@ -378,6 +379,15 @@ STREAMING = ("streaming",)
               help="mixture: ... and loosens the bound 1% a step up to this.")
 @click.option("--mix-coef", default=None,
               help="mixture: fixed coefficients instead, mean-field first, e.g. 0.85,0.15.")
+@click.option("--model", type=click.Choice(["1", "2"]), default="1", show_default=True,
+              help="ln: model I (theta drawn per sentence) or II (drawn once).")
+@click.option("--cov", "ln_cov", type=click.Choice(["identity", "families"]), default="identity", show_default=True,
+              help="ln: initial covariance: identity, or 0.5 between rules whose symbols share a tag family.")
+@click.option("--families", default="upos", show_default=True,
+              help="ln: tag-family mapping for --cov families: upos, ptb, or a file of 'TAG FAMILY' lines.")
+@click.option("--ln-cycles", type=click.IntRange(1), default=5, show_default=True,
+              help="ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.")
+@click.option("--ln-params", default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
 @click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
@@ -415,7 +425,10 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     hastings    collapsed Metropolis-Hastings sampler, annealed from --temp-start.
     mixture     DMV only: posterior-mixture constraints (Cohen & Smith 2009),
                 mean-field + --constraints components, simplex annealing.
-    All but em and mixture write the posterior Dirichlet pseudo-counts (grind parse and
+    ln          logistic-normal prior, variational EM (Cohen & Smith 2010),
+                model I or II (--model), --cov identity|families; writes
+                softmax(mu) (and mu, Sigma with --ln-params).
+    All but em, mixture and ln write the posterior Dirichlet pseudo-counts (grind parse and
     loglik use their mean).  The per-step objective (log-likelihood + log
     prior, variational bound, or collapsed log probability) goes to stderr,
     and with --trace to a TSV file.
@@ -458,6 +471,10 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
                   steps=len(trace), objective=repr(last.objective) if last else None, corpus=spec.describe())
     if trace_path:
         write_trace(trace_path, trace)
+    if opts.get("ln_params"):
+        if not hasattr(algorithm, "save"):
+            raise click.UsageError("--ln-params is for --algo ln")
+        algorithm.save(opts["ln_params"])
 
 
 def make_algorithm(algo, g, estep, prior, theta0, cfg, rng):
