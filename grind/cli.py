@@ -399,6 +399,9 @@ STREAMING = ("streaming",)
 @click.option("--dev", "dev_path", default=None, help="Held-out corpus for --eval-every (read with the same corpus options).")
 @click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True,
               help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy for treebanks).")
+@click.option("--early-stop", is_flag=True,
+              help="With --eval-every: stop when the held-out log probability decreases, keeping the previous "
+                   "parameters (Cohen & Smith 2010, Algorithm 1).")
 @click.option("--checkpoint", "ckpt", default=None, help="Checkpoint file (.npz), written atomically.")
 @click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
@@ -412,7 +415,7 @@ STREAMING = ("streaming",)
 @click.argument("grammar")
 @click.argument("corpus")
 def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
-          ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output, **opts):
+          early_stop, ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output, **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     \b
@@ -444,6 +447,8 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         raise click.UsageError("--resume needs --checkpoint FILE")
     if eval_every and not dev_path:
         raise click.UsageError("--eval-every needs --dev FILE")
+    if early_stop and not eval_every:
+        raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
     cfg = SimpleNamespace(iterations=iterations, tolerance=tolerance, jobs=jobs, kernel=kernel,
                           corpus=corpus, spec=spec, **opts)
     if algo in STREAMING:
@@ -464,7 +469,7 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     meta = {"algorithm": algo, "rules": len(g), "corpus": f"{corpus} {spec.describe()}"}
     trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
-                         on_step=lambda s: log.info(format_step(s)))
+                         on_step=lambda s: log.info(format_step(s)), early_stop=early_stop)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
     write_grammar(output, g, algorithm.weights(), kind, algorithm=algo, alpha=alpha,

@@ -158,18 +158,22 @@ def _jsonable(v):
 # ----------------------------------------------------------------------------- the driver
 
 def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_every=0,
-          resume=False, meta=None, on_step=None):
+          resume=False, meta=None, on_step=None, early_stop=False):
     """Run ``algo`` to the end; returns the trace (list of Step).
 
     Every ``eval_every`` steps ``eval_fn(algo)`` adds held-out figures to the
     step; every ``checkpoint_every`` steps (and at the end) the state goes to
-    ``checkpoint``.  Wall time in the trace excludes evaluation.
+    ``checkpoint``.  Wall time in the trace excludes evaluation.  With
+    ``early_stop``, the run ends when the held-out log probability decreases
+    and the algorithm goes back to its state at the previous evaluation
+    (Cohen & Smith 2010, Algorithm 1).
     """
     meta = meta or {}
     trace = load_checkpoint(checkpoint, algo, rng, meta) if resume else []
     if resume:
         log.info(f"resumed from {checkpoint} after step {trace[-1].step if trace else 0}")
     t0 = time.perf_counter() - (trace[-1].seconds if trace else 0.0)
+    best = None                       # (dev log probability, state) at the last evaluation
     while True:
         st = algo.step()
         if st is None:
@@ -179,6 +183,16 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             e0 = time.perf_counter()
             st.extra.update(eval_fn(algo))
             t0 += time.perf_counter() - e0
+            if early_stop:
+                dev = st.extra["dev_logprob"]
+                if best is not None and dev < best[0]:
+                    algo.set_state(best[1])
+                    st.extra["stopped"] = "held-out log probability decreased; kept the previous state"
+                    trace.append(st)
+                    log.info(f"step {st.step}: held-out log probability fell ({dev:.4f} < {best[0]:.4f}); "
+                             f"stopping with the state of step {st.step - eval_every}")
+                    break
+                best = (dev, _copy_state(algo.get_state()))
         trace.append(st)
         if on_step:
             on_step(st)
@@ -187,6 +201,10 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     if checkpoint:
         save_checkpoint(checkpoint, algo, rng, trace, meta)
     return trace
+
+
+def _copy_state(state: dict) -> dict:
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}
 
 
 def write_trace(path, trace):

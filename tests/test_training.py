@@ -72,3 +72,36 @@ def test_resume_needs_checkpoint_and_eval_needs_dev(dmv):
     assert r.returncode == 2 and "--resume needs --checkpoint" in r.stderr
     r = grind("train", "--eval-every", "2", *C, d / "g1.txt", train, check=False)
     assert r.returncode == 2 and "--eval-every needs --dev" in r.stderr
+
+
+class Counter:
+    """A stand-in algorithm whose state is one array."""
+
+    name, output = "counter", "probabilities"
+
+    def __init__(self):
+        self.x = np.zeros(1)
+
+    def step(self):
+        from grind.training import Step
+        if self.x[0] >= 10:
+            return None
+        self.x = self.x + 1
+        return Step(int(self.x[0]), 0.0, 0)
+
+    def get_state(self):
+        return {"x": self.x}
+
+    def set_state(self, s):
+        self.x = np.array(s["x"])
+
+
+def test_early_stop_keeps_the_state_before_the_heldout_decrease():
+    from grind.training import train
+    dev = {1: -5.0, 2: -4.0, 3: -3.0, 4: -3.5, 5: -1.0}
+    algo = Counter()
+    trace = train(algo, np.random.default_rng(0), eval_every=1, early_stop=True,
+                  eval_fn=lambda a: {"dev_logprob": dev[int(a.x[0])]})
+    assert [s.step for s in trace] == [1, 2, 3, 4] and "stopped" in trace[-1].extra
+    assert algo.x[0] == 3
+    assert len(train(Counter(), np.random.default_rng(0))) == 10   # no early stop by default
