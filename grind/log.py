@@ -23,9 +23,21 @@ def warn(msg: str) -> None:
     print(f"grind: warning: {msg}", file=sys.stderr, flush=True)
 
 
-def progress(iterable, **kw):
-    """tqdm on a terminal, the plain iterable otherwise."""
+class _NoBar:
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, s):
+        pass
+
+    def close(self):
+        pass
+
+
+def bar(**kw):
+    """A tqdm progress bar on stderr when it is a terminal (and not --quiet),
+    else an object with the same methods that does nothing."""
     if _state["quiet"] or not sys.stderr.isatty():
-        return iterable
+        return _NoBar()
     from tqdm import tqdm
-    return tqdm(iterable, file=sys.stderr, leave=False, **kw)
+    return tqdm(file=sys.stderr, leave=False, **kw)

@@ -174,10 +174,13 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
         log.info(f"resumed from {checkpoint} after step {trace[-1].step if trace else 0}")
     t0 = time.perf_counter() - (trace[-1].seconds if trace else 0.0)
     best = None                       # (dev log probability, state) at the last evaluation
+    progress = log.bar(desc=getattr(algo, "name", "train"), unit="step")
     while True:
         st = algo.step()
         if st is None:
             break
+        progress.update()
+        progress.set_postfix_str(f"objective {st.objective:.6g}")
         st.seconds = time.perf_counter() - t0
         if eval_fn and eval_every and st.step % eval_every == 0:
             e0 = time.perf_counter()
@@ -198,6 +201,7 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             on_step(st)
         if checkpoint and checkpoint_every and st.step % checkpoint_every == 0:
             save_checkpoint(checkpoint, algo, rng, trace, meta)
+    progress.close()
     if checkpoint:
         save_checkpoint(checkpoint, algo, rng, trace, meta)
     return trace

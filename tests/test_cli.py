@@ -154,3 +154,31 @@ def test_seed_makes_init_reproducible(files):
     b = grind("init", "--random", "--seed", "11", g).stdout
     other = grind("init", "--random", "--seed", "12", g).stdout
     assert a == b and a != other
+
+
+def test_progress_bar_only_on_a_terminal(files):
+    """tqdm appears on stderr when it is a TTY, never in a pipe or log file."""
+    import os
+    import pty
+    d, g, c = files
+    r = grind("train", "--iterations", "3", g, c)
+    assert "step/s" not in r.stderr and "it/s" not in r.stderr
+    pid, fd = pty.fork()
+    if pid == 0:  # child: stderr is the pty, given a size (a new pty is 0 x 0 and tqdm draws nothing)
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(2, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+        os.execvp(sys.executable, [sys.executable, "-m", "grind.cli", "train", "--iterations", "3",
+                                   "-o", str(d / "out.txt"), g, c])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    assert (b"step/s" in out or b"s/step" in out) and (d / "out.txt").exists()
