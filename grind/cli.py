@@ -499,12 +499,16 @@ def format_step(s) -> str:
 @click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
 @click.option("--mbr", "decoder", flag_value="mbr",
               help="DMV only: the projective tree maximising the expected number of correct attachments.")
+@click.option("--committee", "ln_path", default=None,
+              help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
+                   "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
+@seed_option
 @kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, kernel, start, output):
+def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -518,14 +522,23 @@ def parse(grammar, corpus, spec, decoder, kernel, start, output):
     Examples:
       grind parse --column UPOS --punct ud g.txt test.conllu > test.trees
       grind parse --mbr --column UPOS --punct ud dmv.txt test.conllu > test.parsed.conllu
+      for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
+      grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
     """
+    rng = make_rng(seed)
     g, sents, parser = load(grammar, corpus, spec, start, kernel)
     from .dmv_parser import DMVParser
     if isinstance(parser, DMVParser):
         theta = g.probabilities()
-        heads = parser.mbr_heads(theta) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+        if ln_path:
+            from .committee import PriorSampler, committee_heads
+            heads = committee_heads(parser, PriorSampler(g, ln_path), rng, decoder)
+        else:
+            heads = parser.mbr_heads(theta) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
         write_dependencies(output, sents, parser, heads, decoder, spec)
         return
+    if ln_path:
+        raise click.UsageError("--committee decoding is for DMV grammars")
     if decoder == "mbr":
         raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
     from .trees import derivation_tree, format_tree
@@ -612,7 +625,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
 @corpus_options
 @output_option
 @click.argument("gold")
-@click.argument("predicted")
+@click.argument("predicted", nargs=-1, required=True)
 def eval_(gold, predicted, spec, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
@@ -636,11 +649,14 @@ def eval_(gold, predicted, spec, output):
     fmt = spec.format if spec.format != "auto" else detect_format(gold, _first_line(gold))
     if fmt == "ptb" or fmt == "text":
         from .bracket_eval import evaluate_files
-        report = evaluate_files(gold, predicted, spec)
+        report = "".join(evaluate_files(gold, p, spec) for p in predicted)
     else:
-        from .dep_eval import evaluate, format_report
-        rows = evaluate(read_corpus(gold, spec), read_corpus(predicted, spec))
-        report = format_report(rows, dependency_convention(spec))
+        from .dep_eval import evaluate, format_report, format_spread
+        gold_sents = read_corpus(gold, spec)
+        runs = [evaluate(gold_sents, read_corpus(p, spec)) for p in predicted]
+        report = "".join(format_report(rows, dependency_convention(spec)) for rows in runs)
+        if len(runs) > 1:
+            report += format_spread(runs)
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)

@@ -75,3 +75,15 @@ def format_report(rows, convention: str) -> str:
     out += [f"{r['subset']}\t{r['sentences']}\t{r['words']}\t{r['directed']:.4f}\t{r['undirected']:.4f}\n"
             for r in rows]
     return "".join(out)
+
+
+def format_spread(runs) -> str:
+    """Mean and sample standard deviation of several runs' accuracies (e.g. committee members)."""
+    import numpy as np
+    out = [f"# {len(runs)} runs: mean and sample standard deviation\n",
+           "subset\tdirected_mean\tdirected_sd\tundirected_mean\tundirected_sd\n"]
+    for i, name in enumerate(r["subset"] for r in runs[0]):
+        d = np.array([rows[i]["directed"] for rows in runs])
+        u = np.array([rows[i]["undirected"] for rows in runs])
+        out.append(f"{name}\t{d.mean():.4f}\t{d.std(ddof=1):.4f}\t{u.mean():.4f}\t{u.std(ddof=1):.4f}\n")
+    return "".join(out)
