@@ -127,7 +127,22 @@ def sample_log_dirichlet(grammar, a, rng) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- the sampler
 
-class Gibbs:
+class TreeSampler:
+    """What both samplers share: the annealing schedule and the posterior
+    pseudo-counts alpha + f(t) of the current trees (``self.prior``, ``self.counts``)."""
+
+    def temperature(self, k: int) -> float:
+        return temperature(k, self.temp_start, self.anneal)
+
+    def weights(self):
+        """The posterior pseudo-counts alpha + f(t) of the current trees."""
+        return self.prior + self.counts
+
+    def mean(self):
+        return self.g.normalize(self.weights())
+
+
+class Gibbs(TreeSampler):
     """JGG 2007's Gibbs sampler as a training-loop algorithm (see grind.training)."""
 
     name = "gibbs"
@@ -142,9 +157,6 @@ class Gibbs:
         self.ok = np.array([k for k, d in enumerate(self.trees) if d is not None], dtype=np.int64)
         self.counts = tree_counts(self.trees, len(grammar))
         self.it = 0
-
-    def temperature(self, k: int) -> float:
-        return temperature(k, self.temp_start, self.anneal)
 
     def step(self):
         if self.it >= self.iterations:
@@ -165,13 +177,6 @@ class Gibbs:
             if d is not None:
                 self.trees[k] = d
         self.counts = tree_counts(self.trees, len(self.g))
-
-    def weights(self):
-        """The posterior pseudo-counts alpha + f(t) of the current trees."""
-        return self.prior + self.counts
-
-    def mean(self):
-        return self.g.normalize(self.weights())
 
     def get_state(self):
         return {**pack_trees(self.trees), "counts": self.counts, "it": self.it}

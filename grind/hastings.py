@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .gibbs import (collapsed_logprob, initial_trees, pack_trees, schedule, temperature,
+from .gibbs import (TreeSampler, collapsed_logprob, initial_trees, pack_trees, schedule,
                     tree_counts, unpack_trees)
 from .training import Step
 
@@ -69,7 +69,7 @@ class TreeUses(NamedTuple):
     touch: np.ndarray      # every rule of every LHS the tree uses
 
 
-class Hastings:
+class Hastings(TreeSampler):
     """JGG 2007's collapsed Metropolis-Hastings sampler as a training-loop algorithm.
 
     ``self.n`` holds the counts of all trees (or all but t_i during its
@@ -102,9 +102,6 @@ class Hastings:
         f = tree_counts(trees, len(self.g)) if counts is None else np.array(counts, dtype=np.int64)
         self.n = np.concatenate([f, np.bincount(self.lhs, weights=f, minlength=len(self.a) - len(f))
                                  .astype(np.int64)])
-
-    def temperature(self, k: int) -> float:
-        return temperature(k, self.temp_start, self.anneal)
 
     # -- one sweep ------------------------------------------------------------
 
@@ -167,13 +164,6 @@ class Hastings:
     def counts(self) -> np.ndarray:
         """f(t): the rule counts of the current trees."""
         return self.n[:len(self.g)]
-
-    def weights(self):
-        """The posterior pseudo-counts alpha + f(t) of the current trees."""
-        return self.prior + self.counts
-
-    def mean(self):
-        return self.g.normalize(self.weights())
 
     def get_state(self):
         return {**pack_trees(self.trees), "counts": self.counts.copy(), "it": self.it}
