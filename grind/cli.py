@@ -212,6 +212,35 @@ def make_from_file(grammar, start, output):
     write_grammar(output, g, g.weights, g.meta.get("weights", "as read"))
 
 
+@cli.command("make-structure")
+@click.option("--tie", required=True, type=click.Choice(["V", "N", "VN", "A"]),
+              help="TieV, TieN (noun and proper_noun families), TieV&N, TieA (every family).")
+@click.option("--families", default="upos", show_default=True,
+              help="Tag-family mapping: upos, ptb, or a file of 'TAG FAMILY' lines.")
+@output_option
+@click.argument("grammars", nargs=-1, required=True)
+def make_structure(tie, families, output, grammars):
+    """Write the shared-logistic-normal structure --tie builds for a DMV GRAMMAR
+    (two grammars: the bilingual structure of train --joint, symbols prefixed
+    1| and 2|), as an editable file for train --algo ln --tie FILE.
+
+    
+    Format: 'expert NAME LHS1 LHS2 ...' (an expert over these multinomials,
+    concatenated) and 'own yes|no' (every multinomial keeps its own expert).
+
+    
+    Example:
+      grind make-structure --tie V --families ptb dmv.txt > tiev.txt
+    """
+    from .ln import Packing
+    from .sln import joint_grammar, make_structure as build, write_structure
+    if len(grammars) > 2:
+        raise click.UsageError("one grammar, or two for the bilingual structure")
+    gs = [read_grammar(x) for x in grammars]
+    g = gs[0] if len(gs) == 1 else joint_grammar(gs, ["1", "2"])
+    write_structure(output, build(g, Packing(g), tie, families), tie=tie, families=families)
+
+
 @cli.command()
 @click.option("--uniform", "mode", flag_value="uniform", default=True, help="Uniform per LHS (default).")
 @click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
@@ -388,6 +417,14 @@ STREAMING = ("streaming",)
 @click.option("--ln-cycles", type=click.IntRange(1), default=5, show_default=True,
               help="ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.")
 @click.option("--ln-params", default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
+@click.option("--tie", default=None,
+              help="ln: shared logistic normal (Cohen & Smith 2010 §3.3): V (TieV), N (TieN), VN (TieV&N), A (TieA) "
+                   "tie the DMV choose multinomials of heads in one tag family (--families); or a structure file "
+                   "(see grind make-structure).")
+@click.option("--joint", nargs=2, default=None, metavar="GRAMMAR2 CORPUS2",
+              help="ln: bilingual tying (§5.4): train a second language's grammar on its corpus jointly, "
+                   "--tie experts spanning both languages through the tag families.")
+@click.option("--joint-output", default=None, help="ln --joint: where the second language's grammar goes.")
 @click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
@@ -429,8 +466,10 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     mixture     DMV only: posterior-mixture constraints (Cohen & Smith 2009),
                 mean-field + --constraints components, simplex annealing.
     ln          logistic-normal prior, variational EM (Cohen & Smith 2010),
-                model I or II (--model), --cov identity|families; writes
-                softmax(mu) (and mu, Sigma with --ln-params).
+                model I or II (--model), --cov identity|families; shared
+                logistic normal with --tie V|N|VN|A|FILE, two languages with
+                --joint; writes softmax of the mean (and mu, Sigma with
+                --ln-params).
     All but em, mixture and ln write the posterior Dirichlet pseudo-counts (grind parse and
     loglik use their mean).  The per-step objective (log-likelihood + log
     prior, variational bound, or collapsed log probability) goes to stderr,
@@ -451,7 +490,13 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
     cfg = SimpleNamespace(iterations=iterations, tolerance=tolerance, jobs=jobs, kernel=kernel,
                           corpus=corpus, spec=spec, **opts)
-    if algo in STREAMING:
+    _check_ln_options(algo, opts, dev_path)
+    joint = None
+    if opts.get("joint"):
+        g, sents, parser, joint = load_joint(grammar, corpus, opts["joint"], spec, start, kernel)
+        report_failures(sents, parser, known_failures(parser, len(sents)))
+        estep, n = ShardedEstep(parser, jobs), len(sents)
+    elif algo in STREAMING:
         g, estep, n = read_grammar(grammar, start), None, "a stream of"
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel)
@@ -472,14 +517,46 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
                          on_step=lambda s: log.info(format_step(s)), early_stop=early_stop)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
-    write_grammar(output, g, algorithm.weights(), kind, algorithm=algo, alpha=alpha,
-                  steps=len(trace), objective=repr(last.objective) if last else None, corpus=spec.describe())
+    info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,
+                corpus=spec.describe())
+    if hasattr(algorithm, "st"):
+        info["structure"] = algorithm.st.describe()
+    if joint is not None:
+        (g1, g2), parser = joint
+        w1, w2 = parser.split_weights(algorithm.weights())
+        write_grammar(output, g1, w1, kind, language=1, **info)
+        write_grammar(opts["joint_output"], g2, w2, kind, language=2, **info)
+    else:
+        write_grammar(output, g, algorithm.weights(), kind, **info)
     if trace_path:
         write_trace(trace_path, trace)
     if opts.get("ln_params"):
         if not hasattr(algorithm, "save"):
             raise click.UsageError("--ln-params is for --algo ln")
         algorithm.save(opts["ln_params"])
+
+
+def _check_ln_options(algo, opts, dev_path):
+    """Options that only --algo ln understands, and what --joint needs."""
+    for name in ("tie", "joint", "joint_output"):
+        if opts.get(name) and algo != "ln":
+            raise click.UsageError(f"--{name.replace('_', '-')} is for --algo ln")
+    if opts.get("joint"):
+        if not opts.get("joint_output"):
+            raise click.UsageError("--joint needs --joint-output FILE for the second language's grammar")
+        if dev_path:
+            raise click.UsageError("--dev is not supported with --joint (evaluate each language's grammar after training)")
+
+
+def load_joint(grammar, corpus, second, spec, start, kernel):
+    """Two languages' grammars and corpora as one joint grammar (symbols
+    prefixed ``1|`` and ``2|``) and a :class:`grind.sln.JointParser`."""
+    from .sln import JointParser, joint_grammar
+    g1, s1, p1 = load(grammar, corpus, spec, start, kernel)
+    g2, s2, p2 = load(second[0], second[1], spec, None, kernel)
+    g = joint_grammar([g1, g2], ["1", "2"])
+    parser = JointParser(g, [p1, p2])
+    return g, s1 + s2, parser, ((g1, g2), parser)
 
 
 def make_algorithm(algo, g, estep, prior, theta0, cfg, rng):

@@ -1,7 +1,9 @@
 """Committee decoding with a learned logistic-normal prior (Cohen & Smith 2010, §4.1).
 
 One committee member decodes every sentence with its own grammar drawn from
-the prior: eta_k ~ N(mu_k, Sigma_k) for every multinomial k, theta = softmax(eta).
+the prior: every expert eta_j ~ N(mu_j, Sigma_j) (for the plain logistic
+normal, one per multinomial), eta~_k the average of the experts covering k
+(Definition 1), theta_k = softmax(eta~_k).
 Members differ by seed; ``grind eval GOLD MEMBER1 MEMBER2 ...`` reports each
 member's accuracy and their mean and spread.
 """
@@ -13,18 +15,17 @@ from .ln import Packing, load_ln, pack_ln, softmax_weights
 
 
 class PriorSampler:
-    """Draws rule-weight vectors theta = softmax(eta), eta ~ N(mu, Sigma), per multinomial."""
+    """Draws rule-weight vectors theta = softmax(eta~) from a (shared) logistic-normal prior file."""
 
     def __init__(self, grammar, ln_path: str):
         self.pk = Packing(grammar)
-        self.mu, Sigma = pack_ln(grammar, load_ln(ln_path))
+        self.st, self.mu, Sigma = pack_ln(grammar, load_ln(ln_path))
         # Padding coordinates carry identity covariance, so every block factorises.
-        self.chol = np.linalg.cholesky(Sigma + 1e-12 * np.eye(self.pk.D))
+        self.chol = [np.linalg.cholesky(S + 1e-12 * np.eye(S.shape[-1])) for S in Sigma]
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:
-        z = rng.standard_normal(self.mu.shape)
-        eta = self.mu + np.einsum("kij,kj->ki", self.chol, z)
-        return softmax_weights(self.pk, eta)
+        eta = [mu + np.einsum("kij,kj->ki", L, rng.standard_normal(mu.shape)) for mu, L in zip(self.mu, self.chol)]
+        return softmax_weights(self.pk, self.st.combine(eta))
 
 
 def committee_heads(parser, sampler: PriorSampler, rng, decoder: str = "viterbi"):

@@ -57,18 +57,46 @@ so mu = mu~ and Sigma = diag sigma~^2.)
 
 The output grammar holds softmax(mu_k) per multinomial.
 
-Multinomials are packed into arrays padded to the largest d_k: ``rows[k, i]``
-is the rule index (-1 for padding).  Padding coordinates are held at
-mu = mu~ = 0, sigma~^2 = 1 with identity covariance, which adds exactly 0 to
-every KL term and never enters a weight.
+Shared logistic normal (§3.3, Definition 1; :mod:`grind.sln`): the normal
+vectors are *experts* eta_j ~ N(mu_j, Sigma_j), each covering one or more
+multinomials, and eta~_k = (1/|J_k|) sum_{j in J_k} eta_{j,I_{j,k}}.  The
+plain logistic normal above is the structure with one expert per multinomial.
+The variational family is mean field over experts, q(eta_{m,j}) =
+N(mu~_{m,j}, diag sigma~^2_{m,j}), so eta~_k is normal with mean
+m~_k = (1/|J_k|) sum_j mu~_{j,I_{j,k}} and variance v~_k = (1/|J_k|^2) sum_j sigma~^2_{j,I_{j,k}};
+psi~ above holds with (m~, v~) in place of (mu~, sigma~^2) and the KL sum runs
+over experts.  Step 2 and 3 then update one group of experts (experts with
+disjoint multinomials, :class:`grind.sln.Group`) at a time with the others
+fixed -- block coordinate ascent, every block concave:
 
-Parameter files (:func:`save_ln` / :func:`load_ln`), plain text::
+    J(x) = sum_i [a_i x_i - b_i exp(w_i x_i)] - 1/2 (x - mu_j)^T Sigma_j^-1 (x - mu_j)
 
-    # multinomial LHS
+with w_i = 1/|J_k|, a_i = f~_{k,r} w_i and b_i = (N_k/zeta~_k) exp(r_i + v~_{k,r}/2), r_i
+the other experts' part of m~_{k,r}; and for s = log sigma~^2_i
+
+    J(s) = -beta_i exp(w_i^2 e^s / 2) - 1/2 (Sigma_j^-1)_ii e^s + s/2,
+    beta_i = (N_k/zeta~_k) exp(m~_{k,r} + (v~_{k,r} - w_i^2 sigma~^2_i)/2).
+
+(Plain LN: w = 1, r = 0, so these are exactly steps 2 and 3.)  The M-step is
+Algorithm 3 per expert.  Decoding uses theta_k = softmax(m_k), m_k the
+average of the experts' means.
+
+Arrays are padded: multinomials to the largest d_k (``rows[k, i]`` is the rule
+index, -1 for padding), experts of a group to the group's largest L_j.
+Padding coordinates are held at mu = mu~ = 0, sigma~^2 = 1 with identity
+covariance, which adds exactly 0 to every KL term and never enters a weight.
+
+Parameter files (:func:`save_ln` / :func:`load_ln`), plain text, one block per expert::
+
+    # multinomial LHS              (a multinomial's own expert)
     mu VALUE LHS --> RHS...        (one line per rule of LHS, in covariance order)
-    cov V_1 V_2 ... V_d            (d lines: the rows of Sigma_LHS)
+    cov V_1 V_2 ... V_d            (d lines: the rows of Sigma)
+    # expert NAME: LHS1 LHS2 ...   (a shared expert: the rules of LHS1, then of LHS2, ...)
+    mu VALUE LHS1 --> RHS...
+    cov ...
 
-Other lines starting with ``#`` are comments.
+Other lines starting with ``#`` are comments.  The file carries the structure:
+reading it back (``--ln-init``, ``grind parse --committee``) rebuilds the experts.
 """
 from __future__ import annotations
 
@@ -78,6 +106,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy.optimize import minimize
 
+from . import log
 from .errors import InputError, NumericalError
 from .grammar import ARROW, rule_key
 from .textio import header_lines, open_out, read_lines
@@ -163,139 +192,175 @@ def kl_terms(mask, mut, s2, mu, P, logdet):
     return 0.5 * (logdet + tr + quad - ls - d)
 
 
-def fixed_count_objective(mask, F, mut, s2, zeta, mu, P, logdet):
+def fixed_count_objective(st, F, muts, s2s, zeta, prior):
     """The part of the bound that changes with (mu~, sigma~^2, zeta~) for a fixed
-    q(y): sum_{k,i} f~_{k,i} psi~_{k,i} - sum_k KL_k, per leading index."""
-    psi = np.where(mask, psi_tilde(mask, mut, s2, zeta), 0.0)
-    return (F * psi).sum((-1, -2)) - kl_terms(mask, mut, s2, mu, P, logdet).sum(-1)
+    q(y): sum_{k,i} f~_{k,i} psi~_{k,i} - sum_j KL_j, per leading index.
+    ``prior``: (mu_g, Sigma_g^-1, log|Sigma_g|) per group of ``st``."""
+    mask = st.pk.mask
+    psi = np.where(mask, psi_tilde(mask, st.combine(muts), st.combine(s2s, 2), zeta), 0.0)
+    kl = sum(kl_terms(gr.mask, mt, s, *pr).sum(-1) for gr, mt, s, pr in zip(st.groups, muts, s2s, prior))
+    return (F * psi).sum((-1, -2)) - kl
 
 
 # ----------------------------------------------------------------------------- the optimisers
 
-def _mu_objective(mask, F, c, half, mu, P, m):
-    """J(mu~) per block (..., k), its gradient and Sigma^-1 (mu~ - mu)."""
-    e = np.where(mask, np.exp(np.minimum(m + half, _EXP_MAX)), 0.0)
-    diff = np.where(mask, m - mu, 0.0)
-    Pd = np.einsum("kij,...kj->...ki", P, diff)
-    J = (F * m).sum(-1) - (c * e).sum(-1) - 0.5 * (diff * Pd).sum(-1)
-    g = np.where(mask, F - c * e - Pd, 0.0)
-    return J, g, e
+def group_coefficients(st, gi, F, m, v, zeta, mut_g):
+    """(a, b) of the mu~ objective of group ``gi`` with the other experts fixed
+    (module docstring): a = f~ / |J_k|, b = (N_k/zeta~_k) exp(r + v~/2)."""
+    gr, pk = st.groups[gi], st.pk
+    c = _scale(F, zeta)
+    rest = m - gr.scatter(mut_g, (pk.K, pk.D)) * st.inv_n
+    a = gr.gather(F * st.inv_n)
+    b = gr.gather(c * np.exp(np.minimum(rest + 0.5 * v, _EXP_MAX)))
+    return a, b
 
 
-def optimise_mu(mask, F, mut, s2, zeta, mu, P, method="newton", maxiter=100, gtol=1e-9):
-    """Step 2: argmax over mu~ of the concave
-    J(mu~) = f~ . mu~ - (N/zeta~) sum_i exp(mu~_i + sigma~^2_i/2) - 1/2 (mu~-mu)^T Sigma^-1 (mu~-mu)
-    for every leading index and multinomial at once (the problem separates).
+def sigma_coefficients(st, gi, F, m, v, zeta, s2_g):
+    """beta of the log sigma~^2 objective of group ``gi`` (module docstring)."""
+    gr, pk = st.groups[gi], st.pk
+    v_rest = v - gr.scatter(s2_g, (pk.K, pk.D)) * st.inv_n ** 2
+    return gr.gather(_scale(F, zeta) * np.exp(np.minimum(m + 0.5 * v_rest, _EXP_MAX)))
+
+
+def _scale(F, zeta):
+    """N_k / zeta~_k per multinomial (0 where the multinomial is unused), broadcast over rules."""
+    N = F.sum(-1)
+    return np.where(N > 0, N / zeta, 0.0)[..., None]
+
+
+def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-9):
+    """Step 2 for one group of experts: argmax over x of the concave
+    J(x) = sum_i [a_i x_i - b_i exp(w_i x_i)] - 1/2 (x - mu)^T Sigma^-1 (x - mu)
+    for every posterior and expert at once (the blocks separate); plain LN:
+    a = f~, b = (N/zeta~) exp(sigma~^2/2), w = 1.
 
     ``method="newton"`` (default): Newton's method per block with the exact
-    Hessian -(N/zeta~) diag(exp(mu~ + sigma~^2/2)) - Sigma^-1 (negative
-    definite), batched solves, step halving per block where J would fall.
+    Hessian -diag(b w^2 exp(w x)) - Sigma^-1 (negative definite), batched
+    solves, step halving per block where J would fall, only on blocks that
+    still move (an expert no sentence uses stays at x = mu).
     ``method="lbfgs"``: scipy's L-BFGS-B on the summed objective (the
     paper's choice of a quasi-Newton method; slower for large batches)."""
-    N = F.sum(-1)
-    c = np.where(N > 0, N / zeta, 0.0)[..., None]
-    half = np.where(mask, 0.5 * s2, 0.0)
+    shape = np.broadcast_shapes(x0.shape, a.shape)
     if method == "lbfgs":
-        return _optimise_mu_lbfgs(mask, F, mut, c, half, mu, P, maxiter, gtol)
-    # Newton per block, only on blocks that still move (most multinomials of
-    # a sentence are unused: f~ = 0 and mu~ = mu is already optimal)
-    shape = np.broadcast_shapes(mut.shape, F.shape)
+        ab = [np.broadcast_to(t, shape) for t in (a, b, w)]
+        return _optimise_mu_lbfgs(mask, *ab, np.broadcast_to(x0, shape), mu, P, maxiter, gtol)
     D = shape[-1]
-    kb = np.broadcast_to(np.arange(shape[-2])[:, None], shape[:-1] + (1,)).reshape(-1)
-    mb = np.broadcast_to(mask, shape).reshape(-1, D)
-    Fb, cb = np.broadcast_to(F, shape).reshape(-1, D), np.broadcast_to(c, shape[:-1] + (1,)).reshape(-1, 1)
-    hb = np.broadcast_to(half, shape).reshape(-1, D)
-    m = np.where(mb, np.broadcast_to(mut, shape).reshape(-1, D), 0.0).copy()
+    x0 = np.broadcast_to(x0, shape)
+    # only blocks with data or away from the prior mean can move
+    live = ((a != 0).any(-1) | (b != 0).any(-1) | (x0 != mu).any(-1)).reshape(-1)
+    act = np.flatnonzero(live)
+    out = np.array(x0, dtype=np.float64)
+    if act.size == 0:
+        return out
+    kb = np.broadcast_to(np.arange(shape[-2]), shape[:-1]).reshape(-1)[act]
+    mb = mask[kb]
+    A = np.where(mb, np.broadcast_to(a, shape).reshape(-1, D)[act], 0.0)
+    Bv = np.where(mb, np.broadcast_to(b, shape).reshape(-1, D)[act], 0.0)
+    W = np.where(mb, w[kb], 0.0)
+    x = np.where(mb, x0.reshape(-1, D)[act], 0.0)
     mu_b = np.where(mb, mu[kb], 0.0)
+    Pb = P[kb]
     eye = np.eye(D)
 
-    def obj(i, x):
-        e = np.where(mb[i], np.exp(np.minimum(x + hb[i], _EXP_MAX)), 0.0)
-        diff = np.where(mb[i], x - mu_b[i], 0.0)
-        Pd = np.einsum("bij,bj->bi", P[kb[i]], diff)
-        J = (Fb[i] * x).sum(-1) - (cb[i] * e).sum(-1) - 0.5 * (diff * Pd).sum(-1)
-        return J, np.where(mb[i], Fb[i] - cb[i] * e - Pd, 0.0), e
+    def obj(i, xi):
+        e = Bv[i] * np.exp(np.minimum(W[i] * xi, _EXP_MAX))
+        diff = np.where(mb[i], xi - mu_b[i], 0.0)
+        Pd = np.matmul(Pb[i], diff[:, :, None])[:, :, 0]
+        J = (A[i] * xi).sum(-1) - e.sum(-1) - 0.5 * (diff * Pd).sum(-1)
+        return J, np.where(mb[i], A[i] - W[i] * e - Pd, 0.0), e
 
-    act = np.arange(len(m))
-    J, g, e = obj(act, m)
+    cur_i = np.arange(len(x))
+    J, g, e = obj(cur_i, x)
     keep = np.abs(g).max(-1, initial=0.0) >= gtol
-    act, J, g, e = act[keep], J[keep], g[keep], e[keep]
+    cur_i, J, g, e = cur_i[keep], J[keep], g[keep], e[keep]
     for _ in range(maxiter):
-        if act.size == 0:
+        if cur_i.size == 0:
             break
-        H = P[kb[act]] + (cb[act] * e)[:, :, None] * eye      # -Hessian, positive definite
-        mm = mb[act]
+        mm = mb[cur_i]
+        H = Pb[cur_i] + (W[cur_i] ** 2 * e)[:, :, None] * eye      # -Hessian, positive definite
         H = np.where(mm[:, :, None] & mm[:, None, :], H, eye)
         step = np.where(mm, np.linalg.solve(H, g[:, :, None])[:, :, 0], 0.0)
-        cur = m[act]
+        cur = x[cur_i]
         for _ in range(40):
-            Jn, gn, en = obj(act, cur + step)
+            Jn, gn, en = obj(cur_i, cur + step)
             worse = ~(Jn >= J - 1e-12 * np.abs(J))
             if not worse.any():
                 break
             step = np.where(worse[:, None], 0.5 * step, step)
         ok = ~worse
-        m[act[ok]] = cur[ok] + step[ok]
+        x[cur_i[ok]] = cur[ok] + step[ok]
         keep = ok & (np.abs(gn).max(-1) >= gtol) & (np.abs(step).max(-1) > 1e-14)
-        act, J, g, e = act[keep], Jn[keep], gn[keep], en[keep]
-    return np.where(mask, m.reshape(shape), mut)
-
-
-def _optimise_mu_lbfgs(mask, F, mut, c, half, mu, P, maxiter, gtol):
-    shape = mut.shape
-
-    def fg(x):
-        J, g, _ = _mu_objective(mask, F, c, half, mu, P, x.reshape(shape))
-        return -J.sum(), -g.ravel()
-
-    res = minimize(fg, mut.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 10 * maxiter, "gtol": gtol, "ftol": 1e-15, "maxcor": 20})
-    out = np.where(mask, res.x.reshape(shape), mut)
-    if fg(out.ravel())[0] > fg(mut.ravel())[0]:          # never accept a worse point
-        return mut
+        cur_i, J, g, e = cur_i[keep], Jn[keep], gn[keep], en[keep]
+    flat = out.reshape(-1, D)
+    flat[act] = np.where(mb, x, flat[act])
     return out
 
 
-def _sigma_objective(c, m, pii, s):
+def _optimise_mu_lbfgs(mask, a, b, w, x0, mu, P, maxiter, gtol):
+    shape = x0.shape
+
+    def fg(flat):
+        xi = flat.reshape(shape)
+        e = np.where(mask, b * np.exp(np.minimum(w * xi, _EXP_MAX)), 0.0)
+        diff = np.where(mask, xi - mu, 0.0)
+        Pd = np.einsum("kij,...kj->...ki", P, diff)
+        J = (a * xi).sum() - e.sum() - 0.5 * (diff * Pd).sum()
+        return -J, -np.where(mask, a - w * e - Pd, 0.0).ravel()
+
+    res = minimize(fg, x0.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 10 * maxiter, "gtol": gtol, "ftol": 1e-15, "maxcor": 20})
+    out = np.where(mask, res.x.reshape(shape), x0)
+    if fg(out.ravel())[0] > fg(np.ascontiguousarray(x0).ravel())[0]:     # never accept a worse point
+        return np.array(x0)
+    return out
+
+
+def _sigma_objective(beta, w2, p, s):
     """J(s) of :func:`optimise_sigma`, elementwise."""
     v = np.exp(s)
-    return -c * np.exp(np.minimum(m + 0.5 * v, _EXP_MAX)) - 0.5 * pii * v + 0.5 * s
+    return -beta * np.exp(np.minimum(0.5 * w2 * v, _EXP_MAX)) - 0.5 * p * v + 0.5 * s
 
 
-def optimise_sigma(mask, F, mut, s2, zeta, P, iters=50, tol=1e-10):
-    """Step 3: per coordinate, Newton on s = log sigma~^2 of the concave
-    J(s) = -(N/zeta~) exp(mu~ + e^s/2) - 1/2 (Sigma^-1)_ii e^s + s/2,
-    dJ/ds = -(N/zeta~) exp(mu~ + v/2) v/2 - (Sigma^-1)_ii v/2 + 1/2 (v = e^s),
-    with step halving where a step would lower J (keeps sigma~^2 > 0)."""
-    N = F.sum(-1)
-    c = np.broadcast_to(np.where(N > 0, N / zeta, 0.0)[..., None], mut.shape)
-    pii = np.broadcast_to(np.diagonal(P, axis1=-2, axis2=-1), mut.shape)
-    s = np.where(mask, np.log(s2), 0.0)
-    m = np.where(mask, mut, 0.0)
-    act = np.broadcast_to(mask, mut.shape).copy()      # coordinates still moving
+def optimise_sigma(mask, beta, w2, p, s2, iters=50, tol=1e-10):
+    """Step 3 for one group: per coordinate, Newton on s = log sigma~^2 of the concave
+    J(s) = -beta exp(w^2 e^s / 2) - 1/2 (Sigma^-1)_ii e^s + s/2,
+    dJ/ds = -beta exp(w^2 v/2) w^2 v/2 - (Sigma^-1)_ii v/2 + 1/2 (v = e^s),
+    with step halving where a step would lower J (keeps sigma~^2 > 0);
+    plain LN: beta = (N/zeta~) exp(mu~), w = 1.  Unused coordinates
+    (beta = 0) take the closed form sigma~^2 = 1 / (Sigma^-1)_ii."""
+    shape = np.broadcast_shapes(beta.shape, s2.shape)
+    mask = np.broadcast_to(mask, shape)
+    beta = np.broadcast_to(beta, shape)
+    s = np.where(mask, np.log(np.where(mask, s2, 1.0)), 0.0)
+    p = np.broadcast_to(p, shape)
+    free = mask & (beta <= 0)
+    s[free] = -np.log(p[free])
+    live = np.flatnonzero((mask & (beta > 0)).ravel())     # the coordinates that move
+    bs, ws = beta.ravel()[live], np.broadcast_to(w2, shape).ravel()[live]
+    ps, ss = p.ravel()[live], s.ravel()[live]
+    act = np.arange(live.size)
     for _ in range(iters):
-        cs, ps, ms, ss = c[act], pii[act], m[act], s[act]
-        if ss.size == 0:
+        if act.size == 0:
             break
-        v = np.exp(ss)
-        a = cs * np.exp(np.minimum(ms + 0.5 * v, _EXP_MAX))
-        g = -a * 0.5 * v - 0.5 * ps * v + 0.5
-        h = -a * (0.5 * v + 0.25 * v * v) - 0.5 * ps * v
+        b, w, pp, x = bs[act], ws[act], ps[act], ss[act]
+        v = np.exp(x)
+        t = 0.5 * w * v
+        a = b * np.exp(np.minimum(t, _EXP_MAX))
+        g = -a * t - 0.5 * pp * v + 0.5
+        h = -a * (t + t * t) - 0.5 * pp * v
         conv = np.abs(g) < tol
         step = np.where(conv, 0.0, np.clip(-g / h, -5.0, 5.0))
-
-        j0 = _sigma_objective(cs, ms, ps, ss)
+        j0 = _sigma_objective(b, w, pp, x)
         for _ in range(40):
-            worse = _sigma_objective(cs, ms, ps, ss + step) < j0 - 1e-14 * np.abs(j0)
+            worse = _sigma_objective(b, w, pp, x + step) < j0 - 1e-14 * np.abs(j0)
             if not worse.any():
                 break
             step = np.where(worse, 0.5 * step, step)
         step = np.where(worse, 0.0, step)
-        s[act] = ss + step
+        ss[act] = x + step
         conv |= np.abs(step) < 1e-12
-        sub = act[act]
-        sub[conv] = False
-        act[act] = sub
+        act = act[~conv]
+    s.ravel()[live] = ss
     return np.where(mask, np.exp(s), 1.0)
 
 
@@ -325,8 +390,13 @@ def read_families(path: str) -> dict:
 def rule_dependents(grammar) -> list:
     """The symbol each rule generates that a family can be read from: for a
     DMV grammar the dependent d of choose(d | h, dir) and the root h of
-    root(h); otherwise the terminal of a unary terminal rule; None elsewhere."""
+    root(h); otherwise the terminal of a unary terminal rule; None elsewhere.
+    A :func:`grind.sln.joint_grammar` is read language by language."""
     from .dmv import CHOOSE_L, SLOT, dmv_index, is_dmv_grammar
+    from .sln import split_joint
+    parts = split_joint(grammar)
+    if parts is not None:
+        return [d for g in parts for d in rule_dependents(g)]
     out = [None] * len(grammar)
     if is_dmv_grammar(grammar):
         ix = dmv_index(grammar)
@@ -342,151 +412,187 @@ def rule_dependents(grammar) -> list:
     return out
 
 
-def initial_covariance(grammar, pk: Packing, kind: str = "identity", families=None) -> np.ndarray:
-    """Sigma_k for every multinomial (§5.1): ``identity``, or ``families``:
-    1 on the diagonal, 0.5 between two rules whose dependents share a coarse
-    family (``families``: a mapping or a family file), 0 elsewhere.
-    Within one family the block is 0.5 I + 0.5 J: positive definite."""
-    Sigma = np.broadcast_to(np.eye(pk.D), (pk.K, pk.D, pk.D)).copy()
+def initial_covariance(grammar, st, kind: str = "identity", families=None) -> list:
+    """Sigma_j for every expert (§5.1), one (E, L, L) array per group of
+    ``st``: ``identity``, or ``families``: 1 on the diagonal, 0.5 between two
+    coordinates whose rules' dependents share a coarse family (``families``:
+    a mapping or a family file), 0 elsewhere.  Within one family the block is
+    0.5 I + 0.5 J: positive definite."""
+    out = [np.broadcast_to(np.eye(gr.L), (gr.E, gr.L, gr.L)).copy() for gr in st.groups]
     if kind == "identity":
-        return Sigma
+        return out
     if kind != "families":
         raise InputError(f"unknown covariance initialisation {kind!r} (identity, families)")
     if families is None:
         raise InputError("covariance initialisation 'families' needs a family file")
     fam = read_families(families) if isinstance(families, str) else dict(families)
     deps = rule_dependents(grammar)
-    for k in range(pk.K):
-        f = [fam.get(deps[r]) if r >= 0 and deps[r] is not None else None for r in pk.rows[k]]
-        for i in range(pk.D):
-            for j in range(pk.D):
-                if i != j and f[i] is not None and f[i] == f[j]:
-                    Sigma[k, i, j] = 0.5
-    return Sigma
+    pk = st.pk
+    flat_fam = np.array([fam.get(deps[r]) if r >= 0 and deps[r] is not None else None
+                         for r in pk.rows.ravel()], dtype=object)
+    for gr, S in zip(st.groups, out):
+        for e in range(gr.E):
+            f = np.where(gr.mask[e], flat_fam[gr.flat[e]], None)
+            same = (f[:, None] == f[None, :]) & (f[:, None] != None)     # noqa: E711
+            same &= ~np.eye(gr.L, dtype=bool)
+            S[e][same] = 0.5
+    return out
 
 
 # ----------------------------------------------------------------------------- files
 
-def save_ln(path, grammar, mu, Sigma) -> None:
+def save_ln(path, grammar, mu, Sigma, structure=None) -> None:
     """Write (mu, Sigma) in the plain-text format of the module docstring.
 
-    ``mu`` (K, D) and ``Sigma`` (K, D, D) in :class:`Packing` layout, or
-    ``mu`` as a per-rule vector (R,)."""
-    pk = Packing(grammar)
-    mu = np.asarray(mu, dtype=np.float64)
-    if mu.ndim == 1:
-        mu = pk.unpack(mu)
+    With ``structure`` (a :class:`grind.sln.Structure`): ``mu`` and ``Sigma``
+    are lists of per-group arrays (E, L) and (E, L, L).  Without: the plain
+    structure, ``mu`` (K, D) or a per-rule vector (R,), ``Sigma`` (K, D, D)."""
     from .grammar import format_weight
+    from .sln import Structure
+    pk = Packing(grammar)
+    if structure is None:
+        structure = Structure.plain(pk)
+        mu = np.asarray(mu, dtype=np.float64)
+        mu, Sigma = [pk.unpack(mu) if mu.ndim == 1 else mu], [np.asarray(Sigma)]
     with open_out(path) as f:
-        f.writelines(header_lines(model="logistic-normal prior"))
-        for k, a in enumerate(pk.lhs):
-            d = int(pk.sizes[k])
-            f.write(f"# multinomial {a}\n")
-            for i in range(d):
-                f.write(f"mu {format_weight(mu[k, i])} {rule_key(*grammar.rules[pk.rows[k, i]])}\n")
-            for i in range(d):
-                f.write("cov " + " ".join(format_weight(x) for x in Sigma[k, i, :d]) + "\n")
+        f.writelines(header_lines(model="logistic-normal prior", structure=structure.describe()))
+        for gi, gr in enumerate(structure.groups):
+            for e, j in enumerate(gr.members):
+                name, ks = structure.experts[j]
+                if len(ks) == 1 and name == pk.lhs[ks[0]]:
+                    f.write(f"# multinomial {name}\n")
+                else:
+                    f.write(f"# expert {name}: " + " ".join(pk.lhs[k] for k in ks) + "\n")
+                rules = [pk.rows[k, i] for k in ks for i in range(pk.sizes[k])]
+                for i, r in enumerate(rules):
+                    f.write(f"mu {format_weight(mu[gi][e, i])} {rule_key(*grammar.rules[r])}\n")
+                d = len(rules)
+                for i in range(d):
+                    f.write("cov " + " ".join(format_weight(x) for x in Sigma[gi][e, i, :d]) + "\n")
 
 
-def load_ln(path) -> dict:
-    """Read a :func:`save_ln` file: ``{LHS: (rule keys, mu (d,), Sigma (d, d))}``
-    in file order.  Errors name file:line."""
-    blocks, cur = {}, None
+def load_ln(path) -> list:
+    """Read a :func:`save_ln` file: a list of experts ``(name, [LHS...], rule
+    keys, mu (d,), Sigma (d, d))`` in file order.  Errors name file:line."""
+    experts, cur = [], None
 
     def close(where):
         if cur is not None:
-            a, keys, mus, cov = cur
+            name, segs, keys, mus, cov = cur
             if len(cov) != len(keys):
-                raise InputError(f"{where}: multinomial {a} has {len(keys)} mu lines but {len(cov)} cov rows")
+                raise InputError(f"{where}: expert {name} has {len(keys)} mu lines but {len(cov)} cov rows")
             S = np.array(cov, dtype=np.float64).reshape(len(keys), len(keys))
             if not np.allclose(S, S.T):
-                raise InputError(f"{where}: covariance of {a} is not symmetric")
-            blocks[a] = (keys, np.array(mus, dtype=np.float64), S)
+                raise InputError(f"{where}: covariance of {name} is not symmetric")
+            lhs = [k.split(f" {ARROW} ")[0] for k in keys]
+            if sorted(set(lhs), key=lhs.index) != segs:
+                raise InputError(f"{where}: the mu lines of {name} are not the rules of {' '.join(segs)} in order")
+            experts.append((name, segs, keys, np.array(mus, dtype=np.float64), S))
 
-    last = 0
+    last, names = 0, set()
     for lineno, line in read_lines(path):
         last, s = lineno, line.strip()
         where = f"{path}:{lineno}"
         if not s:
             continue
+        head = None
         if s.startswith("# multinomial "):
-            close(where)
             a = s[len("# multinomial "):].strip()
-            if a in blocks:
-                raise InputError(f"{where}: multinomial {a} appears twice")
-            cur = (a, [], [], [])
+            head = (a, [a])
+        elif s.startswith("# expert "):
+            toks = s[len("# expert "):].split()
+            if len(toks) < 2 or not toks[0].endswith(":"):
+                raise InputError(f"{where}: expected '# expert NAME: LHS1 LHS2 ...'")
+            head = (toks[0][:-1], toks[1:])
+        if head is not None:
+            close(where)
+            if head[0] in names:
+                raise InputError(f"{where}: expert {head[0]} appears twice")
+            names.add(head[0])
+            cur = (head[0], head[1], [], [], [])
             continue
         if s.startswith("#"):
             continue
         if cur is None:
-            raise InputError(f"{where}: line before the first '# multinomial' header")
+            raise InputError(f"{where}: line before the first '# multinomial' or '# expert' header")
         toks = s.split()
         try:
             if toks[0] == "mu":
-                if cur[3]:
+                if cur[4]:
                     raise InputError(f"{where}: mu line after cov lines")
-                if len(toks) < 5 or toks[3] != ARROW or toks[2] != cur[0]:
-                    raise InputError(f"{where}: expected 'mu VALUE {cur[0]} {ARROW} RHS...'")
-                cur[2].append(float(toks[1]))
-                cur[1].append(rule_key(toks[2], tuple(toks[4:])))
+                if len(toks) < 5 or toks[3] != ARROW or toks[2] not in cur[1]:
+                    raise InputError(f"{where}: expected 'mu VALUE LHS {ARROW} RHS...' with LHS one of {' '.join(cur[1])}")
+                cur[3].append(float(toks[1]))
+                cur[2].append(rule_key(toks[2], tuple(toks[4:])))
             elif toks[0] == "cov":
                 row = [float(x) for x in toks[1:]]
-                if len(row) != len(cur[1]):
-                    raise InputError(f"{where}: cov row has {len(row)} values, expected {len(cur[1])}")
-                cur[3].append(row)
+                if len(row) != len(cur[2]):
+                    raise InputError(f"{where}: cov row has {len(row)} values, expected {len(cur[2])}")
+                cur[4].append(row)
             else:
                 raise InputError(f"{where}: expected a 'mu' or 'cov' line, got {s!r}")
         except ValueError:
             raise InputError(f"{where}: not a number in {s!r}") from None
     close(f"{path}:{last}")
-    if not blocks:
+    if not experts:
         raise InputError(f"{path}: no multinomials")
-    return blocks
+    return experts
 
 
-def pack_ln(grammar, blocks) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`load_ln` blocks -> (mu (K, D), Sigma (K, D, D)) in ``grammar``'s
-    :class:`Packing` layout (rules matched by key; every rule must be present)."""
+def pack_ln(grammar, experts):
+    """:func:`load_ln` experts -> (structure, mu per group, Sigma per group) over
+    ``grammar`` (rules matched by key; every rule of a covered multinomial must be present)."""
+    from .sln import Structure
     pk = Packing(grammar)
-    mu = np.zeros((pk.K, pk.D))
-    Sigma = np.broadcast_to(np.eye(pk.D), (pk.K, pk.D, pk.D)).copy()
-    for k, a in enumerate(pk.lhs):
-        if a not in blocks:
-            raise InputError(f"no multinomial {a} in the logistic-normal file")
-        keys, m, S = blocks[a]
-        pos = {key: i for i, key in enumerate(keys)}
-        want = [rule_key(*grammar.rules[r]) for r in pk.rows[k, :pk.sizes[k]]]
-        missing = [w for w in want if w not in pos]
+    kidx = {a: k for k, a in enumerate(pk.lhs)}
+    spec = []
+    for name, segs, keys, m, S in experts:
+        missing = [a for a in segs if a not in kidx]
         if missing:
-            raise InputError(f"no mu for rule {missing[0]} in the logistic-normal file")
-        sel = np.array([pos[w] for w in want])
-        d = len(sel)
-        mu[k, :d] = m[sel]
-        Sigma[k, :d, :d] = S[np.ix_(sel, sel)]
-    return mu, Sigma
+            raise InputError(f"the logistic-normal file's multinomial {missing[0]} is not in the grammar")
+        spec.append((name, tuple(kidx[a] for a in segs)))
+    st = Structure(pk, spec)
+    mus = [np.zeros((gr.E, gr.L)) for gr in st.groups]
+    Sigmas = [np.broadcast_to(np.eye(gr.L), (gr.E, gr.L, gr.L)).copy() for gr in st.groups]
+    for gi, gr in enumerate(st.groups):
+        for e, j in enumerate(gr.members):
+            _, _, keys, m, S = experts[j]
+            pos = {key: i for i, key in enumerate(keys)}
+            want = [rule_key(*grammar.rules[pk.rows[k, i]]) for k in st.experts[j][1] for i in range(pk.sizes[k])]
+            lost = [w for w in want if w not in pos]
+            if lost:
+                raise InputError(f"no mu for rule {lost[0]} in the logistic-normal file")
+            sel = np.array([pos[w] for w in want])
+            d = len(sel)
+            mus[gi][e, :d] = m[sel]
+            Sigmas[gi][e, :d, :d] = S[np.ix_(sel, sel)]
+    return st, mus, Sigmas
 
 
 # ----------------------------------------------------------------------------- the algorithm
 
 class LogisticNormal:
-    """Variational EM for the logistic-normal prior (Cohen & Smith 2010, Alg. 3).
+    """Variational EM for the (shared) logistic-normal prior (Cohen & Smith 2010, Alg. 3).
 
     ``cfg``: ``iterations``, ``tolerance``; optional ``model`` (1: theta per
-    sentence, default; 2: theta once), ``ln_cov`` (``identity`` | ``families``),
-    ``families`` (family file or ``upos`` / ``ptb``), ``ln_cycles`` (E-step
-    cycles, default 5), ``ln_warm`` (start each E-step from the previous
-    one's variational parameters instead of the prior: the bound then never
-    decreases across iterations; Model I keeps 2 x sentences x K x D floats),
-    ``ln_optimizer`` (``newton`` | ``lbfgs``, step 2),
-    ``ln_init`` (a :func:`save_ln` file: mu and Sigma;
-    default mu = log theta0 centred per multinomial, Sigma from ``ln_cov``), ``jobs``.
-    The Dirichlet ``prior`` is not used.
+    sentence, default; 2: theta once), ``tie`` (None: one expert per
+    multinomial; ``V``/``N``/``VN``/``A``: TieV, TieN, TieV&N, TieA; or a
+    structure file, :mod:`grind.sln`), ``ln_cov`` (``identity`` |
+    ``families``), ``families`` (family file or ``upos`` / ``ptb``),
+    ``ln_cycles`` (E-step cycles, default 5), ``ln_warm`` (start each E-step
+    from the previous one's variational parameters instead of the prior: the
+    bound then never decreases across iterations; Model I keeps 2 x sentences
+    x experts' dimensions floats), ``ln_optimizer`` (``newton`` | ``lbfgs``,
+    step 2), ``ln_init`` (a :func:`save_ln` file: structure, mu and Sigma;
+    default mu = log theta0 centred per multinomial in every expert segment,
+    Sigma from ``ln_cov``), ``jobs``.  The Dirichlet ``prior`` is not used.
     """
 
     name = "ln"
     output = "probabilities"
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        from .sln import make_structure
         self.g, self.estep = grammar, estep
         self.parser = estep.parser if hasattr(estep, "parser") else estep
         self.pk = pk = Packing(grammar)
@@ -501,17 +607,22 @@ class LogisticNormal:
         if self.optimizer not in ("newton", "lbfgs"):
             raise InputError(f"unknown mu~ optimiser {self.optimizer!r} (newton, lbfgs)")
         init = getattr(cfg, "ln_init", None)
+        families = getattr(cfg, "families", None)
         if init:
-            self.mu, self.Sigma = pack_ln(grammar, load_ln(init))
+            self.st, self.mu, self.Sigma = pack_ln(grammar, load_ln(init))
         else:
+            tie = getattr(cfg, "tie", None)
+            self.st = make_structure(grammar, pk, tie, families)
+            if tie and self.st.is_plain:
+                log.warn(f"--tie {tie}: no expert covers two multinomials (no tag family has two heads "
+                         "in this grammar); this is the plain logistic normal")
             th = grammar.normalize(np.asarray(theta0, dtype=np.float64))
-            with np.errstate(divide="ignore"):
-                lt = np.log(np.maximum(th, 1e-300))
-            self.mu = pk.unpack(lt)
-            self.mu -= np.where(pk.mask, self.mu, 0).sum(-1, keepdims=True) / pk.sizes[:, None]
-            self.mu = np.where(pk.mask, self.mu, 0.0)
-            self.Sigma = initial_covariance(grammar, pk, getattr(cfg, "ln_cov", "identity") or "identity",
-                                            getattr(cfg, "families", None))
+            lt = pk.unpack(np.log(np.maximum(th, 1e-300)))
+            lt -= np.where(pk.mask, lt, 0).sum(-1, keepdims=True) / pk.sizes[:, None]
+            lt = np.where(pk.mask, lt, 0.0)
+            self.mu = [gr.gather(lt) for gr in self.st.groups]
+            self.Sigma = initial_covariance(grammar, self.st, getattr(cfg, "ln_cov", "identity") or "identity",
+                                            families)
         self.it, self.prev, self.done = 0, None, False
         self.n = len(self.parser.sentences)
         self.warm = bool(getattr(cfg, "ln_warm", False))
@@ -520,11 +631,14 @@ class LogisticNormal:
     # -- helpers
 
     def _prior_terms(self):
-        """Sigma^-1 and log|Sigma| per multinomial."""
-        sign, logdet = np.linalg.slogdet(self.Sigma)
-        if np.any(sign <= 0):
-            raise NumericalError("a logistic-normal covariance is not positive definite")
-        return np.linalg.inv(self.Sigma), logdet
+        """(mu_g, Sigma_g^-1, log|Sigma_g|) per group."""
+        out = []
+        for mu, S in zip(self.mu, self.Sigma):
+            sign, logdet = np.linalg.slogdet(S)
+            if np.any(sign <= 0):
+                raise NumericalError("a logistic-normal covariance is not positive definite")
+            out.append((mu, np.linalg.inv(S), logdet))
+        return out
 
     def _io_sentences(self, idx):
         """Inside-outside per sentence under its own weights -> io(psi) giving F (B,K,D), logz (B,)."""
@@ -559,36 +673,45 @@ class LogisticNormal:
             return pk.unpack(counts)[None], logz
         return io
 
-    def e_step(self, io, B, P, logdet, cycles=None, trace=None, init=None):
+    def e_step(self, io, B, prior, cycles=None, trace=None, init=None):
         """Appendix B: ``cycles`` rounds of (q(y), mu~, sigma~^2, zeta~) updates
         for B independent variational posteriors starting at ``init`` =
-        (mu~, sigma~^2), by default at mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii.
+        (mu~, sigma~^2) per group, by default at mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii.
+        Steps 2 and 3 run group by group (block coordinate ascent).
         Returns (mu~, sigma~^2, zeta~, F, logz, bound per posterior);
         ``trace`` (a list) gets the bound per cycle."""
-        pk, mask = self.pk, self.pk.mask
+        st, mask = self.st, self.pk.mask
         if init is not None:
-            mut, s2 = (np.array(x, dtype=np.float64) for x in init)
+            muts, s2s = ([np.array(x, dtype=np.float64) for x in part] for part in init)
         else:
-            mut = np.broadcast_to(self.mu, (B, pk.K, pk.D)).copy()
-            s2 = np.broadcast_to(np.where(mask, 1.0 / np.diagonal(P, axis1=-2, axis2=-1), 1.0),
-                                 (B, pk.K, pk.D)).copy()
-        zeta = closed_zeta(mask, mut, s2)
+            muts = [np.broadcast_to(mu, (B,) + mu.shape).copy() for mu, _, _ in prior]
+            s2s = [np.broadcast_to(np.where(gr.mask, 1.0 / np.diagonal(P, axis1=-2, axis2=-1), 1.0),
+                                   (B, gr.E, gr.L)).copy() for gr, (_, P, _) in zip(st.groups, prior)]
+        m, v = st.combine(muts), st.combine(s2s, 2)
+        zeta = closed_zeta(mask, m, v)
         cycles = self.cycles if cycles is None else cycles
         for c in range(cycles + 1):
-            F, logz = io(psi_tilde(mask, mut, s2, zeta))
-            bound = self._bound(mut, s2, logz, P, logdet)
+            F, logz = io(psi_tilde(mask, m, v, zeta))
+            bound = self._bound(muts, s2s, logz, prior)
             if trace is not None:
                 trace.append(bound)
             if c == cycles:
                 break
-            mut = optimise_mu(mask, F, mut, s2, zeta, self.mu, P, method=self.optimizer)
-            s2 = optimise_sigma(mask, F, mut, s2, zeta, P)
-            zeta = closed_zeta(mask, mut, s2)
-        return mut, s2, zeta, F, logz, bound
+            for gi, gr in enumerate(st.groups):
+                mu, P, _ = prior[gi]
+                a, b = group_coefficients(st, gi, F, m, v, zeta, muts[gi])
+                muts[gi] = optimise_mu(gr.mask, a, b, gr.w, muts[gi], mu, P, method=self.optimizer)
+                m = st.combine(muts)
+                beta = sigma_coefficients(st, gi, F, m, v, zeta, s2s[gi])
+                s2s[gi] = optimise_sigma(gr.mask, beta, gr.w ** 2, np.diagonal(P, axis1=-2, axis2=-1), s2s[gi])
+                v = st.combine(s2s, 2)
+            zeta = closed_zeta(mask, m, v)
+        return muts, s2s, zeta, F, logz, bound
 
-    def _bound(self, mut, s2, logz, P, logdet):
-        """Eq. 14 per posterior: log Z(exp psi~) - sum_k KL_k (Model II: sum_m log Z_m - sum_k KL_k)."""
-        kl = kl_terms(self.pk.mask, mut, s2, self.mu, P, logdet).sum(-1)
+    def _bound(self, muts, s2s, logz, prior):
+        """Eq. 14 per posterior: log Z(exp psi~) - sum_j KL_j (Model II: sum_m log Z_m - sum_j KL_j)."""
+        kl = sum(kl_terms(gr.mask, mt, s, *pr).sum(-1)
+                 for gr, mt, s, pr in zip(self.st.groups, muts, s2s, prior))
         ok = np.isfinite(logz)
         if self.model == 2:
             return np.array([logz[ok].sum()]) - kl
@@ -599,32 +722,31 @@ class LogisticNormal:
     def step(self):
         if self.done or self.it >= self.iterations:
             return None
-        pk = self.pk
-        P, logdet = self._prior_terms()
+        prior = self._prior_terms()
+        groups = self.st.groups
+        S1 = [np.zeros((gr.E, gr.L)) for gr in groups]
+        S2 = [np.zeros((gr.E, gr.L, gr.L)) for gr in groups]
         if self.model == 2:
-            mut, s2, _, _, logz, b = self.e_step(self._io_corpus(), 1, P, logdet, init=self._init(0, 1))
-            self._keep(0, mut, s2)
+            muts, s2s, _, _, logz, b = self.e_step(self._io_corpus(), 1, prior, init=self._init(0, 1))
+            self._keep(0, muts, s2s)
             bound, parsed = float(b[0]), int(np.isfinite(logz).sum())
-            if parsed == 0:
-                raise NumericalError("no sentence of the corpus can be parsed")
-            self._m_step(1, mut[0], _second(pk, mut[0], s2[0]))
+            ok, M = np.ones(1, dtype=bool), 1
+            _accumulate(S1, S2, muts, s2s, ok)
         else:
             bound, parsed = 0.0, 0
-            S1 = np.zeros((pk.K, pk.D))
-            S2 = np.zeros((pk.K, pk.D, pk.D))
             for lo in range(0, self.n, SHARD):
                 idx = np.arange(lo, min(lo + SHARD, self.n))
-                mut, s2, _, _, logz, b = self.e_step(self._io_sentences(idx), len(idx), P, logdet,
-                                                     init=self._init(lo, len(idx)))
-                self._keep(lo, mut, s2)
+                muts, s2s, _, _, logz, b = self.e_step(self._io_sentences(idx), len(idx), prior,
+                                                       init=self._init(lo, len(idx)))
+                self._keep(lo, muts, s2s)
                 ok = np.isfinite(logz)
                 bound += float(b[ok].sum())
                 parsed += int(ok.sum())
-                S1 += mut[ok].sum(0)
-                S2 += _second(pk, mut[ok], s2[ok]).sum(0)
-            if parsed == 0:
-                raise NumericalError("no sentence of the corpus can be parsed")
-            self._m_step(parsed, S1, S2)
+                _accumulate(S1, S2, muts, s2s, ok)
+            M = parsed
+        if parsed == 0:
+            raise NumericalError("no sentence of the corpus can be parsed")
+        self._m_step(M, S1, S2)
         self.it += 1
         if self.prev is not None and abs(bound - self.prev) <= self.tolerance * abs(self.prev):
             self.done = True
@@ -635,58 +757,72 @@ class LogisticNormal:
         """Warm start (``cfg.ln_warm``): the variational parameters of posteriors
         lo..lo+B from the last E-step, or None (start at the prior)."""
         if self.warm and self._vmu is not None:
-            return self._vmu[lo:lo + B], self._vs2[lo:lo + B]
+            return [x[lo:lo + B] for x in self._vmu], [x[lo:lo + B] for x in self._vs2]
         return None
 
-    def _keep(self, lo, mut, s2):
+    def _keep(self, lo, muts, s2s):
         if not self.warm:
             return
         if self._vmu is None:
             n = 1 if self.model == 2 else self.n
-            self._vmu = np.zeros((n,) + mut.shape[1:])
-            self._vs2 = np.ones((n,) + mut.shape[1:])
-        self._vmu[lo:lo + len(mut)] = mut
-        self._vs2[lo:lo + len(mut)] = s2
+            self._vmu = [np.zeros((n,) + x.shape[1:]) for x in muts]
+            self._vs2 = [np.ones((n,) + x.shape[1:]) for x in s2s]
+        for dst, src in zip(self._vmu + self._vs2, muts + s2s):
+            dst[lo:lo + len(src)] = src
 
     def _m_step(self, M, S1, S2):
-        """Algorithm 3: mu = mean mu~, Sigma = mean(diag sigma~^2 + mu~ mu~^T) - mu mu^T."""
-        pk = self.pk
-        mu = np.where(pk.mask, S1 / M, 0.0)
-        Sigma = S2 / M - mu[:, :, None] * mu[:, None, :]
-        Sigma = 0.5 * (Sigma + np.swapaxes(Sigma, -1, -2))
-        pad = ~(pk.mask[:, :, None] & pk.mask[:, None, :])
-        Sigma[pad] = 0.0
-        i = np.arange(pk.D)
-        Sigma[:, i, i] = np.where(pk.mask, Sigma[:, i, i], 1.0)
-        self.mu, self.Sigma = mu, Sigma
+        """Algorithm 3 per expert: mu = mean mu~, Sigma = mean(diag sigma~^2 + mu~ mu~^T) - mu mu^T
+        (padding: mean 0, identity covariance)."""
+        self.mu, self.Sigma = [], []
+        for gr, s1, s2 in zip(self.st.groups, S1, S2):
+            mu = np.where(gr.mask, s1 / M, 0.0)
+            Sigma = s2 / M - mu[:, :, None] * mu[:, None, :]
+            Sigma = 0.5 * (Sigma + np.swapaxes(Sigma, -1, -2))
+            Sigma[~(gr.mask[:, :, None] & gr.mask[:, None, :])] = 0.0
+            i = np.arange(gr.L)
+            Sigma[:, i, i] = np.where(gr.mask, Sigma[:, i, i], 1.0)
+            self.mu.append(mu)
+            self.Sigma.append(Sigma)
+
+    def natural_mean(self):
+        """m_k = (1/|J_k|) sum_j mu_{j,I_{j,k}}: the mean of eta~ per multinomial (K, D)."""
+        return self.st.combine(self.mu)
 
     def weights(self):
-        """The output grammar: softmax(mu_k) per multinomial."""
-        return softmax_weights(self.pk, self.mu)
+        """The output grammar: softmax(m_k) per multinomial."""
+        return softmax_weights(self.pk, self.natural_mean())
 
     def mean(self):
         return self.weights()
 
     def get_state(self):
-        st = {"mu": self.mu, "Sigma": self.Sigma, "it": self.it, "prev": self.prev, "done": self.done}
-        if self._vmu is not None:
-            st.update(var_mu=self._vmu, var_sigma2=self._vs2)
+        st = {"it": self.it, "prev": self.prev, "done": self.done}
+        for gi in range(len(self.mu)):
+            st[f"mu_{gi}"], st[f"Sigma_{gi}"] = self.mu[gi], self.Sigma[gi]
+            if self._vmu is not None:
+                st[f"var_mu_{gi}"], st[f"var_sigma2_{gi}"] = self._vmu[gi], self._vs2[gi]
         return st
 
     def set_state(self, s):
-        self.mu = np.array(s["mu"], dtype=np.float64)
-        self.Sigma = np.array(s["Sigma"], dtype=np.float64)
+        G = len(self.st.groups)
+        self.mu = [np.array(s[f"mu_{gi}"], dtype=np.float64) for gi in range(G)]
+        self.Sigma = [np.array(s[f"Sigma_{gi}"], dtype=np.float64) for gi in range(G)]
         self.it, self.prev, self.done = int(s["it"]), s["prev"], bool(s["done"])
-        self._vmu = np.array(s["var_mu"], dtype=np.float64) if "var_mu" in s else None
-        self._vs2 = np.array(s["var_sigma2"], dtype=np.float64) if "var_sigma2" in s else None
+        if "var_mu_0" in s:
+            self._vmu = [np.array(s[f"var_mu_{gi}"], dtype=np.float64) for gi in range(G)]
+            self._vs2 = [np.array(s[f"var_sigma2_{gi}"], dtype=np.float64) for gi in range(G)]
+        else:
+            self._vmu = self._vs2 = None
 
     def save(self, path):
-        save_ln(path, self.g, self.mu, self.Sigma)
+        save_ln(path, self.g, self.mu, self.Sigma, self.st)
 
 
-def _second(pk, mut, s2):
-    """diag sigma~^2 + mu~ mu~^T per posterior (padding: identity, mu~ = 0)."""
-    out = mut[..., :, None] * mut[..., None, :]
-    i = np.arange(pk.D)
-    out[..., i, i] += np.where(pk.mask, s2, 1.0)
-    return out
+def _accumulate(S1, S2, muts, s2s, ok):
+    """Add sum_m mu~ and sum_m (diag sigma~^2 + mu~ mu~^T) of the posteriors ``ok``, per group."""
+    for s1, s2, mt, v in zip(S1, S2, muts, s2s):
+        mt, v = mt[ok], v[ok]
+        s1 += mt.sum(0)
+        s2 += np.einsum("bei,bej->eij", mt, mt)
+        i = np.arange(mt.shape[-1])
+        s2[:, i, i] += v.sum(0)

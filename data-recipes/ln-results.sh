@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The issue-5 comparison recorded in README.md (needs ../shared/data): Cohen & Smith (2010, Table 1)'s
+# protocol on four UD treebanks -- train the DMV on train <= 10 (UPOS, punctuation removed, harmonic
+# initialiser), decode test with MBR, directed attachment accuracy on test <= 10 / <= 20 / all:
+#   MLE (EM), Dirichlet VB, LN-I (identity, families), SLN (TieV, TieN, TieV&N, TieA; families
+#   covariance), one bilingual pair (English + Chinese, TieA), and on Chinese the posterior-mixture
+#   components of Cohen & Smith (2009).
+# Logistic-normal runs stop early on dev <= 10 (Algorithm 1) within LN_ITER iterations.
+# Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture"
+# prints a TSV summary to stdout.
+set -euo pipefail
+shared=${SHARED:-../shared/data}
+out=${1:-results/ln}
+mkdir -p "$out"
+declare -A TRAIN=(
+  [ewt]=$shared/UD_English-EWT/en_ewt-ud-train.conllu.xz
+  [pt]=$shared/UD_Portuguese-Bosque/pt_bosque-ud-train.conllu.xz
+  [tr]=$shared/UD_Turkish-IMST/tr_imst-ud-train.conllu
+  [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-train.conllu
+)
+declare -A DEV=(
+  [ewt]=$shared/UD_English-EWT/en_ewt-ud-dev.conllu
+  [pt]=$shared/UD_Portuguese-Bosque/pt_bosque-ud-dev.conllu
+  [tr]=$shared/UD_Turkish-IMST/tr_imst-ud-dev.conllu
+  [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-dev.conllu
+)
+declare -A TEST=(
+  [ewt]=$shared/UD_English-EWT/en_ewt-ud-test.conllu
+  [pt]=$shared/UD_Portuguese-Bosque/pt_bosque-ud-test.conllu
+  [tr]=$shared/UD_Turkish-IMST/tr_imst-ud-test.conllu
+  [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-test.conllu
+)
+TREEBANKS=${TREEBANKS:-"ewt pt tr zh"}
+PARTS=${PARTS:-"main joint mixture"}
+ALPHA=${ALPHA:-0.1}
+EM_ITER=${EM_ITER:-100}
+LN_ITER=${LN_ITER:-30}
+C="--column UPOS --punct ud"
+T10="$C --max-length 10"
+STOP="--eval-every 1 --early-stop"
+declare -A METHODS=(
+  [mle]="--algo em --iterations $EM_ITER"
+  [dirichlet]="--algo vb --alpha $ALPHA --iterations $EM_ITER"
+  [ln-identity]="--algo ln --iterations $LN_ITER --cov identity"
+  [ln-families]="--algo ln --iterations $LN_ITER --cov families"
+  [sln-tiev]="--algo ln --iterations $LN_ITER --cov families --tie V"
+  [sln-tien]="--algo ln --iterations $LN_ITER --cov families --tie N"
+  [sln-tievn]="--algo ln --iterations $LN_ITER --cov families --tie VN"
+  [sln-tiea]="--algo ln --iterations $LN_ITER --cov families --tie A"
+)
+ORDER="mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"
+MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
+run() { echo "+ $*" >&2; "$@"; }
+acc() { grep -v '^#' "$1" | awk -F'\t' 'NR>1{printf "%s%.1f", (NR>2?"/":""), 100*$4}'; }
+steps() { grep -v '^#' "$1" | tail -1 | awk -F'\t' '{printf "%s\t%.0f", $1, $4}'; }
+evaluate() {  # tb grammar name trace
+  run grind parse --mbr $C -o "$2.conllu" "$2" "${TEST[$1]}" 2>/dev/null
+  run grind eval $C -o "$2.eval" "${TEST[$1]}" "$2.conllu"
+  echo -e "$1\t$3\t$(acc "$2.eval")\t$(steps "$4")"
+}
+prepare() {  # tb
+  local d=$out/$1
+  mkdir -p "$d"
+  [[ -s $d/dmv-harmonic.txt ]] && return
+  run grind make-grammar dmv $T10 -o "$d/dmv0.txt" "${TRAIN[$1]}"
+  run grind init --harmonic --corpus "${TRAIN[$1]}" $T10 -o "$d/dmv-harmonic.txt" "$d/dmv0.txt"
+}
+
+echo -e "treebank\tmethod\tdirected MBR <=10/<=20/all\tsteps\tseconds"
+for tb in $TREEBANKS; do
+  prepare "$tb"
+  [[ " $PARTS " == *" main "* ]] || continue
+  for m in $ORDER; do
+    o=$out/$tb/$m
+    stop=""; [[ $m == mle || $m == dirichlet ]] || stop="--dev ${DEV[$tb]} $STOP"
+    run grind train ${METHODS[$m]} $stop --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/$tb/dmv-harmonic.txt" "${TRAIN[$tb]}" 2>"$o.log"
+    evaluate "$tb" "$o.txt" "$m" "$o.tsv"
+  done
+done
+
+if [[ " $PARTS " == *" joint "* ]]; then
+  prepare ewt; prepare zh
+  o=$out/joint-ewt-zh
+  run grind train --algo ln --iterations ${JOINT_ITER:-10} --cov families --tie A --seed 1 $T10 \
+      --joint "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" --joint-output "$o-zh.txt" \
+      --trace "$o.tsv" -o "$o-ewt.txt" "$out/ewt/dmv-harmonic.txt" "${TRAIN[ewt]}" 2>"$o.log"
+  evaluate ewt "$o-ewt.txt" "bilingual ewt+zh TieA" "$o.tsv"
+  evaluate zh "$o-zh.txt" "bilingual ewt+zh TieA" "$o.tsv"
+fi
+
+if [[ " $PARTS " == *" mixture "* ]]; then
+  prepare zh
+  for k in $MIXTURES; do
+    o=$out/zh/mixture-$k
+    run grind train --algo mixture --constraints "$k" --iterations $EM_ITER --seed 1 $T10 --trace "$o.tsv" \
+        -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+    evaluate zh "$o.txt" "mixture $k" "$o.tsv"
+  done
+fi

@@ -1,0 +1,188 @@
+"""Shared logistic normal (Cohen & Smith 2010 §3.3): partition structures,
+their file format, the averaging of Definition 1, and bilingual tying."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conftest import grind
+from grind import ln
+from grind.dmv import dmv_grammar
+from grind.dmv_parser import DMVParser
+from grind.errors import InputError
+from grind.grammar import rule_lines
+from grind.sln import (JointParser, Structure, joint_grammar, read_structure, split_joint, tie_structure,
+                       write_structure)
+from grind.training import ShardedEstep, train
+
+SENTS = [["NOUN", "VERB", "PROPN", "NOUN"], ["ADJ", "NOUN", "AUX", "VERB"], ["VERB", "CCONJ", "VERB"],
+         ["SCONJ", "PROPN", "VERB", "NOUN"], ["AUX", "ADJ"]]
+SENTS2 = [["PROPN", "VERB", "NOUN"], ["NOUN", "AUX", "ADJ"], ["VERB", "NOUN", "NOUN"]]
+UPOS = ln.read_families("upos")
+
+
+def shared(st):
+    return {n: sorted(st.pk.lhs[k] for k in ks) for n, ks in st.experts if len(ks) > 1}
+
+
+def test_tie_structures_on_a_dmv_grammar():
+    g = dmv_grammar(SENTS)
+    pk = ln.Packing(g)
+    V = shared(tie_structure(g, pk, "V", UPOS))
+    assert V == {"tie:verb:left": ["L'_AUX", "L'_VERB"], "tie:verb:right": ["R'_AUX", "R'_VERB"]}
+    N = shared(tie_structure(g, pk, "TieN", UPOS))
+    assert N == {"tie:nominal:left": ["L'_NOUN", "L'_PROPN"], "tie:nominal:right": ["R'_NOUN", "R'_PROPN"]}
+    assert shared(tie_structure(g, pk, "VN", UPOS)) == {**V, **N}
+    A = shared(tie_structure(g, pk, "A", UPOS))
+    assert A == {**V, **N, "tie:conjunction:left": ["L'_CCONJ", "L'_SCONJ"],
+                 "tie:conjunction:right": ["R'_CCONJ", "R'_SCONJ"]}
+    st = tie_structure(g, pk, "A", UPOS)
+    assert len(st.experts) == pk.K + 6 and st.n_cover.max() == 2
+    for gr in st.groups:                      # a group's experts cover disjoint multinomials
+        t = gr.tgt[gr.mask]
+        assert len(np.unique(t)) == len(t)
+    with pytest.raises(InputError, match="unknown tying"):
+        tie_structure(g, pk, "X", UPOS)
+
+
+def test_structure_file_roundtrip_and_errors(tmp_path):
+    g = dmv_grammar(SENTS)
+    pk = ln.Packing(g)
+    st = tie_structure(g, pk, "A", UPOS)
+    p = tmp_path / "s.txt"
+    write_structure(str(p), st)
+    assert read_structure(str(p), pk).experts == st.experts
+    text = p.read_text()
+    assert "own yes\n" in text and "expert tie:verb:left L'_AUX L'_VERB\n" in text
+    p.write_text("own yes\nexpert ok L'_AUX L'_VERB\nexpert bad L'_AUX L'_NOPE\n")
+    with pytest.raises(InputError, match=r"s.txt:3: .L'_NOPE. is not a left-hand side"):
+        read_structure(str(p), pk)
+    p.write_text("own yes\nexpert ok L'_AUX\nexpet x L'_AUX\n")
+    with pytest.raises(InputError, match=r"s.txt:3: expected 'expert NAME LHS...'"):
+        read_structure(str(p), pk)
+    p.write_text("own no\nexpert only L'_AUX L'_VERB\n")
+    with pytest.raises(InputError, match="covered by no expert"):
+        read_structure(str(p), pk)
+    p.write_text("expert twice L'_AUX L'_AUX\n")
+    with pytest.raises(InputError, match="distinct multinomials"):
+        read_structure(str(p), pk)
+
+
+def test_averaging_with_a_degenerate_shared_expert_is_a_rescaled_ln():
+    """Definition 1: with a shared expert pinned at 0 (Sigma -> 0), a tied
+    multinomial is eta_own / 2, i.e. a plain LN with prior N(mu/2, Sigma/4);
+    the E-step bounds agree (KL is invariant under the rescaling)."""
+    g = dmv_grammar(SENTS)
+    est = ShardedEstep(DMVParser(g, SENTS))
+    cfg = SimpleNamespace(iterations=1, tolerance=0, tie="V", families=UPOS, ln_cycles=4)
+    tied = ln.LogisticNormal(g, est, None, g.weights, cfg)
+    plain = ln.LogisticNormal(g, est, None, g.weights, SimpleNamespace(iterations=1, tolerance=0, ln_cycles=4))
+    rng = np.random.default_rng(3)
+    gr0 = tied.st.groups[0]
+    assert gr0.members == list(range(plain.pk.K))            # group 0 = the own experts, in order
+    mu = np.where(gr0.mask, rng.standard_normal(gr0.mask.shape), 0.0)
+    A = rng.standard_normal((gr0.E, gr0.L, gr0.L)) * 0.4
+    S = A @ np.swapaxes(A, 1, 2) + 0.5 * np.eye(gr0.L)
+    S[~(gr0.mask[:, :, None] & gr0.mask[:, None, :])] = 0
+    S[:, np.arange(gr0.L), np.arange(gr0.L)] = np.where(gr0.mask, np.diagonal(S, axis1=1, axis2=2), 1.0)
+    gr1 = tied.st.groups[1]
+    tied.mu = [mu, np.zeros((gr1.E, gr1.L))]
+    tied.Sigma = [S, np.broadcast_to(1e-12 * np.eye(gr1.L), (gr1.E, gr1.L, gr1.L)).copy()]
+    half = 1.0 / tied.st.n_cover[:, None]                       # 1/2 on tied multinomials
+    scale = np.where(gr0.mask, half, 1.0)
+    plain.mu = [mu * scale]
+    plain.Sigma = [S * scale[:, :, None] * scale[:, None, :]]
+    idx = np.arange(len(SENTS))
+    bt = tied.e_step(tied._io_sentences(idx), len(idx), tied._prior_terms())[-1]
+    bp = plain.e_step(plain._io_sentences(idx), len(idx), plain._prior_terms())[-1]
+    np.testing.assert_allclose(bt, bp, rtol=1e-6)
+    np.testing.assert_allclose(tied.weights(), plain.weights(), rtol=1e-12)
+    assert np.any(tied.st.n_cover == 2)
+
+
+def test_joint_parser_matches_separate_parsers():
+    g1, g2 = dmv_grammar(SENTS), dmv_grammar(SENTS2)
+    jg = joint_grammar([g1, g2], ["1", "2"])
+    p1, p2 = DMVParser(g1, SENTS), DMVParser(g2, SENTS2)
+    jp = JointParser(jg, [p1, p2])
+    rng = np.random.default_rng(0)
+    w = jg.normalize(np.exp(rng.standard_normal(len(jg))))
+    w1, w2 = jp.split_weights(w)
+    c, z = jp.inside_outside(w)
+    c1, z1 = p1.inside_outside(w1)
+    c2, z2 = p2.inside_outside(w2)
+    np.testing.assert_allclose(c, np.concatenate([c1, c2]))
+    np.testing.assert_allclose(z, np.concatenate([z1, z2]))
+    c, z = jp.inside_outside(w, [1, 6])
+    np.testing.assert_allclose(z, [z1[1], z2[1]])
+    parts = split_joint(jg)
+    assert [p.rules for p in parts] == [g1.rules, g2.rules]
+    assert ln.rule_dependents(jg) == ln.rule_dependents(g1) + ln.rule_dependents(g2)
+    # bilingual TieA: every family's expert spans both languages
+    st = tie_structure(jg, ln.Packing(jg), "A", UPOS)
+    sh = shared(st)
+    assert sh["tie:nominal:left"] == ["1|L'_NOUN", "1|L'_PROPN", "2|L'_NOUN", "2|L'_PROPN"]
+    assert sh["tie:adjective:right"] == ["1|R'_ADJ", "2|R'_ADJ"]   # one tag a family: tied across languages
+    assert sh["tie:conjunction:left"] == ["1|L'_CCONJ", "1|L'_SCONJ"]
+
+
+def _write(tmp_path, name, g, sents):
+    gp, cp = tmp_path / f"{name}.txt", tmp_path / f"{name}.sents"
+    gp.write_text("".join(rule_lines(g.rules, g.weights)))
+    cp.write_text("\n".join(" ".join(s) for s in sents) + "\n")
+    return gp, cp
+
+
+def test_bilingual_training_cli(tmp_path):
+    g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
+    g2, c2 = _write(tmp_path, "b", dmv_grammar(SENTS2), SENTS2)
+    o1, o2, lnp = tmp_path / "o1.txt", tmp_path / "o2.txt", tmp_path / "ln.txt"
+    r = grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--cov", "families",
+              "--joint", g2, c2, "--joint-output", o2, "--ln-params", lnp, "-o", o1, g1, c1)
+    assert "8 sentences" in r.stderr
+    from grind.grammar import read_grammar
+    a, b = read_grammar(str(o1)), read_grammar(str(o2))
+    assert a.rules == dmv_grammar(SENTS).rules and b.rules == dmv_grammar(SENTS2).rules
+    for x in (a, b):
+        np.testing.assert_allclose(x.lhs_totals(x.weights)[x.lhs], 1.0)
+    assert "# structure:" in o1.read_text()
+    assert "# expert tie:verb:left: 1|L'_AUX 1|L'_VERB 2|L'_AUX 2|L'_VERB" in lnp.read_text()
+    s = grind("make-structure", "--tie", "A", g1, g2).stdout
+    assert "expert tie:verb:left 1|L'_AUX 1|L'_VERB 2|L'_AUX 2|L'_VERB" in s
+    # each language's grammar parses its own corpus
+    grind("parse", "--mbr", o2, c2)
+    bad = grind("train", "--algo", "ln", "--joint", g2, c2, g1, c1, check=False)
+    assert bad.returncode != 0 and "--joint-output" in bad.stderr and "Traceback" not in bad.stderr
+    bad = grind("train", "--algo", "em", "--tie", "V", g1, c1, check=False)
+    assert bad.returncode != 0 and "--tie is for --algo ln" in bad.stderr
+
+
+def test_tie_file_cli_and_errors(tmp_path):
+    g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
+    s = tmp_path / "s.txt"
+    s.write_text(grind("make-structure", "--tie", "V", g1).stdout)
+    r = grind("train", "--algo", "ln", "--iterations", "1", "--tie", s, g1, c1)
+    assert "experts (2 shared)" in r.stdout
+    s.write_text("own yes\nexpert x L'_VERB L'_GONE\n")
+    bad = grind("train", "--algo", "ln", "--iterations", "1", "--tie", s, g1, c1, check=False)
+    assert bad.returncode != 0 and "s.txt:2:" in bad.stderr and "Traceback" not in bad.stderr
+    # a tie that ties nothing says so
+    g3, c3 = _write(tmp_path, "c", dmv_grammar([["NOUN", "ADJ"]]), [["NOUN", "ADJ"]])
+    r = grind("train", "--algo", "ln", "--iterations", "1", "--tie", "V", g3, c3)
+    assert "plain logistic normal" in r.stderr
+
+
+def test_committee_sampler_on_a_tied_prior(tmp_path):
+    from grind.committee import PriorSampler
+    g = dmv_grammar(SENTS)
+    est = ShardedEstep(DMVParser(g, SENTS))
+    a = ln.LogisticNormal(g, est, None, g.weights,
+                          SimpleNamespace(iterations=2, tolerance=0, tie="A", families=UPOS))
+    train(a, np.random.default_rng(0))
+    a.Sigma = [np.broadcast_to(1e-14 * np.eye(gr.L), (gr.E, gr.L, gr.L)).copy() for gr in a.st.groups]
+    p = tmp_path / "ln.txt"
+    a.save(str(p))
+    s = PriorSampler(g, str(p))
+    assert s.st.experts == a.st.experts
+    np.testing.assert_allclose(s.draw(np.random.default_rng(1)), a.weights(), rtol=1e-5)
+    assert Structure.plain(a.pk).is_plain is True and a.st.is_plain is False
