@@ -6,7 +6,9 @@
 #   covariance), one bilingual pair (English + Chinese, TieA), and on Chinese the posterior-mixture
 #   components of Cohen & Smith (2009).
 # Logistic-normal runs stop early on dev <= 10 (Algorithm 1) within LN_ITER iterations.
-# Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture"
+#   Part "extra" (Chinese): LN model II, and committee decoding (10 grammars drawn from the learned
+#   LN-I families prior, mean and spread of the members).
+# Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
 # prints a TSV summary to stdout.
 set -euo pipefail
 shared=${SHARED:-../shared/data}
@@ -31,7 +33,7 @@ declare -A TEST=(
   [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-test.conllu
 )
 TREEBANKS=${TREEBANKS:-"ewt pt tr zh"}
-PARTS=${PARTS:-"main joint mixture"}
+PARTS=${PARTS:-"main joint mixture extra"}
 ALPHA=${ALPHA:-0.1}
 EM_ITER=${EM_ITER:-100}
 LN_ITER=${LN_ITER:-30}
@@ -96,4 +98,20 @@ if [[ " $PARTS " == *" mixture "* ]]; then
         -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
     evaluate zh "$o.txt" "mixture $k" "$o.tsv"
   done
+fi
+
+if [[ " $PARTS " == *" extra "* ]]; then
+  prepare zh
+  tb=zh; o=$out/zh/ln2-families
+  run grind train --algo ln --model 2 --iterations $LN_ITER --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
+      --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+  evaluate zh "$o.txt" "ln-II families" "$o.tsv"
+  o=$out/zh/committee
+  run grind train --algo ln --iterations $LN_ITER --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
+      --ln-params "$o.params" --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+  for s in 1 2 3 4 5 6 7 8 9 10; do
+    run grind parse --mbr --committee "$o.params" --seed $s $C -o "$o.m$s.conllu" "$o.txt" "${TEST[zh]}" 2>/dev/null
+  done
+  run grind eval $C -o "$o.eval" "${TEST[zh]}" "$o".m*.conllu
+  echo -e "zh\tcommittee of 10 (LN-I families), mean+-sd\t$(awk -F'\t' '/^# [0-9]+ runs/{f=1; next} f && $1 ~ /^(<=|all)/{printf "%s%.1f+-%.1f", (n++?"/":""), 100*$2, 100*$3}' "$o.eval")\t$(steps "$o.tsv")"
 fi

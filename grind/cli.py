@@ -416,6 +416,9 @@ STREAMING = ("streaming",)
               help="ln: tag-family mapping for --cov families: upos, ptb, or a file of 'TAG FAMILY' lines.")
 @click.option("--ln-cycles", type=click.IntRange(1), default=5, show_default=True,
               help="ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.")
+@click.option("--ln-warm", is_flag=True,
+              help="ln: start each E-step from the previous one's variational parameters (the bound then never "
+                   "decreases; model I keeps two floats per sentence and expert coordinate).")
 @click.option("--ln-params", default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
 @click.option("--tie", default=None,
               help="ln: shared logistic normal (Cohen & Smith 2010 §3.3): V (TieV), N (TieN), VN (TieV&N), A (TieA) "

@@ -186,3 +186,12 @@ def test_committee_sampler_on_a_tied_prior(tmp_path):
     assert s.st.experts == a.st.experts
     np.testing.assert_allclose(s.draw(np.random.default_rng(1)), a.weights(), rtol=1e-5)
     assert Structure.plain(a.pk).is_plain is True and a.st.is_plain is False
+
+
+def test_warm_tied_cli_bound_never_decreases(tmp_path):
+    g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
+    tr = tmp_path / "t.tsv"
+    grind("train", "--algo", "ln", "--iterations", "5", "--tie", "A", "--ln-warm", "--trace", tr, g1, c1)
+    rows = [ln.split("\t") for ln in tr.read_text().splitlines() if not ln.startswith("#")]
+    b = np.array([float(r[rows[0].index("objective")]) for r in rows[1:]])
+    assert len(b) == 5 and np.all(np.diff(b) >= -1e-7 * np.abs(b[:-1])), b
