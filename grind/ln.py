@@ -207,25 +207,24 @@ def fixed_count_objective(st, F, muts, s2s, zeta, prior):
 def group_coefficients(st, gi, F, m, v, zeta, mut_g):
     """(a, b) of the mu~ objective of group ``gi`` with the other experts fixed
     (module docstring): a = f~ / |J_k|, b = (N_k/zeta~_k) exp(r + v~/2)."""
-    gr, pk = st.groups[gi], st.pk
-    c = _scale(F, zeta)
-    rest = m - gr.scatter(mut_g, (pk.K, pk.D)) * st.inv_n
-    a = gr.gather(F * st.inv_n)
-    b = gr.gather(c * np.exp(np.minimum(rest + 0.5 * v, _EXP_MAX)))
+    gr = st.groups[gi]
+    rest = gr.gather(m) - mut_g * gr.w
+    a = gr.gather(F) * gr.w
+    b = gr.gather_k(_scale(F, zeta)) * np.exp(np.minimum(rest + 0.5 * gr.gather(v), _EXP_MAX))
     return a, b
 
 
 def sigma_coefficients(st, gi, F, m, v, zeta, s2_g):
     """beta of the log sigma~^2 objective of group ``gi`` (module docstring)."""
-    gr, pk = st.groups[gi], st.pk
-    v_rest = v - gr.scatter(s2_g, (pk.K, pk.D)) * st.inv_n ** 2
-    return gr.gather(_scale(F, zeta) * np.exp(np.minimum(m + 0.5 * v_rest, _EXP_MAX)))
+    gr = st.groups[gi]
+    v_rest = gr.gather(v) - s2_g * gr.w ** 2
+    return gr.gather_k(_scale(F, zeta)) * np.exp(np.minimum(gr.gather(m) + 0.5 * v_rest, _EXP_MAX))
 
 
 def _scale(F, zeta):
-    """N_k / zeta~_k per multinomial (0 where the multinomial is unused), broadcast over rules."""
+    """N_k / zeta~_k per multinomial (0 where the multinomial is unused)."""
     N = F.sum(-1)
-    return np.where(N > 0, N / zeta, 0.0)[..., None]
+    return np.where(N > 0, N / zeta, 0.0)
 
 
 def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-9):
@@ -453,22 +452,25 @@ def save_ln(path, grammar, mu, Sigma, structure=None) -> None:
     if structure is None:
         structure = Structure.plain(pk)
         mu = np.asarray(mu, dtype=np.float64)
-        mu, Sigma = [pk.unpack(mu) if mu.ndim == 1 else mu], [np.asarray(Sigma)]
+        mu = pk.unpack(mu) if mu.ndim == 1 else mu
+        ks = [np.array([structure.experts[j][1][0] for j in gr.members]) for gr in structure.groups]
+        mu = [gr.gather(mu) for gr in structure.groups]
+        Sigma = [np.asarray(Sigma)[k][:, :gr.L, :gr.L] for k, gr in zip(ks, structure.groups)]
     with open_out(path) as f:
         f.writelines(header_lines(model="logistic-normal prior", structure=structure.describe()))
-        for gi, gr in enumerate(structure.groups):
-            for e, j in enumerate(gr.members):
-                name, ks = structure.experts[j]
-                if len(ks) == 1 and name == pk.lhs[ks[0]]:
-                    f.write(f"# multinomial {name}\n")
-                else:
-                    f.write(f"# expert {name}: " + " ".join(pk.lhs[k] for k in ks) + "\n")
-                rules = [pk.rows[k, i] for k in ks for i in range(pk.sizes[k])]
-                for i, r in enumerate(rules):
-                    f.write(f"mu {format_weight(mu[gi][e, i])} {rule_key(*grammar.rules[r])}\n")
-                d = len(rules)
-                for i in range(d):
-                    f.write("cov " + " ".join(format_weight(x) for x in Sigma[gi][e, i, :d]) + "\n")
+        where = {j: (gi, e) for gi, gr in enumerate(structure.groups) for e, j in enumerate(gr.members)}
+        for j, (name, ks) in enumerate(structure.experts):
+            gi, e = where[j]
+            if len(ks) == 1 and name == pk.lhs[ks[0]]:
+                f.write(f"# multinomial {name}\n")
+            else:
+                f.write(f"# expert {name}: " + " ".join(pk.lhs[k] for k in ks) + "\n")
+            rules = [pk.rows[k, i] for k in ks for i in range(pk.sizes[k])]
+            for i, r in enumerate(rules):
+                f.write(f"mu {format_weight(mu[gi][e, i])} {rule_key(*grammar.rules[r])}\n")
+            d = len(rules)
+            for i in range(d):
+                f.write("cov " + " ".join(format_weight(x) for x in Sigma[gi][e, i, :d]) + "\n")
 
 
 def load_ln(path) -> list:
@@ -700,11 +702,14 @@ class LogisticNormal:
             for gi, gr in enumerate(st.groups):
                 mu, P, _ = prior[gi]
                 a, b = group_coefficients(st, gi, F, m, v, zeta, muts[gi])
-                muts[gi] = optimise_mu(gr.mask, a, b, gr.w, muts[gi], mu, P, method=self.optimizer)
-                m = st.combine(muts)
+                new = optimise_mu(gr.mask, a, b, gr.w, muts[gi], mu, P, method=self.optimizer)
+                m = st.add(m, gi, new - muts[gi])
+                muts[gi] = new
                 beta = sigma_coefficients(st, gi, F, m, v, zeta, s2s[gi])
-                s2s[gi] = optimise_sigma(gr.mask, beta, gr.w ** 2, np.diagonal(P, axis1=-2, axis2=-1), s2s[gi])
-                v = st.combine(s2s, 2)
+                new = optimise_sigma(gr.mask, beta, gr.w ** 2, np.diagonal(P, axis1=-2, axis2=-1), s2s[gi])
+                v = st.add(v, gi, new - s2s[gi], 2)
+                s2s[gi] = new
+            m, v = st.combine(muts), st.combine(s2s, 2)      # no drift from the increments
             zeta = closed_zeta(mask, m, v)
         return muts, s2s, zeta, F, logz, bound
 

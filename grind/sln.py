@@ -78,6 +78,10 @@ class Group:
         flat = x.reshape(x.shape[:-2] + (-1,))
         return np.where(self.mask, flat[..., self.flat], 0.0)
 
+    def gather_k(self, x):
+        """(..., K) per multinomial -> (..., E, L): each coordinate gets its multinomial's value."""
+        return np.where(self.mask, x[..., self.kof], 0.0)
+
     def scatter(self, y, shape):
         """(..., E, L) -> (..., K, D): each coordinate to its rule (targets are unique in a group)."""
         out = np.zeros(y.shape[:-2] + (shape[0] * shape[1],))
@@ -106,7 +110,8 @@ class Structure:
             raise InputError(f"multinomial {pk.lhs[int(np.argmin(n_cover))]} is covered by no expert")
         self.n_cover = n_cover
         self.inv_n = np.where(pk.mask, 1.0 / n_cover[:, None], 0.0)
-        self.groups = [Group(m, self.experts, pk, n_cover) for m in _colour(self.experts)]
+        dims = [sum(int(pk.sizes[k]) for k in ks) for _, ks in self.experts]
+        self.groups = [Group(m, self.experts, pk, n_cover) for m in _colour(self.experts, dims)]
 
     @classmethod
     def plain(cls, pk):
@@ -125,24 +130,36 @@ class Structure:
             out = out + gr.scatter(x, (self.pk.K, self.pk.D))
         return out * self.inv_n ** power
 
+    def add(self, total, gi, delta, power=1):
+        """In place: ``total`` (..., K, D) += group ``gi``'s ``delta`` (..., E, L)
+        times |J_k|^-power -- :meth:`combine` after one group changed."""
+        gr = self.groups[gi]
+        flat = total.reshape(total.shape[:-2] + (-1,))
+        flat[..., gr.tgt[gr.mask]] += (delta * gr.w ** power)[..., gr.mask]
+        return total
+
     def describe(self) -> str:
         shared = sum(1 for _, ks in self.experts if len(ks) > 1)
         return f"{len(self.experts)} experts ({shared} shared) in {len(self.groups)} groups"
 
 
-def _colour(experts):
-    """First-fit colouring: an expert joins the first group none of whose
-    experts covers one of its multinomials (own experts first keep group 0 plain)."""
-    groups, covered = [], []
+def _colour(experts, dims):
+    """First-fit colouring among experts of one dimension: an expert joins the
+    first group of its dimension none of whose experts covers one of its
+    multinomials.  One dimension a group keeps padding (and the batched
+    Newton solves, cubic in it) small: a DMV's 2-rule stop multinomials are
+    not padded to the size of its choose multinomials."""
+    groups, covered, dim = [], [], []
     for e, (_, ks) in enumerate(experts):
-        for g, cov in zip(groups, covered):
-            if cov.isdisjoint(ks):
+        for g, cov, d in zip(groups, covered, dim):
+            if d == dims[e] and cov.isdisjoint(ks):
                 g.append(e)
                 cov.update(ks)
                 break
         else:
             groups.append([e])
             covered.append(set(ks))
+            dim.append(dims[e])
     return groups
 
 

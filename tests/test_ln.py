@@ -58,7 +58,10 @@ def test_tied_structure_has_shared_experts():
     a = make("dmv", tied=True)[2]
     shared = [(n, ks) for n, ks in a.st.experts if len(ks) > 1]
     assert sorted(n for n, _ in shared) == ["tie:x:left", "tie:x:right"]
-    assert len(a.st.groups) == 2
+    for gr in a.st.groups:              # one dimension a group, disjoint multinomials
+        assert len({int(m.sum()) for m in gr.mask}) == 1
+        ks = [k for j in gr.members for k in a.st.experts[j][1]]
+        assert len(ks) == len(set(ks))
     assert sorted(a.pk.lhs[k] for k in dict(shared)["tie:x:left"]) == ["L'_a", "L'_b"]
 
 
@@ -149,7 +152,7 @@ def test_mstep_matches_numerical_maximisation():
     only part of the bound (Eq. 14) that depends on them (here an expert over
     two multinomials)."""
     _, _, a, rng = make("dmv", tied=True)
-    gi = 1
+    gi = next(i for i, g in enumerate(a.st.groups) if len(a.st.experts[g.members[0]][1]) > 1)
     gr = a.st.groups[gi]
     d, M = int(gr.mask[0].sum()), 5
     muts = [np.zeros((M, g.E, g.L)) for g in a.st.groups]
@@ -249,31 +252,37 @@ def test_families_covariance_and_shipped_files():
     sents = [["NOUN", "VERB", "PROPN", "NOUN"], ["ADJ", "NOUN", "VERB"], ["VERB", "AUX"]]
     g = dmv_grammar(sents)
     pk = ln.Packing(g)
-    [S] = ln.initial_covariance(g, Structure.plain(pk), "families", "upos")
-    assert np.all(np.linalg.eigvalsh(S) > 0)
+    plain = Structure.plain(pk)
+    S = ln.initial_covariance(g, plain, "families", "upos")
+    for x in S:
+        assert np.all(np.linalg.eigvalsh(x) > 0)
     key = {k: i for i, k in enumerate(g.keys())}
-    k = g.lhs[key["R'_NOUN --> R_NOUN Y_VERB"]]
-    rows = list(pk.rows[k])
-    i, j = rows.index(key["R'_NOUN --> R_NOUN Y_VERB"]), rows.index(key["R'_NOUN --> R_NOUN Y_AUX"])
-    n = rows.index(key["R'_NOUN --> R_NOUN Y_NOUN"])
-    assert S[k, i, j] == 0.5 and S[k, i, n] == 0 and S[k, i, i] == 1
-    root = g.lhs[key["S --> Y_VERB"]]
-    rr = list(pk.rows[root])
-    assert S[root, rr.index(key["S --> Y_VERB"]), rr.index(key["S --> Y_AUX"])] == 0.5
+    c = lambda st, S, a, b, name=None: rule_cov(pk, st, S, key[a], key[b], name)   # noqa: E731
+    assert c(plain, S, "R'_NOUN --> R_NOUN Y_VERB", "R'_NOUN --> R_NOUN Y_AUX") == 0.5
+    assert c(plain, S, "R'_NOUN --> R_NOUN Y_VERB", "R'_NOUN --> R_NOUN Y_NOUN") == 0
+    assert c(plain, S, "R'_NOUN --> R_NOUN Y_VERB", "R'_NOUN --> R_NOUN Y_VERB") == 1
+    assert c(plain, S, "S --> Y_VERB", "S --> Y_AUX") == 0.5
     with pytest.raises(InputError):
-        ln.initial_covariance(g, Structure.plain(pk), "families", None)
+        ln.initial_covariance(g, plain, "families", None)
     # a shared expert over L'_VERB and L'_AUX: 0.5 also across its segments
     st = tie_structure(g, pk, "V", ln.read_families("upos"))
-    gi = 1
-    gr = st.groups[gi]
-    S1 = ln.initial_covariance(g, st, "families", "upos")[gi]
-    assert np.all(np.linalg.eigvalsh(S1) > 0)
-    e = next(i for i, j in enumerate(gr.members) if st.experts[j][0] == "tie:verb:left")
-    flat = list(gr.flat[e][gr.mask[e]])
-    r1, r2 = key["L'_VERB --> Y_NOUN L_VERB"], key["L'_AUX --> Y_NOUN L_AUX"]
-    p1 = flat.index(int(np.flatnonzero(pk.rows.ravel() == r1)[0]))
-    p2 = flat.index(int(np.flatnonzero(pk.rows.ravel() == r2)[0]))
-    assert S1[e, p1, p2] == 0.5
+    S1 = ln.initial_covariance(g, st, "families", "upos")
+    for x in S1:
+        assert np.all(np.linalg.eigvalsh(x) > 0)
+    assert c(st, S1, "L'_VERB --> Y_NOUN L_VERB", "L'_AUX --> Y_NOUN L_AUX", "tie:verb:left") == 0.5
+    assert c(st, S1, "L'_VERB --> Y_NOUN L_VERB", "L'_AUX --> Y_VERB L_AUX", "tie:verb:left") == 0
+
+
+def rule_cov(pk, st, Ss, r1, r2, name=None):
+    """Sigma entry between rules r1, r2 in the expert (``name``, or the one covering both)."""
+    flat = list(pk.rows.ravel())
+    t1, t2 = flat.index(r1), flat.index(r2)
+    for gr, S in zip(st.groups, Ss):
+        for e, j in enumerate(gr.members):
+            pos = list(gr.flat[e][gr.mask[e]])
+            if t1 in pos and t2 in pos and (name is None or st.experts[j][0] == name):
+                return S[e, pos.index(t1), pos.index(t2)]
+    raise AssertionError("no expert covers both rules")
 
 
 @pytest.mark.parametrize("tied", [False, True])

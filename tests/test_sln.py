@@ -78,20 +78,22 @@ def test_averaging_with_a_degenerate_shared_expert_is_a_rescaled_ln():
     tied = ln.LogisticNormal(g, est, None, g.weights, cfg)
     plain = ln.LogisticNormal(g, est, None, g.weights, SimpleNamespace(iterations=1, tolerance=0, ln_cycles=4))
     rng = np.random.default_rng(3)
-    gr0 = tied.st.groups[0]
-    assert gr0.members == list(range(plain.pk.K))            # group 0 = the own experts, in order
-    mu = np.where(gr0.mask, rng.standard_normal(gr0.mask.shape), 0.0)
-    A = rng.standard_normal((gr0.E, gr0.L, gr0.L)) * 0.4
-    S = A @ np.swapaxes(A, 1, 2) + 0.5 * np.eye(gr0.L)
-    S[~(gr0.mask[:, :, None] & gr0.mask[:, None, :])] = 0
-    S[:, np.arange(gr0.L), np.arange(gr0.L)] = np.where(gr0.mask, np.diagonal(S, axis1=1, axis2=2), 1.0)
-    gr1 = tied.st.groups[1]
-    tied.mu = [mu, np.zeros((gr1.E, gr1.L))]
-    tied.Sigma = [S, np.broadcast_to(1e-12 * np.eye(gr1.L), (gr1.E, gr1.L, gr1.L)).copy()]
-    half = 1.0 / tied.st.n_cover[:, None]                       # 1/2 on tied multinomials
-    scale = np.where(gr0.mask, half, 1.0)
-    plain.mu = [mu * scale]
-    plain.Sigma = [S * scale[:, :, None] * scale[:, None, :]]
+    G = len(plain.st.groups)                 # the own experts form the same groups in both
+    assert [g.members for g in tied.st.groups[:G]] == [g.members for g in plain.st.groups]
+    tied.mu, tied.Sigma, plain.mu, plain.Sigma = [], [], [], []
+    for gi, gr in enumerate(tied.st.groups):
+        if gi >= G:                           # shared experts pinned at 0
+            tied.mu.append(np.zeros((gr.E, gr.L)))
+            tied.Sigma.append(np.broadcast_to(1e-12 * np.eye(gr.L), (gr.E, gr.L, gr.L)).copy())
+            continue
+        mu = np.where(gr.mask, rng.standard_normal(gr.mask.shape), 0.0)
+        A = rng.standard_normal((gr.E, gr.L, gr.L)) * 0.4
+        S = A @ np.swapaxes(A, 1, 2) + 0.5 * np.eye(gr.L)
+        tied.mu.append(mu)
+        tied.Sigma.append(S)
+        scale = np.where(gr.mask, gr.w, 1.0)          # 1/|J_k|: 1/2 on tied multinomials
+        plain.mu.append(mu * scale)
+        plain.Sigma.append(S * scale[:, :, None] * scale[:, None, :])
     idx = np.arange(len(SENTS))
     bt = tied.e_step(tied._io_sentences(idx), len(idx), tied._prior_terms())[-1]
     bp = plain.e_step(plain._io_sentences(idx), len(idx), plain._prior_terms())[-1]
