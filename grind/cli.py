@@ -420,6 +420,9 @@ STREAMING = ("streaming",)
               help="ln: start each E-step from the previous one's variational parameters (the bound then never "
                    "decreases; model I keeps two floats per sentence and expert coordinate).")
 @click.option("--ln-params", default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
+@click.option("--ln-init", default=None,
+              help="ln: start from the mu, Sigma and expert structure of this --ln-params file "
+                   "(instead of the grammar's weights and --cov / --tie).")
 @click.option("--tie", default=None,
               help="ln: shared logistic normal (Cohen & Smith 2010 §3.3): V (TieV), N (TieN), VN (TieV&N), A (TieA) "
                    "tie the DMV choose multinomials of heads in one tag family (--families); or a structure file "
@@ -541,9 +544,11 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
 
 def _check_ln_options(algo, opts, dev_path):
     """Options that only --algo ln understands, and what --joint needs."""
-    for name in ("tie", "joint", "joint_output"):
+    for name in ("tie", "joint", "joint_output", "ln_init"):
         if opts.get(name) and algo != "ln":
             raise click.UsageError(f"--{name.replace('_', '-')} is for --algo ln")
+    if opts.get("ln_init") and opts.get("tie"):
+        raise click.UsageError("--ln-init brings its own expert structure; leave out --tie")
     if opts.get("joint"):
         if not opts.get("joint_output"):
             raise click.UsageError("--joint needs --joint-output FILE for the second language's grammar")

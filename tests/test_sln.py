@@ -197,3 +197,14 @@ def test_warm_tied_cli_bound_never_decreases(tmp_path):
     rows = [ln.split("\t") for ln in tr.read_text().splitlines() if not ln.startswith("#")]
     b = np.array([float(r[rows[0].index("objective")]) for r in rows[1:]])
     assert len(b) == 5 and np.all(np.diff(b) >= -1e-7 * np.abs(b[:-1])), b
+
+
+def test_ln_init_cli_restarts_from_a_params_file(tmp_path):
+    g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
+    p, o1, o2 = tmp_path / "p.txt", tmp_path / "o1.txt", tmp_path / "o2.txt"
+    grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--ln-params", p, "-o", o1, g1, c1)
+    r = grind("train", "--algo", "ln", "--iterations", "1", "--ln-init", p, "-o", o2, g1, c1)
+    assert "experts (6 shared)" in o2.read_text()
+    bad = grind("train", "--algo", "ln", "--ln-init", p, "--tie", "V", g1, c1, check=False)
+    assert bad.returncode == 2 and "leave out --tie" in bad.stderr
+    del r
