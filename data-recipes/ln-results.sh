@@ -8,6 +8,10 @@
 # Logistic-normal runs stop early on dev <= 10 (Algorithm 1) within LN_ITER iterations.
 #   Part "extra" (Chinese): LN model II, and committee decoding (10 grammars drawn from the learned
 #   LN-I families prior, mean and spread of the members).
+#   Part "wsj": the same methods on the NLTK Penn Treebank sample's WSJ10 sentences with PTB tags and
+#   the PTB families (the paper's tag set; trained and scored on the same sentences, Klein & Manning's
+#   WSJ10 protocol, fixed LN_ITER iterations: no dev set).
+# A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
 # prints a TSV summary to stdout.
 set -euo pipefail
@@ -33,7 +37,7 @@ declare -A TEST=(
   [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-test.conllu
 )
 TREEBANKS=${TREEBANKS:-"ewt pt tr zh"}
-PARTS=${PARTS:-"main joint mixture extra"}
+PARTS=${PARTS:-"main joint mixture extra wsj"}
 ALPHA=${ALPHA:-0.1}
 EM_ITER=${EM_ITER:-100}
 LN_ITER=${LN_ITER:-30}
@@ -50,7 +54,7 @@ declare -A METHODS=(
   [sln-tievn]="--algo ln --iterations $LN_ITER --cov families --tie VN"
   [sln-tiea]="--algo ln --iterations $LN_ITER --cov families --tie A"
 )
-ORDER="mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"
+ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
 MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
 run() { echo "+ $*" >&2; "$@"; }
 acc() { grep -v '^#' "$1" | awk -F'\t' 'NR>1{printf "%s%.1f", (NR>2?"/":""), 100*$4}'; }
@@ -58,6 +62,10 @@ steps() { grep -v '^#' "$1" | tail -1 | awk -F'\t' '{printf "%s\t%.0f", $1, $4}'
 evaluate() {  # tb grammar name trace
   run grind parse --mbr $C -o "$2.conllu" "$2" "${TEST[$1]}" 2>/dev/null
   run grind eval $C -o "$2.eval" "${TEST[$1]}" "$2.conllu"
+  echo -e "$1\t$3\t$(acc "$2.eval")\t$(steps "$4")"
+}
+done_before() {  # tb grammar name trace: print the row of a finished run
+  [[ -s $2.eval && -s $4 ]] || return 1
   echo -e "$1\t$3\t$(acc "$2.eval")\t$(steps "$4")"
 }
 prepare() {  # tb
@@ -75,6 +83,7 @@ for tb in $TREEBANKS; do
   for m in $ORDER; do
     o=$out/$tb/$m
     stop=""; [[ $m == mle || $m == dirichlet ]] || stop="--dev ${DEV[$tb]} $STOP"
+    done_before "$tb" "$o.txt" "$m" "$o.tsv" && continue
     run grind train ${METHODS[$m]} $stop --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/$tb/dmv-harmonic.txt" "${TRAIN[$tb]}" 2>"$o.log"
     evaluate "$tb" "$o.txt" "$m" "$o.tsv"
   done
@@ -83,17 +92,22 @@ done
 if [[ " $PARTS " == *" joint "* ]]; then
   prepare ewt; prepare zh
   o=$out/joint-ewt-zh
-  run grind train --algo ln --iterations ${JOINT_ITER:-10} --cov families --tie A --seed 1 $T10 \
+  if done_before ewt "$o-ewt.txt" "bilingual ewt+zh TieA" "$o.tsv"; then
+    done_before zh "$o-zh.txt" "bilingual ewt+zh TieA" "$o.tsv"
+  else
+  run grind train --algo ln --iterations ${JOINT_ITER:-$LN_ITER} --cov families --tie A --seed 1 $T10 \
       --joint "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" --joint-output "$o-zh.txt" \
       --trace "$o.tsv" -o "$o-ewt.txt" "$out/ewt/dmv-harmonic.txt" "${TRAIN[ewt]}" 2>"$o.log"
   evaluate ewt "$o-ewt.txt" "bilingual ewt+zh TieA" "$o.tsv"
   evaluate zh "$o-zh.txt" "bilingual ewt+zh TieA" "$o.tsv"
+  fi
 fi
 
 if [[ " $PARTS " == *" mixture "* ]]; then
   prepare zh
   for k in $MIXTURES; do
     o=$out/zh/mixture-$k
+    done_before zh "$o.txt" "mixture $k" "$o.tsv" && continue
     run grind train --algo mixture --constraints "$k" --iterations $EM_ITER --seed 1 $T10 --trace "$o.tsv" \
         -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
     evaluate zh "$o.txt" "mixture $k" "$o.tsv"
@@ -114,4 +128,19 @@ if [[ " $PARTS " == *" extra "* ]]; then
   done
   run grind eval $C -o "$o.eval" "${TEST[zh]}" "$o".m*.conllu
   echo -e "zh\tcommittee of 10 (LN-I families), mean+-sd\t$(awk -F'\t' '/^# [0-9]+ runs/{f=1; next} f && $1 ~ /^(<=|all)/{printf "%s%.1f+-%.1f", (n++?"/":""), 100*$2, 100*$3}' "$o.eval")\t$(steps "$o.tsv")"
+fi
+
+if [[ " $PARTS " == *" wsj "* ]]; then
+  d=$out/wsj; mkdir -p "$d"
+  ptb=$d/wsj-sample.dp
+  for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
+  TRAIN[wsj]=$ptb; TEST[wsj]=$ptb
+  C="--column XPOS --punct ptb --max-length 10"; T10="$C"     # WSJ10: train and score <= 10
+  prepare wsj
+  for m in $ORDER; do
+    o=$d/$m
+    done_before wsj "$o.txt" "$m" "$o.tsv" && continue
+    run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" "$ptb" 2>"$o.log"
+    evaluate wsj "$o.txt" "$m" "$o.tsv"
+  done
 fi

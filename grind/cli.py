@@ -619,8 +619,15 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
             from .committee import PriorSampler, committee_heads
             heads = committee_heads(parser, PriorSampler(g, ln_path), rng, decoder)
         else:
-            heads = parser.mbr_heads(theta) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
-        write_dependencies(output, sents, parser, heads, decoder, spec)
+            fallback = []
+            heads = parser.mbr_heads(theta, fallback=fallback) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+            for i in fallback[:10]:
+                log.warn(f"sentence {sents[i].number} (line {sents[i].line}): its arc posteriors leave "
+                         "floating-point range under this grammar; its Viterbi tree is written instead")
+            if fallback:
+                log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
+        write_dependencies(output, sents, parser, heads, decoder, spec,
+                           **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}))
         return
     if ln_path:
         raise click.UsageError("--committee decoding is for DMV grammars")
@@ -636,13 +643,13 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
             f.write(format_tree(t) + "\n")
 
 
-def write_dependencies(output, sents, parser, heads, decoder, spec):
+def write_dependencies(output, sents, parser, heads, decoder, spec, **extra):
     """CoNLL output; sentences without a tree get attach-right heads (reported)."""
     from .corpus import conll_block
     from .dep_eval import attach_heads
     report_failures(sents, parser, np.array([0.0 if h is not None else -np.inf for h in heads]))
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe()))
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), **extra))
         for s, h in zip(sents, heads):
             f.write(conll_block(s, attach_heads(len(s), "right") if h is None else h))
 

@@ -123,16 +123,22 @@ class DMVParser(ChartParser):
         self._check(logz, idx)
         return counts, logz
 
-    def arc_posteriors(self, weights, idx=None):
+    def arc_posteriors(self, weights, idx=None, failed=None):
         """``P(head of j = i | sentence)`` as (n+1, n) arrays (row 0 = root,
-        row i = word i, 1-based); ``None`` where the sentence has no tree."""
+        row i = word i, 1-based); ``None`` where the sentence has no tree.
+        A sentence whose chart leaves floating-point range raises
+        NumericalError, or, given a list ``failed``, gets ``None`` and its
+        position in ``idx`` appended to ``failed``."""
         idx = self._idx(idx)
         sizes = (self.lengths[idx] + 1) * self.lengths[idx]
         off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         post = np.zeros(max(int(off[-1]), 1), dtype=np.float64)
         logz = np.empty(len(idx), dtype=np.float64)
         self._core.inside_outside(self._weights(weights), idx, None, logz, post, off[:-1])
-        self._check(logz, idx)
+        if failed is None:
+            self._check(logz, idx)
+        else:
+            failed.extend(np.flatnonzero(np.isnan(logz)).tolist())
         n = self.lengths[idx]
         return [post[off[k]:off[k + 1]].reshape(n[k] + 1, n[k]) if logz[k] > -np.inf else None
                 for k in range(len(idx))]
@@ -175,10 +181,23 @@ class DMVParser(ChartParser):
         seeds = rng.integers(2 ** 63, size=k, dtype=np.int64).astype(np.uint64)
         return self._trees(weights, idx, seeds)
 
-    def mbr_heads(self, weights, idx=None):
+    def mbr_heads(self, weights, idx=None, fallback=None):
         """Minimum-Bayes-risk trees: the projective tree maximising the sum of
-        arc posteriors (Eisner's algorithm over :meth:`arc_posteriors`)."""
-        return [None if p is None else eisner(p) for p in self.arc_posteriors(weights, idx)]
+        arc posteriors (Eisner's algorithm over :meth:`arc_posteriors`).
+        Given a list ``fallback``: a sentence whose posteriors leave
+        floating-point range (a long sentence whose best tree is below
+        ~e^-700 relative to its parts) gets its Viterbi tree (computed in log
+        space) and its index is appended to ``fallback``; without it such a
+        sentence raises NumericalError."""
+        idx = self._idx(idx)
+        failed = None if fallback is None else []
+        heads = [None if p is None else eisner(p) for p in self.arc_posteriors(weights, idx, failed)]
+        if failed:
+            vit, _ = self.viterbi_heads(weights, idx[failed])
+            for k, h in zip(failed, vit):
+                heads[k] = h
+            fallback.extend(int(idx[k]) for k in failed)
+        return heads
 
 
 def _unsplit(sent, tid):

@@ -433,3 +433,45 @@ def test_tiny_weights_do_not_give_nan():
     # The only tree: X2 root, X2 <- X1 <- PROPN (left dependents).
     expected = np.log(0.008968609865470848 * 0.3 * 0.6 * 0.5829462033130466 * 0.9666766507988236)
     assert logz[0] == pytest.approx(expected, rel=1e-9)
+
+
+def _out_of_range_case():
+    """A 54-word sentence under weights with many below 1e-120: its chart
+    leaves floating-point range in the scaled DMV kernel (the best tree has
+    log weight around -4000 while some of its parts are ordinary)."""
+    from grind.dmv import dmv_grammar
+    rng = np.random.default_rng(0)
+    n = int(rng.integers(20, 60))
+    sent = list(rng.choice(["a", "b", "c"], size=n))
+    g = dmv_grammar([sent])
+    w = np.exp(rng.standard_normal(len(g)))
+    tiny = rng.random(len(g)) < 0.3
+    w[tiny] = 10.0 ** rng.uniform(-199, -120, tiny.sum())
+    return g, sent, g.normalize(w)
+
+
+def test_mbr_falls_back_to_viterbi_when_posteriors_leave_float_range(tmp_path):
+    from conftest import grind as run
+    from grind.dmv_parser import DMVParser
+    from grind.errors import NumericalError
+    from grind.grammar import rule_lines
+    from grind.parser import make_parser
+    g, sent, w = _out_of_range_case()
+    p = DMVParser(g, [sent, sent[:3]])
+    with pytest.raises(NumericalError):
+        p.mbr_heads(w)
+    fb = []
+    heads = p.mbr_heads(w, fallback=fb)
+    assert fb == [0]
+    vit, score = p.viterbi_heads(w)
+    np.testing.assert_array_equal(heads[0], vit[0])
+    assert heads[1] is not None
+    # the sentence does have trees: the general kernel's log Z and Viterbi score
+    cky = make_parser(g, [sent], "cky")
+    assert np.isfinite(cky.inside_outside(w)[1][0])
+    assert cky.viterbi(w)[1][0] == pytest.approx(score[0], rel=1e-9)
+    gp, cp = tmp_path / "g.txt", tmp_path / "c.txt"
+    gp.write_text("".join(rule_lines(g.rules, w)))
+    cp.write_text(" ".join(sent) + "\n" + " ".join(sent[:3]) + "\n")
+    r = run("parse", "--mbr", gp, cp)
+    assert "its Viterbi tree is written instead" in r.stderr and "# mbr_fallback_to_viterbi: 1" in r.stdout
