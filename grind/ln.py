@@ -204,21 +204,24 @@ def fixed_count_objective(st, F, muts, s2s, zeta, prior):
 
 # ----------------------------------------------------------------------------- the optimisers
 
-def group_coefficients(st, gi, F, m, v, zeta, mut_g):
+def group_coefficients(st, gi, F, m, v, zeta, mut_g, c=None):
     """(a, b) of the mu~ objective of group ``gi`` with the other experts fixed
-    (module docstring): a = f~ / |J_k|, b = (N_k/zeta~_k) exp(r + v~/2)."""
+    (module docstring): a = f~ / |J_k|, b = (N_k/zeta~_k) exp(r + v~/2).
+    ``c``: N_k/zeta~_k if already computed (:func:`_scale`)."""
     gr = st.groups[gi]
     rest = gr.gather(m) - mut_g * gr.w
     a = gr.gather(F) * gr.w
-    b = gr.gather_k(_scale(F, zeta)) * np.exp(np.minimum(rest + 0.5 * gr.gather(v), _EXP_MAX))
+    c = _scale(F, zeta) if c is None else c
+    b = gr.gather_k(c) * np.exp(np.minimum(rest + 0.5 * gr.gather(v), _EXP_MAX))
     return a, b
 
 
-def sigma_coefficients(st, gi, F, m, v, zeta, s2_g):
+def sigma_coefficients(st, gi, F, m, v, zeta, s2_g, c=None):
     """beta of the log sigma~^2 objective of group ``gi`` (module docstring)."""
     gr = st.groups[gi]
     v_rest = gr.gather(v) - s2_g * gr.w ** 2
-    return gr.gather_k(_scale(F, zeta)) * np.exp(np.minimum(gr.gather(m) + 0.5 * v_rest, _EXP_MAX))
+    c = _scale(F, zeta) if c is None else c
+    return gr.gather_k(c) * np.exp(np.minimum(gr.gather(m) + 0.5 * v_rest, _EXP_MAX))
 
 
 def _scale(F, zeta):
@@ -740,14 +743,15 @@ class LogisticNormal:
                 trace.append(bound)
             if c == cycles:
                 break
+            c_k = _scale(F, zeta)                 # fixed through this cycle's block updates
             for gi, gr in enumerate(st.groups):
                 mu, P, _ = prior[gi]
-                a, b = group_coefficients(st, gi, F, m, v, zeta, muts[gi])
+                a, b = group_coefficients(st, gi, F, m, v, zeta, muts[gi], c_k)
                 new = optimise_mu(gr.mask, a, b, gr.w, muts[gi], mu, P, method=self.optimizer,
-                                  Sigma=self.Sigma[gi], cache=self._cache.setdefault((gi, id(self.Sigma[gi])), {}))
+                                  Sigma=self.Sigma[gi], cache=self._cache.setdefault(gi, {}))
                 m = st.add(m, gi, new - muts[gi])
                 muts[gi] = new
-                beta = sigma_coefficients(st, gi, F, m, v, zeta, s2s[gi])
+                beta = sigma_coefficients(st, gi, F, m, v, zeta, s2s[gi], c_k)
                 new = optimise_sigma(gr.mask, beta, gr.w ** 2, np.diagonal(P, axis1=-2, axis2=-1), s2s[gi])
                 v = st.add(v, gi, new - s2s[gi], 2)
                 s2s[gi] = new

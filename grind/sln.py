@@ -41,6 +41,7 @@ import numpy as np
 
 from .errors import InputError
 from .grammar import Grammar
+from .parser import ChartParser
 from .textio import header_lines, open_out, read_lines
 
 #: --tie -> which families are tied, and into which expert ("nominal": nouns, common and proper).
@@ -288,7 +289,7 @@ def split_joint(grammar):
     return [Grammar(r, np.array(w), start) for r, w in parts.values()]
 
 
-class JointParser:
+class JointParser(ChartParser):
     """The :class:`grind.parser.ChartParser` contract over a joint grammar:
     sentence i of the concatenated corpus is parsed by its language's parser
     with that language's slice of the weights; counts land in that slice."""
@@ -299,9 +300,6 @@ class JointParser:
         self.sent_off = np.cumsum([0] + [len(p.sentences) for p in self.parsers])
         self.sentences = [s for p in self.parsers for s in p.sentences]
         self.failures = {int(o) + i: why for p, o in zip(self.parsers, self.sent_off) for i, why in p.failures.items()}
-
-    def _idx(self, idx):
-        return np.arange(len(self.sentences)) if idx is None else np.asarray(idx, dtype=np.int64)
 
     def _split(self, idx):
         idx = self._idx(idx)
