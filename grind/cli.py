@@ -175,10 +175,16 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
 @corpus_options
 @click.option("--lexicalized", is_flag=True,
               help="Words as heads: choose rules only for (head, dependent, direction) triples seen in a sentence.")
+@click.option("--tags", "tags_path", default=None,
+              help="Unlexicalized: also cover the tags of this file (whitespace separated; lines starting "
+                   "'# ' are comments).")
+@click.option("--tags-from", "tags_from", multiple=True,
+              help="Unlexicalized: also cover every tag of this corpus, read with the same --column/--punct "
+                   "and no length filter (repeatable: e.g. dev and test).")
 @output_option
 @click.argument("corpus")
-def make_dmv(corpus, spec, lexicalized, output):
-    """The DMV (Klein & Manning 2004) as a split-head PCFG over CORPUS's types.
+def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, output):
+    """The DMV (Klein & Manning 2004) as a split-head PCFG over a tag set.
 
     \b
     S --> Y_h;  Y_h --> L0_h R0_h;  L0_h / L_h --> h_l (STOP) | L'_h (not STOP),
@@ -186,15 +192,64 @@ def make_dmv(corpus, spec, lexicalized, output):
     Uniform probabilities; any PCFG tool can read it, grind uses its DMV kernel.
 
     \b
+    The head types (unlexicalized) are a tag set, not the sample's tags, so
+    held-out sentences parse:
+      --column UPOS   the 17 UPOS tags (without PUNCT under --punct ud), plus
+                      any other value CORPUS has (with a warning);
+      other columns   every tag of CORPUS read without --max-length/--min-length
+                      (a <= 10 grammar covers the whole training file);
+      and in both cases the tags of --tags FILE and --tags-from CORPUS2.
+    The header's '# tagset:' line says how it was made.  --lexicalized:
+    the words of the (length-filtered) CORPUS, choose rules only for pairs
+    seen in one sentence.
+
+    \b
     Examples:
       grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+      grind make-grammar dmv --column XPOS --punct ptb --max-length 10 --tags-from dev.conllu train.conllu > dmv0.txt
       grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
     """
     from .dmv import dmv_grammar
-    sents = read_corpus(corpus, spec)
-    g = dmv_grammar([s.tokens for s in sents], lexicalized=lexicalized)
+    if lexicalized:
+        if tags_path or tags_from:
+            raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
+        sents = [s.tokens for s in read_corpus(corpus, spec)]
+        g = dmv_grammar(sents, lexicalized=True)
+        tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
+    else:
+        vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from)
+        g = dmv_grammar([], vocabulary=vocab)
+    log.info(f"DMV over {tagset}: {len(g)} rules")
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
-                  lexicalized=str(lexicalized).lower(), corpus=spec.describe())
+                  lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe())
+
+
+def dmv_tagset(corpus, spec, tags_path, tags_from):
+    """The head types of an unlexicalized DMV and a one-line description (see make_dmv)."""
+    from .corpus import UPOS_TAGS, corpus_types, read_tags
+    seen = corpus_types(corpus, spec)
+    sources = [f"{corpus} (all lengths)"]
+    for path in tags_from:
+        seen |= corpus_types(path, spec)
+        sources.append(f"{path} (--tags-from)")
+    listed = set(read_tags(tags_path)) if tags_path else set()
+    if tags_path:
+        sources.append(f"{tags_path} (--tags)")
+    if spec.column == "UPOS":
+        base = {t for t in UPOS_TAGS if not (spec.punct == "ud" and t == "PUNCT")}
+        other = sorted((seen | listed) - set(UPOS_TAGS))
+        if other:
+            log.warn(f"values that are not UPOS tags, added to the tag set: {' '.join(other)}")
+        vocab = sorted(base | seen | listed)
+        what = "UPOS" + (" without PUNCT (--punct ud)" if spec.punct == "ud" else "")
+        extra = sorted(set(vocab) - base)
+        desc = f"{what} ({len(vocab)} tags{'; also ' + ' '.join(extra) if extra else ''})"
+        if listed:
+            desc += f"; --tags {tags_path}"
+        return vocab, desc
+    vocab = sorted(seen | listed)
+    col = spec.column or "tokens"
+    return vocab, f"{col} of {' + '.join(sources)} ({len(vocab)} tags)"
 
 
 @make_grammar.command("from-file")
@@ -215,14 +270,22 @@ def make_from_file(grammar, start, output):
 @cli.command("make-structure")
 @click.option("--tie", required=True, type=click.Choice(["V", "N", "VN", "A"]),
               help="TieV, TieN (noun and proper_noun families), TieV&N, TieA (every family).")
+@click.option("--tie-what", type=click.Choice(["choose+stop", "choose"]), default="choose+stop", show_default=True,
+              help="Tie the choose and the stop multinomials of a family's heads (experts tie:F:left|right and "
+                   "tie:F:stop:left|right:0|1), or the choose multinomials only.")
 @click.option("--families", default="upos", show_default=True,
-              help="Tag-family mapping: upos, ptb, or a file of 'TAG FAMILY' lines.")
+              help="Tag-family mapping: upos, ptb (grind/data/families-*.txt, every tag in a family), "
+                   "or a file of 'TAG FAMILY' lines.")
 @output_option
 @click.argument("grammars", nargs=-1, required=True)
-def make_structure(tie, families, output, grammars):
+def make_structure(tie, tie_what, families, output, grammars):
     """Write the shared-logistic-normal structure --tie builds for a DMV GRAMMAR
     (two grammars: the bilingual structure of train --joint, symbols prefixed
-    1| and 2|), as an editable file for train --algo ln --tie FILE.
+    1| and 2|), as an editable file for train --algo ln --tie FILE.  Per tied
+    family F: experts tie:F:left and tie:F:right over the heads' choose
+    multinomials (L'_h, R'_h) and, with --tie-what choose+stop (default),
+    tie:F:stop:left:0 / left:1 / right:0 / right:1 over their stop
+    multinomials (L0_h, L_h, R0_h, R_h).
 
     
     Format: 'expert NAME LHS1 LHS2 ...' (an expert over these multinomials,
@@ -238,7 +301,8 @@ def make_structure(tie, families, output, grammars):
         raise click.UsageError("one grammar, or two for the bilingual structure")
     gs = [read_grammar(x) for x in grammars]
     g = gs[0] if len(gs) == 1 else joint_grammar(gs, ["1", "2"])
-    write_structure(output, build(g, Packing(g), tie, families), tie=tie, families=families)
+    write_structure(output, build(g, Packing(g), tie, families, tie_what), tie=tie, tie_what=tie_what,
+                    families=families)
 
 
 @cli.command()
@@ -246,6 +310,11 @@ def make_structure(tie, families, output, grammars):
 @click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
 @click.option("--harmonic", "mode", flag_value="harmonic",
               help="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
+@click.option("--variant", type=click.Choice(["km-global", "independent"]), default="km-global", show_default=True,
+              help="--harmonic: how stop counts are set: km-global = the authors' code (a global first-kid "
+                   "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
+                   "higher accuracy, see README), independent = exact expected counts when candidate dependents "
+                   "attach independently (grind before issue 10).")
 @click.option("--jitter", type=click.FloatRange(0), default=1.0, show_default=True,
               help="Scale of the log-normal noise of --random.")
 @click.option("--corpus", "corpus_path", default=None, help="The training corpus (for --harmonic).")
@@ -254,7 +323,7 @@ def make_structure(tie, families, output, grammars):
 @start_option
 @output_option
 @click.argument("grammar")
-def init(grammar, mode, jitter, corpus_path, spec, seed, start, output):
+def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output):
     """Initial rule probabilities for GRAMMAR's rules.
 
     \b
@@ -262,9 +331,17 @@ def init(grammar, mode, jitter, corpus_path, spec, seed, start, output):
     --random    uniform times exp(jitter * z), z ~ N(0,1), renormalised.
     --harmonic  (DMV) in an n-word sentence each word is the root with weight
                 1/n and attaches to word j with weight proportional to
-                1/|i-j| (one attachment per word; Cohen & Smith 2010 §5.1).
-                Stop counts: each candidate dependent attaches independently
-                with that weight, so per head and direction STOP(v0) = P(no
+                1/|i-j| (Klein & Manning 2004; Cohen & Smith 2010 §5.1).
+                Stop counts by --variant:
+                km-global (default): the authors' code.  Attachments weigh
+                (n-1)/n in all; every rule gets +0.1; one global first-kid
+                probability f: per head type h and side D, with N tokens,
+                N_D of them with a word on side D and E_D expected
+                dependents, STOP(v0) = N + 0.1 - f N_D, not-STOP(v0) =
+                STOP(v1) = 0.1 + f N_D, not-STOP(v1) = E_D + 0.1 - f N_D,
+                f = 0.9 x the largest value keeping every count >= 0.
+                independent: each candidate dependent attaches
+                independently with its weight, so STOP(v0) = P(no
                 dependent), not-STOP(v0) = STOP(v1) = 1 - P(no dependent),
                 not-STOP(v1) = E[#dependents] - (1 - P(no dependent)).
                 The counts are normalised per LHS.
@@ -280,20 +357,31 @@ def init(grammar, mode, jitter, corpus_path, spec, seed, start, output):
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
     elif mode == "harmonic":
-        w = harmonic_weights(g, corpus_path, spec)
-    write_grammar(output, g, g.normalize(w), "probabilities", init=mode)
+        w = harmonic_weights(g, corpus_path, spec, variant)
+    elif _given("variant"):
+        raise click.UsageError("--variant is for --harmonic")
+    extra = {"harmonic_variant": variant} if mode == "harmonic" else {}
+    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra)
 
 
-def harmonic_weights(g, corpus_path, spec):
-    from .dmv import harmonic_counts, is_dmv_grammar
+def _given(name) -> bool:
+    """True when option ``name`` of the current command was given (not its default)."""
+    from click.core import ParameterSource
+    return click.get_current_context().get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+
+def harmonic_weights(g, corpus_path, spec, variant="km-global"):
+    """Harmonic-initialiser counts of DMV grammar ``g`` from ``corpus_path`` (:func:`grind.dmv.harmonic_counts`)."""
+    from .dmv import dmv_index, harmonic_counts, is_dmv_grammar
     if not is_dmv_grammar(g):
         raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
     if not corpus_path:
         raise click.UsageError("--harmonic needs --corpus (the training corpus)")
-    counts = harmonic_counts(g, [s.tokens for s in read_corpus(corpus_path, spec)])
-    if not counts.any():
+    sents = [s.tokens for s in read_corpus(corpus_path, spec)]
+    ix = dmv_index(g)
+    if not any(len(s) and all(t in ix.type_id for t in s) for s in sents):
         raise InputError(f"{corpus_path}: no sentence of the corpus fits the grammar's vocabulary")
-    return counts
+    return harmonic_counts(g, sents, variant)
 
 
 @cli.command()
@@ -385,7 +473,8 @@ STREAMING = ("streaming",)
 @click.option("--algo", type=click.Choice(list(ALGORITHMS)), default="em", show_default=True,
               help="Inference algorithm.")
 @click.option("--iterations", type=click.IntRange(1), default=50, show_default=True,
-              help="Iterations (batch algorithms, sweeps of the samplers and of cvb).")
+              help="Iterations (batch algorithms, sweeps of the samplers and of cvb); for ln a cap "
+                   "[ln default: 1000, with --tolerance 1e-5: run to convergence].")
 @click.option("--epochs", type=click.IntRange(1), default=1, show_default=True, help="Passes over the corpus (stochastic).")
 @click.option("--batch", type=click.IntRange(1), default=1000, show_default=True, help="Minibatch size (streaming, stochastic).")
 @click.option("--first-batch", type=click.IntRange(1), default=None, help="Size of the first minibatch (streaming; default --batch).")
@@ -402,18 +491,28 @@ STREAMING = ("streaming",)
 @click.option("--constraints", "mix_constraints", default="RA+VAR+SD", show_default=True,
               help="mixture: prior-knowledge components, '+' intersects, ',' separates components: "
                    "RA RightAttach, AR AllRight, LC LeftChain, VAR VerbAsRoot, NS NounSequence, SD ShortDep (<= 4).")
-@click.option("--mix-start", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="mixture: simplex annealing starts with the mean-field coefficient at most this ...")
+@click.option("--base", "mix_base", type=click.Choice(["ln", "vb", "em"]), default="ln", show_default=True,
+              help="mixture: the model the components are added to: ln = logistic-normal mean-field variational "
+                   "EM (the paper's; takes the ln options --cov, --families, --model, --ln-cycles), vb = Dirichlet "
+                   "mean-field VB (--alpha), em = MAP-EM point estimate (--alpha).")
+@click.option("--mix-schedule", type=click.Choice(["I", "II", "III", "annealed", "fixed-0.85", "fixed-0.95"],
+                                                  case_sensitive=False), default="I", show_default=True,
+              help="mixture: the polytope of coefficients: I = annealed (the mean-field coefficient is at most "
+                   "--mix-start, the cap rising 1% a step to --mix-end), II = mean-field fixed at 0.85, "
+                   "III = fixed at 0.95; the C-step splits the rest among the --constraints components.")
+@click.option("--mix-start", type=click.FloatRange(0, 1), default=0.85, show_default=True,
+              help="mixture, schedule I: the cap on the mean-field coefficient at step 0 ...")
 @click.option("--mix-end", type=click.FloatRange(0, 1), default=0.95, show_default=True,
-              help="mixture: ... and loosens the bound 1% a step up to this.")
+              help="mixture, schedule I: ... rising by 0.01 a step up to this.")
 @click.option("--mix-coef", default=None,
-              help="mixture: fixed coefficients instead, mean-field first, e.g. 0.85,0.15.")
+              help="mixture: fixed coefficients instead of a schedule (no C-step), mean-field first, e.g. 0.85,0.15.")
 @click.option("--model", type=click.Choice(["1", "2"]), default="1", show_default=True,
               help="ln: model I (theta drawn per sentence) or II (drawn once).")
 @click.option("--cov", "ln_cov", type=click.Choice(["identity", "families"]), default="identity", show_default=True,
               help="ln: initial covariance: identity, or 0.5 between rules whose symbols share a tag family.")
 @click.option("--families", default="upos", show_default=True,
-              help="ln: tag-family mapping for --cov families: upos, ptb, or a file of 'TAG FAMILY' lines.")
+              help="ln: tag-family mapping for --cov families and --tie V|N|VN|A: upos, ptb "
+                   "(grind/data/families-*.txt, every tag in a family), or a file of 'TAG FAMILY' lines.")
 @click.option("--ln-cycles", type=click.IntRange(1), default=5, show_default=True,
               help="ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.")
 @click.option("--ln-warm", is_flag=True,
@@ -425,8 +524,15 @@ STREAMING = ("streaming",)
                    "(instead of the grammar's weights and --cov / --tie).")
 @click.option("--tie", default=None,
               help="ln: shared logistic normal (Cohen & Smith 2010 §3.3): V (TieV), N (TieN), VN (TieV&N), A (TieA) "
-                   "tie the DMV choose multinomials of heads in one tag family (--families); or a structure file "
-                   "(see grind make-structure).")
+                   "tie the DMV multinomials of heads in one tag family (--families, --tie-what); or a structure "
+                   "file (see grind make-structure).")
+@click.option("--tie-what", type=click.Choice(["choose+stop", "choose"]), default="choose+stop", show_default=True,
+              help="ln --tie V|N|VN|A: tie the choose and the stop multinomials of a family's heads, or the "
+                   "choose multinomials only.")
+@click.option("--tie-warmup", type=click.IntRange(0), default=None,
+              help="ln --tie: the first N iterations train the untied logistic normal, then the tied structure "
+                   "takes over from its means (0: tied from the start).  [default: 5 with --tie; ours, the "
+                   "papers' number was not found]")
 @click.option("--joint", nargs=2, default=None, metavar="GRAMMAR2 CORPUS2",
               help="ln: bilingual tying (§5.4): train a second language's grammar on its corpus jointly, "
                    "--tie experts spanning both languages through the tag families.")
@@ -434,7 +540,9 @@ STREAMING = ("streaming",)
 @click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
 @click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
-              help="Stop when the objective's relative gain is below this.")
+              help="Stop when the objective's relative gain is below this.  ln: stop when the variational "
+                   "bound's relative change |B_t - B_t-1| / |B_t-1| is at most this [ln default: 1e-5]; the "
+                   "trace's 'stopped' column says whether the run converged or reached --iterations.")
 @click.option("--alpha", default="1.0", show_default=True,
               help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts. "
                    "EM: MAP estimate (1 = maximum likelihood).")
@@ -469,13 +577,19 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     stochastic  stochastic VB, step (tau + t)^-kappa (Hoffman et al. 2010).
     gibbs       Gibbs sampler for (t, theta) (Johnson, Griffiths & Goldwater 2007).
     hastings    collapsed Metropolis-Hastings sampler, annealed from --temp-start.
-    mixture     DMV only: posterior-mixture constraints (Cohen & Smith 2009),
-                mean-field + --constraints components, simplex annealing.
+    mixture     DMV only: posterior-mixture constraints (Cohen & Smith 2009):
+                the --base model (default ln) with its posterior over trees
+                a mixture of the unconstrained one and --constraints
+                components, coefficients by --mix-schedule (C-step);
+                20 iterations unless --iterations is given.
     ln          logistic-normal prior, variational EM (Cohen & Smith 2010),
                 model I or II (--model), --cov identity|families; shared
-                logistic normal with --tie V|N|VN|A|FILE, two languages with
+                logistic normal with --tie V|N|VN|A|FILE (--tie-what,
+                after --tie-warmup untied iterations), two languages with
                 --joint; writes softmax of the mean (and mu, Sigma with
-                --ln-params).
+                --ln-params).  Runs to convergence: until the bound's
+                relative change is <= --tolerance (default 1e-5 for ln),
+                at most --iterations (default 1000 for ln).
     All but em, mixture and ln write the posterior Dirichlet pseudo-counts (grind parse and
     loglik use their mean).  The per-step objective (log-likelihood + log
     prior, variational bound, or collapsed log probability) goes to stderr,
@@ -496,7 +610,9 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
     cfg = SimpleNamespace(iterations=iterations, tolerance=tolerance, jobs=jobs, kernel=kernel,
                           corpus=corpus, spec=spec, **opts)
-    _check_ln_options(algo, opts, dev_path)
+    _check_ln_options(algo, opts, dev_path, cfg)
+    _ln_stopping_defaults(algo, cfg)
+    _check_mixture_options(algo, cfg)
     joint = None
     if opts.get("joint"):
         g, sents, parser, joint = load_joint(grammar, corpus, opts["joint"], spec, start, kernel)
@@ -542,18 +658,60 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         algorithm.save(opts["ln_params"])
 
 
-def _check_ln_options(algo, opts, dev_path):
-    """Options that only --algo ln understands, and what --joint needs."""
-    for name in ("tie", "joint", "joint_output", "ln_init"):
+#: The train options that only --algo mixture reads.
+MIXTURE_OPTIONS = ("mix_constraints", "mix_base", "mix_schedule", "mix_start", "mix_end", "mix_coef")
+
+
+def _check_mixture_options(algo, cfg):
+    """Mixture options given without --algo mixture, or --mix-coef with
+    --mix-schedule, are usage errors; --algo mixture without --iterations runs
+    the paper's :data:`grind.mixture.MIX_ITERATIONS`."""
+    given = [n for n in MIXTURE_OPTIONS if _given(n)]
+    opt = {n: "--" + n.replace("_", "-") for n in MIXTURE_OPTIONS}
+    opt.update(mix_constraints="--constraints", mix_base="--base")
+    if algo != "mixture":
+        if given:
+            raise click.UsageError(f"{opt[given[0]]} is for --algo mixture")
+        return
+    if "mix_coef" in given and "mix_schedule" in given:
+        raise click.UsageError("--mix-coef fixes the coefficients: leave out --mix-schedule")
+    if cfg.mix_start > cfg.mix_end:
+        raise click.UsageError(f"--mix-start {cfg.mix_start} is above --mix-end {cfg.mix_end}")
+    if not _given("iterations"):
+        from .mixture import MIX_ITERATIONS
+        cfg.iterations = MIX_ITERATIONS
+
+
+def _check_ln_options(algo, opts, dev_path, cfg=None):
+    """Options that only --algo ln understands, and what --joint needs; with
+    ``cfg``, sets ``cfg.tie_warmup`` to its default under --tie (:data:`grind.ln.TIE_WARMUP`)."""
+    for name in ("tie", "joint", "joint_output", "ln_init", "tie_warmup"):
         if opts.get(name) and algo != "ln":
             raise click.UsageError(f"--{name.replace('_', '-')} is for --algo ln")
     if opts.get("ln_init") and opts.get("tie"):
         raise click.UsageError("--ln-init brings its own expert structure; leave out --tie")
+    if opts.get("tie_warmup") is not None and not opts.get("tie"):
+        raise click.UsageError("--tie-warmup needs --tie")
+    if cfg is not None and opts.get("tie") and opts.get("tie_warmup") is None:
+        from .ln import TIE_WARMUP
+        cfg.tie_warmup = TIE_WARMUP
     if opts.get("joint"):
         if not opts.get("joint_output"):
             raise click.UsageError("--joint needs --joint-output FILE for the second language's grammar")
         if dev_path:
             raise click.UsageError("--dev is not supported with --joint (evaluate each language's grammar after training)")
+
+
+def _ln_stopping_defaults(algo, cfg):
+    """--algo ln runs to convergence: --iterations and --tolerance left at their
+    defaults become :data:`grind.ln.LN_ITERATIONS` (a cap) and :data:`grind.ln.LN_TOLERANCE`."""
+    if algo != "ln":
+        return
+    from .ln import LN_ITERATIONS, LN_TOLERANCE
+    if not _given("iterations"):
+        cfg.iterations = LN_ITERATIONS
+    if not _given("tolerance"):
+        cfg.tolerance = LN_TOLERANCE
 
 
 def load_joint(grammar, corpus, second, spec, start, kernel):
@@ -599,8 +757,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
     A PCFG writes one bracketed tree a line; a sentence without a parse is
     reported on stderr and written as (NOPARSE w1 ... wn) so lines stay
     aligned.  A DMV grammar writes CoNLL with the HEAD column filled (other
-    columns passed through); an unparseable sentence gets the attach-right tree
-    and a warning.  --mbr: arc posteriors from inside-outside, then the best
+    columns passed through); a sentence without a parse (e.g. a tag the
+    grammar lacks) gets HEAD and DEPREL '_', is named on stderr with its
+    reason and counted in the header ('# unparsed: N'); grind eval scores its
+    words 0.  --mbr: arc posteriors from inside-outside, then the best
     projective tree over them (Eisner).
 
     \b
@@ -626,7 +786,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
                          "floating-point range under this grammar; its Viterbi tree is written instead")
             if fallback:
                 log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
-        write_dependencies(output, sents, parser, heads, decoder, spec,
+        write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
                            **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}))
         return
     if ln_path:
@@ -643,15 +803,28 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
             f.write(format_tree(t) + "\n")
 
 
-def write_dependencies(output, sents, parser, heads, decoder, spec, **extra):
-    """CoNLL output; sentences without a tree get attach-right heads (reported)."""
+def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, **extra):
+    """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
+    written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
+    header's ``# unparsed:`` line and named with its reason on stderr (the
+    offending tag when the grammar lacks it or, given ``weights``, gives it
+    probability 0)."""
     from .corpus import conll_block
-    from .dep_eval import attach_heads
-    report_failures(sents, parser, np.array([0.0 if h is not None else -np.inf for h in heads]))
+    bad = [i for i, h in enumerate(heads) if h is None]
+    zero = parser.zero_types(weights) if bad and weights is not None else set()
+    for k, i in enumerate(bad):
+        if k == 10:
+            log.warn(f"... and {len(bad) - 10} more")
+            break
+        why = parser.explain(i, weights, zero)
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
+    if bad:
+        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
+                 "(grind eval scores their words 0)")
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), **extra))
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=len(bad), **extra))
         for s, h in zip(sents, heads):
-            f.write(conll_block(s, attach_heads(len(s), "right") if h is None else h))
+            f.write(conll_block(s, h))
 
 
 @cli.command()
@@ -715,10 +888,13 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
 
 @cli.command("eval")
 @corpus_options
+@click.option("--baselines/--no-baselines", default=True, show_default=True,
+              help="Dependencies: also score the attach-right / attach-left trees of GOLD and report each "
+                   "prediction's overlap with them (--no-baselines: only the predictions).")
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
-def eval_(gold, predicted, spec, output):
+def eval_(gold, predicted, spec, baselines, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -729,11 +905,24 @@ def eval_(gold, predicted, spec, output):
     (pooled) and sentence-level (mean) precision/recall/F1, exact match.
     Dependencies (CoNLL): directed and undirected attachment accuracy for
     sentences of <= 10, <= 20 words and all, the root arc counted as one arc.
+    A predicted sentence whose HEAD column is all '_' (grind parse found no
+    tree) is unparsed: its words count with 0 correct; column 'unparsed'
+    counts them.  With --baselines (default) the same table is given for
+    the attach-right / attach-left trees of GOLD (rows attach-right:<=10 ...),
+    each prediction's overlap_right / overlap_left (words whose head equals
+    the baseline's / words of its parsed sentences), and a '# note:' line
+    where a directed accuracy is within 1 point of a baseline's.  Several
+    PREDICTED files (committee members): one table each, then the mean and
+    standard deviation.
+
+    \b
+    Columns: subset sentences words directed undirected unparsed overlap_right overlap_left
 
     \b
     Examples:
       grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
       grind eval --column UPOS --punct ud gold.conllu parsed.conllu
+      grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
     """
     from .corpus import detect_format
     if gold == "-" and spec.format == "auto":
@@ -743,10 +932,20 @@ def eval_(gold, predicted, spec, output):
         from .bracket_eval import evaluate_files
         report = "".join(evaluate_files(gold, p, spec) for p in predicted)
     else:
-        from .dep_eval import evaluate, format_report, format_spread
+        from .dep_eval import baseline_rows, evaluate, format_baselines, format_report, format_spread
         gold_sents = read_corpus(gold, spec)
-        runs = [evaluate(gold_sents, read_corpus(p, spec)) for p in predicted]
-        report = "".join(format_report(rows, dependency_convention(spec)) for rows in runs)
+        base = baseline_rows(gold_sents) if baselines else None
+        runs, report = [], ""
+        for k, p in enumerate(predicted):
+            rows = evaluate(gold_sents, read_corpus(p, spec), baselines)
+            unparsed = rows[-1]["unparsed"]
+            if unparsed:
+                log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
+                         "(HEAD '_'); their words are scored 0")
+            runs.append(rows)
+            report += format_report(rows, dependency_convention(spec), base, p, definitions_too=k == 0)
+        if base is not None:
+            report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
         if len(runs) > 1:
             report += format_spread(runs)
     with open_out(output) as f:

@@ -16,7 +16,9 @@ sums, maximises and samples over Y_k only::
     Z_k(theta) = sum_{y in Y_k} p(x, y | theta)
     viterbi    = argmax_{y in Y_k} p(x, y | theta),   sample ~ p(y | x, theta, y in Y_k)
 
-A sentence with no tree in Y_k gets log Z_k = -inf (no counts, no tree).
+A sentence with no tree in Y_k gets log Z_k = -inf (no counts, no tree);
+:class:`grind.mixture.MixtureParser`, which combines these parsers with the
+unconstrained one behind the same contract, then uses q_0 for it.
 
 The six components (0-based positions, n words; "head" of d = parent)::
 

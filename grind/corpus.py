@@ -25,6 +25,9 @@ PTB_PUNCT = frozenset(["``", "''", ",", ".", ":", "-LRB-", "-RRB-"])
 PTB_PUNCT_PLUS = PTB_PUNCT | {"#", "$"}
 
 COLUMNS = ("FORM", "LFORM", "UPOS", "XPOS")
+#: The 17 universal POS tags of UD v2 (https://universaldependencies.org/u/pos/).
+UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+             "PUNCT", "SCONJ", "SYM", "VERB", "X")
 FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb")
 PUNCT_RULES = ("none", "ud", "ptb", "ptb+")
 
@@ -270,11 +273,19 @@ def _make_sentence(toks, number, start, comments, column, punct, name) -> Senten
 
 
 def _gold_heads(toks, name):
+    """The HEAD column as ints; ``None`` when it is ``_`` on every token (no
+    tree: a raw corpus, or a sentence ``grind parse`` found no parse for);
+    ``_`` on some tokens only is an error."""
+    blank = [t[6] == "_" for t in toks]
+    if all(blank):
+        return None
+    if any(blank):
+        t = toks[blank.index(True)]
+        raise InputError(f"{name}:{t[10]}: HEAD is '_' here but a number elsewhere in the sentence "
+                         "(give every token a head, or none)")
     heads = []
     for t in toks:
         h = t[6]
-        if h == "_":
-            return None
         try:
             v = int(h)
         except ValueError:
@@ -322,13 +333,41 @@ def conll_block(sentence: Sentence, heads) -> str:
     """The sentence as a CoNLL block with HEAD set to ``heads`` (1-based, 0 = root).
 
     Kept rows pass through with IDs renumbered 1..n (punctuation removal drops
-    rows); DEPREL becomes ``root``/``dep`` and DEPS ``_``.  A plain-text
-    sentence gets FORM = token and ``_`` elsewhere.
+    rows); DEPREL becomes ``root``/``dep`` and DEPS ``_``.  ``heads=None`` (no
+    parse) writes HEAD and DEPREL ``_``, which :func:`read_corpus` reads back
+    as a sentence without heads.  A plain-text sentence gets FORM = token and
+    ``_`` elsewhere.
     """
     rows = sentence.rows or [[str(i), t] + ["_"] * 8 for i, t in enumerate(sentence.tokens, 1)]
     out = [c + "\n" for c in sentence.comments]
-    for i, (row, h) in enumerate(zip(rows, heads), 1):
+    for i, row in enumerate(rows, 1):
         r = list(row)
-        r[0], r[6], r[7], r[8] = str(i), str(int(h)), "root" if h == 0 else "dep", "_"
+        if heads is None:
+            r[0], r[6], r[7], r[8] = str(i), "_", "_", "_"
+        else:
+            h = heads[i - 1]
+            r[0], r[6], r[7], r[8] = str(i), str(int(h)), "root" if h == 0 else "dep", "_"
         out.append("\t".join(r) + "\n")
     return "".join(out) + "\n"
+
+
+def corpus_types(path: str, spec: CorpusSpec) -> set[str]:
+    """Every token type of ``path`` read with ``spec``'s format, column and
+    punctuation rule but *without* its length filter."""
+    from dataclasses import replace
+    return {t for s in iter_corpus(path, replace(spec, max_length=None, min_length=1)) for t in s.tokens}
+
+
+def read_tags(path: str) -> list[str]:
+    """Tags of a tag file: whitespace-separated (one a line or several), blank
+    lines and comment lines (starting with ``# ``, hash and space) skipped, so
+    the PTB tag ``#`` can be listed on its own.  InputError when none."""
+    name = "<stdin>" if path == "-" else path
+    tags = []
+    for _, ln in read_lines(path):
+        if ln.startswith("# "):
+            continue
+        tags += ln.split()
+    if not tags:
+        raise InputError(f"{name}: no tags (one a line or whitespace separated; '# ' starts a comment line)")
+    return list(dict.fromkeys(tags))

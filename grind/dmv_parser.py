@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dmv
-from .dmv import DMVIndex, dmv_index, is_dmv_grammar, split_token  # noqa: F401 (re-export)
+from .dmv import CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_grammar, split_token  # noqa: F401 (re-export)
 from .eisner import eisner
 from .errors import NumericalError
 from .parser import ChartParser
@@ -67,8 +67,9 @@ class DMVParser(ChartParser):
             if un is not None:
                 self.sentences[k] = sent = un
             else:
-                bad = next(t for t in sent if t not in tid)
-                self.failures[k] = f"unknown word {bad!r}"
+                pos, bad = next((p, t) for p, t in enumerate(sent, 1) if t not in tid)
+                self.failures[k] = (f"unknown word {bad!r} at position {pos}: the grammar has no head "
+                                    f"type (tag) {bad!r}; see make-grammar dmv --tags/--tags-from")
                 return np.full(len(sent), -1, dtype=np.int64)
         return np.array([tid[t] for t in sent], dtype=np.int64)
 
@@ -180,6 +181,31 @@ class DMVParser(ChartParser):
         k = len(self._idx(idx))
         seeds = rng.integers(2 ** 63, size=k, dtype=np.int64).astype(np.uint64)
         return self._trees(weights, idx, seeds)
+
+    def zero_types(self, weights) -> set[str]:
+        """Head types that can appear in no tree under ``weights``: their
+        ``Y_h --> L0_h R0_h`` rule weighs 0, or neither a root rule nor any
+        choose rule with them as dependent has positive weight (e.g. a tag no
+        training sentence had, after EM from the harmonic initialiser)."""
+        w = self._weights(weights)
+        ix, T = self.index, len(self.index.types)
+        tr = ix.type_rules
+        y, root = tr[:, SLOT["Y"]], tr[:, SLOT["root"]]
+        ok_y = (y >= 0) & (w[np.maximum(y, 0)] > 0)
+        reach = (root >= 0) & (w[np.maximum(root, 0)] > 0)
+        ch = (ix.kind >= CHOOSE_L) & (w > 0)
+        reach[np.unique(ix.dep[ch])] = True
+        return {ix.types[t] for t in range(T) if not (ok_y[t] and reach[t])}
+
+    def explain(self, k, weights, zero=None) -> str:
+        """Why sentence ``k`` has no parse, naming the first offending token."""
+        if k in self.failures:
+            return self.failures[k]
+        zero = self.zero_types(weights) if zero is None else zero
+        for pos, t in enumerate(self.sentences[k], 1):
+            if t in zero:
+                return f"{t!r} at position {pos} has probability 0 under this grammar (no training sentence had it?)"
+        return "no derivation has positive probability"
 
     def mbr_heads(self, weights, idx=None, fallback=None):
         """Minimum-Bayes-risk trees: the projective tree maximising the sum of

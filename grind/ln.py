@@ -79,7 +79,12 @@ the other experts' part of m~_{k,r}; and for s = log sigma~^2_i
 
 (Plain LN: w = 1, r = 0, so these are exactly steps 2 and 3.)  The M-step is
 Algorithm 3 per expert.  Decoding uses theta_k = softmax(m_k), m_k the
-average of the experts' means.
+average of the experts' means.  The built-in structures (``--tie V|N|VN|A``)
+tie the choose and (by default, ``--tie-what choose+stop``) the stop
+multinomials of a tag family's heads; with an untied warm-up
+(``--tie-warmup N``) the first N iterations run the plain structure and the
+tied one then starts from mu_{j,I_{j,k}} = m_k for every expert, which keeps
+every m_k, hence the decoding distribution (:meth:`LogisticNormal._switch`).
 
 Arrays are padded: multinomials to the largest d_k (``rows[k, i]`` is the rule
 index, -1 for padding), experts of a group to the group's largest L_j.
@@ -115,6 +120,13 @@ from .training import SHARD, Step
 _EXP_MAX = 700.0
 #: Named family files shipped in grind/data.
 FAMILY_FILES = {"upos": "families-upos.txt", "ptb": "families-ptb.txt"}
+#: Default untied warm-up iterations of ``train --tie`` (ours: the papers' number was not found).
+TIE_WARMUP = 5
+#: ``train --algo ln`` defaults: run to convergence of the bound (:meth:`LogisticNormal._stop_reason`),
+#: relative tolerance LN_TOLERANCE, at most LN_ITERATIONS iterations.  The papers train "until
+#: convergence" without a threshold in the text we could search; both numbers are ours.
+LN_TOLERANCE = 1e-5
+LN_ITERATIONS = 1000
 
 
 # ----------------------------------------------------------------------------- packing
@@ -258,7 +270,7 @@ def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-
     # only blocks with data or away from the prior mean can move
     live = ((a != 0).any(-1) | (b != 0).any(-1) | (x0 != mu).any(-1)).reshape(-1)
     act = np.flatnonzero(live)
-    out = np.array(x0, dtype=np.float64)
+    out = np.array(x0, dtype=np.float64, order="C")      # written through reshape views below
     if act.size == 0:
         return out
     kb = np.broadcast_to(np.arange(shape[-2]), shape[:-1]).reshape(-1)[act]
@@ -418,7 +430,9 @@ def families_path(name: str) -> str:
 
 def read_families(path: str) -> dict:
     """A family mapping file: ``TAG FAMILY`` per line; lines starting with
-    ``#`` are comments (no inline comments: ``#`` and ``$`` are PTB tags)."""
+    ``#`` are comments (no inline comments: ``#`` and ``$`` are PTB tags); a
+    leading backslash escapes a tag, so the PTB tag ``#`` is written ``\\#``.
+    A tag listed twice is an error."""
     fam = {}
     for lineno, line in read_lines(families_path(path)):
         s = line.split()
@@ -426,7 +440,10 @@ def read_families(path: str) -> dict:
             continue
         if len(s) != 2:
             raise InputError(f"{path}:{lineno}: expected 'TAG FAMILY', got {line.strip()!r}")
-        fam[s[0]] = s[1]
+        tag = s[0][1:] if s[0].startswith("\\") and len(s[0]) > 1 else s[0]
+        if tag in fam:
+            raise InputError(f"{path}:{lineno}: tag {tag!r} is already in family {fam[tag]}")
+        fam[tag] = s[1]
     return fam
 
 
@@ -620,7 +637,8 @@ def pack_ln(grammar, experts):
 class LogisticNormal:
     """Variational EM for the (shared) logistic-normal prior (Cohen & Smith 2010, Alg. 3).
 
-    ``cfg``: ``iterations``, ``tolerance``; optional ``model`` (1: theta per
+    ``cfg``: ``iterations`` (a cap), ``tolerance`` (relative change of the
+    bound, :meth:`_stop_reason`); optional ``model`` (1: theta per
     sentence, default; 2: theta once), ``tie`` (None: one expert per
     multinomial; ``V``/``N``/``VN``/``A``: TieV, TieN, TieV&N, TieA; or a
     structure file, :mod:`grind.sln`), ``ln_cov`` (``identity`` |
@@ -631,14 +649,24 @@ class LogisticNormal:
     x experts' dimensions floats), ``ln_optimizer`` (``newton`` | ``lbfgs``,
     step 2), ``ln_init`` (a :func:`save_ln` file: structure, mu and Sigma;
     default mu = log theta0 centred per multinomial in every expert segment,
-    Sigma from ``ln_cov``), ``jobs``.  The Dirichlet ``prior`` is not used.
+    Sigma from ``ln_cov``), ``tie_what`` (``choose+stop``, default, or
+    ``choose``: which DMV multinomials V/N/VN/A tie, :func:`grind.sln.tie_structure`),
+    ``tie_warmup`` (default 0 here; ``train`` uses :data:`TIE_WARMUP`), ``jobs``.
+    The Dirichlet ``prior`` is not used.
+
+    Untied warm-up (``tie_warmup`` = N > 0 with a tied structure): iterations
+    1..N run the plain logistic normal (one expert per multinomial, Sigma from
+    ``ln_cov``); before iteration N + 1 (or earlier, if the plain run meets the
+    tolerance) :meth:`_switch` hands over to the tied structure.  The state
+    records which structure is active (``switched``), so a checkpoint resumes
+    on either side of the switch.
     """
 
     name = "ln"
     output = "probabilities"
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
-        from .sln import make_structure
+        from .sln import DEFAULT_TIE_WHAT, Structure, make_structure
         self.g, self.estep = grammar, estep
         self.parser = estep.parser if hasattr(estep, "parser") else estep
         self.pk = pk = Packing(grammar)
@@ -654,21 +682,30 @@ class LogisticNormal:
             raise InputError(f"unknown mu~ optimiser {self.optimizer!r} (newton, lbfgs)")
         init = getattr(cfg, "ln_init", None)
         families = getattr(cfg, "families", None)
+        self._cov, self._families = getattr(cfg, "ln_cov", "identity") or "identity", families
+        self._plain = self._tied = None
+        self.warmup = 0
         if init:
             self.st, self.mu, self.Sigma = pack_ln(grammar, load_ln(init))
         else:
             tie = getattr(cfg, "tie", None)
-            self.st = make_structure(grammar, pk, tie, families)
+            self.st = make_structure(grammar, pk, tie, families, getattr(cfg, "tie_what", None) or DEFAULT_TIE_WHAT)
             if tie and self.st.is_plain:
                 log.warn(f"--tie {tie}: no expert covers two multinomials (no tag family has two heads "
                          "in this grammar); this is the plain logistic normal")
+            self.warmup = int(getattr(cfg, "tie_warmup", 0) or 0)
+            if self.warmup > 0 and not self.st.is_plain:
+                self._plain, self._tied = Structure.plain(pk), self.st
+                self.st = self._plain
+                if self.warmup >= self.iterations:
+                    log.warn(f"--tie-warmup {self.warmup} >= --iterations {self.iterations}: the tied "
+                             "structure never takes over")
             th = grammar.normalize(np.asarray(theta0, dtype=np.float64))
             lt = pk.unpack(np.log(np.maximum(th, 1e-300)))
             lt -= np.where(pk.mask, lt, 0).sum(-1, keepdims=True) / pk.sizes[:, None]
             lt = np.where(pk.mask, lt, 0.0)
             self.mu = [gr.gather(lt) for gr in self.st.groups]
-            self.Sigma = initial_covariance(grammar, self.st, getattr(cfg, "ln_cov", "identity") or "identity",
-                                            families)
+            self.Sigma = initial_covariance(grammar, self.st, self._cov, families)
         self.it, self.prev, self.done = 0, None, False
         self.n = len(self.parser.sentences)
         self.warm = bool(getattr(cfg, "ln_warm", False))
@@ -771,6 +808,7 @@ class LogisticNormal:
     # -- the algorithm interface
 
     def step(self):
+        self._maybe_switch()
         if self.done or self.it >= self.iterations:
             return None
         prior = self._prior_terms()
@@ -799,10 +837,76 @@ class LogisticNormal:
             raise NumericalError("no sentence of the corpus can be parsed")
         self._m_step(M, S1, S2)
         self.it += 1
+        extra = {"parsed": parsed}
+        stop = self._stop_reason(bound)
+        if stop:
+            extra["stopped"] = stop
+        self.prev = bound
+        return Step(self.it, bound, self.it * self.n, extra=extra)
+
+    def _stop_reason(self, bound):
+        """The stopping rule ("to convergence", Cohen & Smith 2010 §5): stop after
+        iteration t when the variational bound B (Eq. 14, summed over sentences)
+        changed by at most ``tolerance`` relative to the previous iteration,
+        |B_t - B_{t-1}| <= tolerance * |B_{t-1}|, or when t reaches ``iterations``
+        (the cap).  Sets ``done`` on convergence; returns why the run stops here,
+        or None."""
         if self.prev is not None and abs(bound - self.prev) <= self.tolerance * abs(self.prev):
             self.done = True
-        self.prev = bound
-        return Step(self.it, bound, self.it * self.n, extra={"parsed": parsed})
+            rel = abs(bound - self.prev) / abs(self.prev) if self.prev else 0.0
+            what = "the untied warm-up converged" if self._tied is not None and self.st is not self._tied \
+                else "converged"
+            return f"{what} at iteration {self.it}: relative change of the bound {rel:.3g} <= tolerance {self.tolerance:g}"
+        if self.it >= self.iterations:
+            return (f"reached the cap of {self.iterations} iterations before converging (tolerance "
+                    f"{self.tolerance:g})")
+        return None
+
+    def _maybe_switch(self):
+        """End of the untied warm-up: the tied structure takes over before
+        iteration ``warmup`` + 1, or as soon as the plain run has converged."""
+        if self._tied is None or self.st is self._tied or self.it >= self.iterations:
+            return
+        if self.it >= self.warmup or self.done:
+            self._switch()
+
+    def _switch(self):
+        """Plain -> tied structure without moving the decoding distribution.
+
+        With m_k the current mean of multinomial k (the plain structure's own
+        expert), every expert j of the tied structure gets mu_{j,I_{j,k}} = m_k
+        on each of its segments, so m_k = (1/|J_k|) sum_{j in J_k} mu_{j,I_{j,k}}
+        stays (Definition 1) and softmax(m_k) is unchanged.  A multinomial's own
+        expert keeps its learned Sigma; every other expert starts from the
+        ``ln_cov`` covariance (identity, or families: 0.5 across its segments
+        between rules whose dependents share a family) -- the new experts are
+        there to learn covariance *across* multinomials, which the own experts'
+        block-diagonal Sigma would not seed.  (The prior covariance of eta~_k
+        becomes (Sigma_own + Sigma_shared) / |J_k|^2: tighter, same mean.)
+        Warm-started variational parameters (``ln_warm``) are mapped the same
+        way: mu~ = m~_k on every segment and sigma~^2 = |J_k| v~_k, which keeps
+        m~ and v~ (hence psi~) unchanged.  The stopping test restarts (the
+        bound of another structure is not comparable)."""
+        plain, tied, pk = self.st, self._tied, self.pk
+        m = plain.combine(self.mu)
+        mu = [gr.gather(m) for gr in tied.groups]
+        Sigma = initial_covariance(self.g, tied, self._cov, self._families)
+        where = {plain.experts[j][1][0]: (gi, e) for gi, gr in enumerate(plain.groups) for e, j in enumerate(gr.members)}
+        for gi, gr in enumerate(tied.groups):
+            for e, j in enumerate(gr.members):
+                name, ks = tied.experts[j]
+                if len(ks) == 1 and name == pk.lhs[ks[0]]:
+                    pg, pe = where[ks[0]]
+                    d = int(pk.sizes[ks[0]])
+                    Sigma[gi][e, :d, :d] = self.Sigma[pg][pe, :d, :d]
+        if self._vmu is not None:
+            mt, vt = plain.combine(self._vmu), plain.combine(self._vs2, 2) * tied.n_cover[:, None]
+            # C order, as set_state would load them: a resumed run then computes in the same order
+            self._vmu = [np.ascontiguousarray(gr.gather(mt)) for gr in tied.groups]
+            self._vs2 = [np.ascontiguousarray(np.where(gr.mask, gr.gather(vt), 1.0)) for gr in tied.groups]
+        self.st, self.mu, self.Sigma = tied, mu, Sigma
+        self.prev, self.done = None, False
+        log.info(f"after {self.it} untied iterations the tied structure takes over: {tied.describe()}")
 
     def _init(self, lo, B):
         """Warm start (``cfg.ln_warm``): the variational parameters of posteriors
@@ -854,7 +958,8 @@ class LogisticNormal:
         return self.weights()
 
     def get_state(self):
-        st = {"it": self.it, "prev": self.prev, "done": self.done}
+        st = {"it": self.it, "prev": self.prev, "done": self.done,
+              "switched": self._tied is not None and self.st is self._tied}
         for gi in range(len(self.mu)):
             st[f"mu_{gi}"], st[f"Sigma_{gi}"] = self.mu[gi], self.Sigma[gi]
             if self._vmu is not None:
@@ -862,7 +967,15 @@ class LogisticNormal:
         return st
 
     def set_state(self, s):
+        if self._tied is not None:
+            self.st = self._tied if s.get("switched") else self._plain
+        elif s.get("switched"):
+            raise InputError("the checkpoint was made after the --tie-warmup switch; resume with the same "
+                             "--tie, --tie-what and --tie-warmup")
         G = len(self.st.groups)
+        if sum(1 for k in s if k.startswith("mu_")) != G:
+            raise InputError("the checkpoint's logistic-normal structure is not this run's (--tie, --tie-what, "
+                             "--tie-warmup)")
         self.mu = [np.array(s[f"mu_{gi}"], dtype=np.float64) for gi in range(G)]
         self.Sigma = [np.array(s[f"Sigma_{gi}"], dtype=np.float64) for gi in range(G)]
         self.it, self.prev, self.done = int(s["it"]), s["prev"], bool(s["done"])

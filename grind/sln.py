@@ -14,18 +14,33 @@ exactly one expert, its own.  An expert that covers several multinomials
 carries covariance *across* them (Sigma_j is full over all its segments):
 that is the soft tying.
 
-grind's structures (§5.3) keep every multinomial's own expert and add, per
-direction, experts over the DMV *choose* multinomials choose(. | h, dir) of
-the heads h in a set of tag families (stop and root multinomials are not tied):
+grind's structures (§5.3) keep every multinomial's own expert and add, for a
+set of tag families, experts over the DMV multinomials of the family's heads h
+(``--tie-what choose+stop``, the default): per direction one expert over the
+*choose* multinomials choose(. | h, dir) (LHS L'_h, R'_h), and per direction
+and valence one over the *stop* multinomials stop(. | h, dir, adj) (LHS L0_h,
+L_h, R0_h, R_h); ``--tie-what choose`` ties the choose multinomials only (the
+root multinomial is never tied):
 
-    TieV    one expert per direction over the heads of family ``verb``;
-    TieN    one over the nominal heads (families ``noun`` and ``proper_noun``);
-    TieV&N  both;
-    TieA    one per family, for every family (noun and proper_noun together, as in TieN).
+    TieV    the heads of family ``verb``;
+    TieN    the nominal heads (families ``noun`` and ``proper_noun`` together);
+    TieV&N  both, as two families;
+    TieA    every family (noun and proper_noun together, as in TieN).
+
+Expert names: ``tie:F:left``, ``tie:F:right`` (choose) and
+``tie:F:stop:left:0``, ``tie:F:stop:left:1``, ``tie:F:stop:right:0``,
+``tie:F:stop:right:1`` (stop, valence 0 = no dependent yet on that side), F
+the family (``nominal`` for TieN's).  Tag families: ``grind/data/families-*.txt``
+(:func:`grind.ln.read_families`).
+
+Untied warm-up (``--tie-warmup N``, :class:`grind.ln.LogisticNormal`): the first
+N iterations train the plain logistic normal; then the tied structure takes
+over from the current means (see ``LogisticNormal._switch``).
 
 An expert that would cover a single multinomial ties nothing and is left out.
 Bilingual tying (§5.4): the same experts over the multinomials of two
-languages' grammars (:func:`joint_grammar`), so the families tie the languages.
+languages' grammars (:func:`joint_grammar`), so the families tie the languages
+(an expert's segments: language 1's heads, then language 2's, each by tag).
 
 Structure file (``--tie FILE``; ``grind make-structure`` writes one)::
 
@@ -166,40 +181,72 @@ def _colour(experts, dims):
 
 # ----------------------------------------------------------------------------- building structures
 
-def choose_heads(grammar) -> dict:
-    """Multinomial LHS -> (language prefix, direction, head tag) for the choose
-    multinomials L'_h (left) and R'_h (right) of a DMV grammar or of a
-    :func:`joint_grammar` of DMV grammars."""
+#: --tie-what: which DMV multinomials of a family's heads the built-in structures tie.
+TIE_WHAT = ("choose+stop", "choose")
+DEFAULT_TIE_WHAT = "choose+stop"
+
+
+def dmv_multinomials(grammar) -> dict:
+    """Multinomial LHS -> (language prefix, kind, direction, valence, head tag)
+    for the choose multinomials L'_h / R'_h (kind ``choose``, valence None) and
+    the stop multinomials L0_h, L_h, R0_h, R_h (kind ``stop``, valence 0 before
+    the first dependent on that side, 1 after; :func:`grind.dmv.head_rules`) of
+    a DMV grammar or of a :func:`joint_grammar` of DMV grammars."""
     from .dmv import parse_symbol
     out = {}
     for a in grammar.nonterminals:
         lang, sym = (a.split(JOINT_SEP, 1) if JOINT_SEP in a else ("", a))
         p = parse_symbol(sym)
-        if p and p[0] in ("L'_", "R'_"):
-            out[a] = (lang, "left" if p[0] == "L'_" else "right", p[1])
+        if p is None or p[0][0] not in "LR":
+            continue
+        side = "left" if p[0][0] == "L" else "right"
+        if p[0][1] == "'":
+            out[a] = (lang, "choose", side, None, p[1])
+        else:
+            out[a] = (lang, "stop", side, 0 if p[0][1] == "0" else 1, p[1])
     return out
 
 
-def tie_structure(grammar, pk, tie: str, families) -> Structure:
+def choose_heads(grammar) -> dict:
+    """Multinomial LHS -> (language prefix, direction, head tag) for the choose
+    multinomials L'_h (left) and R'_h (right) of a DMV grammar or of a
+    :func:`joint_grammar` of DMV grammars."""
+    return {a: (lang, side, h) for a, (lang, kind, side, _, h) in dmv_multinomials(grammar).items()
+            if kind == "choose"}
+
+
+def tie_structure(grammar, pk, tie: str, families, what: str = DEFAULT_TIE_WHAT) -> Structure:
     """TieV / TieN / TieV&N / TieA (``tie`` = V, N, VN, A or a paper name) over
     a DMV grammar, families from a mapping ``{tag: family}``; own experts kept.
-    For a joint grammar the experts span both languages."""
+
+    For every tied family F (``verb``; ``nominal`` = noun + proper_noun; TieA:
+    every family) one expert per direction over the choose multinomials of F's
+    heads, ``tie:F:left`` / ``tie:F:right``; with ``what="choose+stop"`` (the
+    default) also one expert per direction and valence over their stop
+    multinomials, ``tie:F:stop:left:0`` (L0_h), ``tie:F:stop:left:1`` (L_h),
+    ``tie:F:stop:right:0`` (R0_h), ``tie:F:stop:right:1`` (R_h).  Segments are
+    ordered by language, then head tag.  For a joint grammar the experts span
+    both languages."""
     tie = TIE_NAMES.get(tie, tie)
     if tie not in TIES:
         raise InputError(f"unknown tying {tie!r} (V, N, VN, A, or a structure file)")
-    heads = choose_heads(grammar)
-    if not heads:
-        raise InputError("--tie V/N/VN/A ties the choose multinomials of a DMV grammar; "
+    if what not in TIE_WHAT:
+        raise InputError(f"unknown --tie-what {what!r} ({', '.join(TIE_WHAT)})")
+    heads = dmv_multinomials(grammar)
+    if not any(v[1] == "choose" for v in heads.values()):
+        raise InputError("--tie V/N/VN/A ties the choose and stop multinomials of a DMV grammar; "
                          "for other grammars write a structure file")
     want = TIES[tie]
     key = (lambda f: want.get(f)) if want is not None else (lambda f: NOMINAL.get(f, f))   # noqa: E731
     kidx = {a: k for k, a in enumerate(pk.lhs)}
     buckets = {}
-    for a in sorted(heads, key=lambda a: (heads[a][1], heads[a][0], heads[a][2])):
-        lang, side, h = heads[a]
+    for a in sorted(heads, key=lambda a: (heads[a][0], heads[a][4])):
+        lang, kind, side, val, h = heads[a]
         f = key(families.get(h))
-        if f is not None:
-            buckets.setdefault(f"tie:{f}:{side}", []).append(kidx[a])
+        if f is None or (kind == "stop" and what == "choose"):
+            continue
+        name = f"tie:{f}:{side}" if kind == "choose" else f"tie:{f}:stop:{side}:{val}"
+        buckets.setdefault(name, []).append(kidx[a])
     experts = [(a, (k,)) for k, a in enumerate(pk.lhs)]
     experts += [(name, tuple(ks)) for name, ks in sorted(buckets.items()) if len(ks) > 1]
     return Structure(pk, experts)
@@ -243,14 +290,15 @@ def write_structure(path: str, st: Structure, **header) -> None:
                 f.write(f"expert {name} " + " ".join(pk.lhs[k] for k in ks) + "\n")
 
 
-def make_structure(grammar, pk, tie, families) -> Structure:
-    """``None`` -> plain; V/N/VN/A (or TieV, ...) -> :func:`tie_structure`; else a structure file."""
+def make_structure(grammar, pk, tie, families, what: str = DEFAULT_TIE_WHAT) -> Structure:
+    """``None`` -> plain; V/N/VN/A (or TieV, ...) -> :func:`tie_structure`
+    (``what``: ``choose+stop`` or ``choose``); else a structure file."""
     if not tie:
         return Structure.plain(pk)
     if tie in TIES or tie in TIE_NAMES:
         from .ln import read_families
         fam = read_families(families) if isinstance(families, str) else dict(families or {})
-        return tie_structure(grammar, pk, tie, fam)
+        return tie_structure(grammar, pk, tie, fam, what)
     return read_structure(tie, pk)
 
 

@@ -38,3 +38,13 @@ def grind(*args, stdin: str | None = None, check: bool = True, cwd=None):
     if check and r.returncode != 0:
         raise AssertionError(f"grind {' '.join(map(str, args))} failed ({r.returncode}):\n{r.stderr}")
     return r
+
+
+def sample_dmv(directory: Path, corpus_options) -> tuple[Path, str]:
+    """A DMV grammar over the shipped EWT train sample with its harmonic
+    initialisation: writes ``g0.txt`` (uniform) and ``g1.txt`` (harmonic) into
+    ``directory``; returns (directory, train sample path)."""
+    train = str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
+    grind("make-grammar", "dmv", *corpus_options, "-o", directory / "g0.txt", train)
+    grind("init", "--harmonic", "--corpus", train, *corpus_options, "-o", directory / "g1.txt", directory / "g0.txt")
+    return directory, train

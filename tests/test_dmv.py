@@ -359,7 +359,7 @@ def test_mbr_heads_maximise_expected_accuracy():
 def test_harmonic_counts():
     sents = [["a", "b", "c"], ["c", "a"]]
     g = dmv_grammar(sents)
-    c = harmonic_counts(g, sents)
+    c = harmonic_counts(g, sents, "independent")
     k = g.index
     assert c[k["S --> Y_a"]] == pytest.approx(1 / 3 + 1 / 2)
     assert c[k["Y_c --> L0_c R0_c"]] == pytest.approx(2)

@@ -57,7 +57,8 @@ CASES = [("dmv", "newton", False), ("cnf", "newton", False), ("dmv", "lbfgs", Fa
 def test_tied_structure_has_shared_experts():
     a = make("dmv", tied=True)[2]
     shared = [(n, ks) for n, ks in a.st.experts if len(ks) > 1]
-    assert sorted(n for n, _ in shared) == ["tie:x:left", "tie:x:right"]
+    assert sorted(n for n, _ in shared) == ["tie:x:left", "tie:x:right", "tie:x:stop:left:0", "tie:x:stop:left:1",
+                                            "tie:x:stop:right:0", "tie:x:stop:right:1"]
     for gr in a.st.groups:              # one dimension a group, disjoint multinomials
         assert len({int(m.sum()) for m in gr.mask}) == 1
         ks = [k for j in gr.members for k in a.st.experts[j][1]]
@@ -151,7 +152,7 @@ def test_combine_gives_the_moments_of_the_averaged_experts():
     np.testing.assert_allclose(eta.var(0)[mask], v[mask], rtol=0.05)
     # and a tied multinomial averages two experts: its variance halves
     tied = st.n_cover == 2
-    assert tied.sum() == 4
+    assert tied.sum() == 12                 # heads a, b: L'_, R'_, L0_, L_, R0_, R_ each
 
 
 def test_mstep_matches_numerical_maximisation():
@@ -254,7 +255,7 @@ def test_warm_start_bound_never_decreases(kind, tied, model):
 def test_families_covariance_and_shipped_files():
     for name in ("upos", "ptb"):
         fam = ln.read_families(name)
-        assert len(set(fam.values())) == 12
+        assert len(set(fam.values())) == 15
     from grind.sln import Structure, tie_structure
     sents = [["NOUN", "VERB", "PROPN", "NOUN"], ["ADJ", "NOUN", "VERB"], ["VERB", "AUX"]]
     g = dmv_grammar(sents)
@@ -341,3 +342,94 @@ def test_checkpoint_resume_is_bit_identical(tmp_path, warm, tied):
     assert [s.objective for s in resumed] == [s.objective for s in full]
     for x, y in zip(c.mu + c.Sigma, a.mu + a.Sigma):
         np.testing.assert_array_equal(x, y)
+
+
+# ----------------------------------------------------------------------------- untied warm-up (--tie-warmup)
+
+@pytest.mark.parametrize("model,warm,cov", [(1, False, "identity"), (1, True, "families"), (2, False, "identity")])
+def test_warmup_switch_keeps_the_decoding_distribution(model, warm, cov):
+    """At the switch every expert's segment gets the current mean m_k, so
+    softmax(m_k) is unchanged; own experts keep their Sigma, shared experts
+    start from --cov; warm variational parameters keep m~ and v~."""
+    _, _, a, _ = make("dmv", model=model, tied=True, tie_warmup=2, ln_warm=warm, ln_cov=cov, families=FAM)
+    assert a.st.is_plain and a._tied is not None and not a._tied.is_plain
+    a.iterations = 5
+    a.step()
+    a.step()
+    assert a.st.is_plain and not a.get_state()["switched"]
+    plain, w0, m0 = a.st, a.weights(), a.natural_mean()
+    S0 = {plain.experts[j][0]: S[e] for gr, S in zip(plain.groups, a.Sigma) for e, j in enumerate(gr.members)}
+    if warm:
+        vm0, vv0 = plain.combine(a._vmu), plain.combine(a._vs2, 2)
+    a._maybe_switch()
+    assert a.st is a._tied and a.get_state()["switched"]
+    np.testing.assert_allclose(a.natural_mean(), m0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.weights(), w0, rtol=0, atol=1e-12)
+    init = ln.initial_covariance(a.g, a.st, cov, FAM)
+    for gi, gr in enumerate(a.st.groups):
+        for e, j in enumerate(gr.members):
+            name, ks = a.st.experts[j]
+            want = S0[name] if len(ks) == 1 else init[gi][e]
+            np.testing.assert_array_equal(a.Sigma[gi][e], want)
+    if warm:
+        np.testing.assert_allclose(a.st.combine(a._vmu), vm0, atol=1e-12)
+        np.testing.assert_allclose(a.st.combine(a._vs2, 2), vv0, rtol=1e-12)
+    s = a.step()                       # the tied structure trains on
+    assert s.step == 3 and np.isfinite(s.objective)
+
+
+def test_warmup_run_completes_with_a_finite_bound():
+    _, _, a, rng = make("dmv", tied=True, tie_warmup=2)
+    a.iterations = 5
+    trace = train(a, rng)
+    assert len(trace) == 5 and all(np.isfinite(s.objective) for s in trace)
+    assert a.st is a._tied and sum(len(ks) > 1 for _, ks in a.st.experts) == 6
+    # a plain run that converges within the warm-up switches at once instead of stopping
+    _, _, b, rng = make("dmv", tied=True, tie_warmup=50)
+    b.iterations, b.tolerance = 60, 0.03
+    trace = train(b, rng)
+    assert b.st is b._tied and len(trace) < 60
+
+
+@pytest.mark.parametrize("stop,warm", [(1, False), (2, False), (3, False), (2, True), (3, True)])
+def test_resume_across_the_warmup_switch_is_bit_identical(tmp_path, stop, warm):
+    """Checkpoints before the switch (1), at it (2: still plain, the switch
+    comes with step 3) and after it (3) all resume bit-identically."""
+    ck = str(tmp_path / "ck.npz")
+    _, _, a, rng = make("dmv", tied=True, tie_warmup=2, ln_warm=warm)
+    a.iterations = 5
+    full = train(a, rng)
+    _, _, b, rng = make("dmv", tied=True, tie_warmup=2, ln_warm=warm)
+    b.iterations = stop
+    train(b, rng, checkpoint=ck, meta={"algorithm": "ln"})
+    _, _, c, rng = make("dmv", tied=True, tie_warmup=2, ln_warm=warm)
+    c.iterations = 5
+    resumed = train(c, rng, checkpoint=ck, resume=True, meta={"algorithm": "ln"})
+    assert [s.objective for s in resumed] == [s.objective for s in full]
+    assert c.st is c._tied
+    for x, y in zip(c.mu + c.Sigma, a.mu + a.Sigma):
+        np.testing.assert_array_equal(x, y)
+    # a run without the warm-up cannot take a checkpoint from after the switch
+    if stop == 3:
+        _, _, d, rng = make("dmv", tied=True)
+        with pytest.raises(InputError, match="after the --tie-warmup switch"):
+            train(d, rng, checkpoint=ck, resume=True, meta={"algorithm": "ln"})
+
+
+def test_optimise_mu_does_not_depend_on_the_memory_layout_of_its_start():
+    """Regression: an F-ordered starting point was returned unchanged (the result
+    was written through a reshape of a non-C-contiguous copy)."""
+    rng = np.random.default_rng(3)
+    B, E, L = 4, 2, 3
+    mask = np.ones((E, L), dtype=bool)
+    a = rng.uniform(0, 3, (B, E, L))
+    b = rng.uniform(0.1, 2, (B, E, L))
+    w = np.ones((E, L))
+    mu = np.zeros((E, L))
+    P = np.broadcast_to(np.eye(L), (E, L, L)).copy()
+    x_c = np.zeros((B, E, L))
+    x_f = np.asfortranarray(x_c)
+    got_c = ln.optimise_mu(mask, a, b, w, x_c, mu, P)
+    got_f = ln.optimise_mu(mask, a, b, w, x_f, mu, P)
+    assert not np.allclose(got_c, 0.0)
+    np.testing.assert_array_equal(got_c, got_f)

@@ -1,5 +1,6 @@
 """Shared logistic normal (Cohen & Smith 2010 §3.3): partition structures,
 their file format, the averaging of Definition 1, and bilingual tying."""
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +14,7 @@ from grind.errors import InputError
 from grind.grammar import rule_lines
 from grind.sln import (JointParser, Structure, joint_grammar, read_structure, split_joint, tie_structure,
                        write_structure)
+from grind.sln import tie_structure as tie_structure_
 from grind.training import ShardedEstep, train
 
 SENTS = [["NOUN", "VERB", "PROPN", "NOUN"], ["ADJ", "NOUN", "AUX", "VERB"], ["VERB", "CCONJ", "VERB"],
@@ -26,8 +28,10 @@ def shared(st):
 
 
 def test_tie_structures_on_a_dmv_grammar():
+    """--tie-what choose: the choose multinomials only (the structure before choose+stop)."""
     g = dmv_grammar(SENTS)
     pk = ln.Packing(g)
+    tie_structure = partial(tie_structure_, what="choose")
     V = shared(tie_structure(g, pk, "V", UPOS))
     assert V == {"tie:verb:left": ["L'_AUX", "L'_VERB"], "tie:verb:right": ["R'_AUX", "R'_VERB"]}
     N = shared(tie_structure(g, pk, "TieN", UPOS))
@@ -139,7 +143,7 @@ def test_bilingual_training_cli(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     g2, c2 = _write(tmp_path, "b", dmv_grammar(SENTS2), SENTS2)
     o1, o2, lnp = tmp_path / "o1.txt", tmp_path / "o2.txt", tmp_path / "ln.txt"
-    r = grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--cov", "families",
+    r = grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--tie-warmup", "0", "--cov", "families",
               "--joint", g2, c2, "--joint-output", o2, "--ln-params", lnp, "-o", o1, g1, c1)
     assert "8 sentences" in r.stderr
     from grind.grammar import read_grammar
@@ -163,7 +167,10 @@ def test_tie_file_cli_and_errors(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     s = tmp_path / "s.txt"
     s.write_text(grind("make-structure", "--tie", "V", g1).stdout)
-    r = grind("train", "--algo", "ln", "--iterations", "1", "--tie", s, g1, c1)
+    r = grind("train", "--algo", "ln", "--iterations", "1", "--tie", s, "--tie-warmup", "0", g1, c1)
+    assert "experts (6 shared)" in r.stdout          # verb: choose left/right, stop left/right x valence 0/1
+    s.write_text(grind("make-structure", "--tie", "V", "--tie-what", "choose", g1).stdout)
+    r = grind("train", "--algo", "ln", "--iterations", "1", "--tie", s, "--tie-warmup", "0", g1, c1)
     assert "experts (2 shared)" in r.stdout
     s.write_text("own yes\nexpert x L'_VERB L'_GONE\n")
     bad = grind("train", "--algo", "ln", "--iterations", "1", "--tie", s, g1, c1, check=False)
@@ -193,7 +200,8 @@ def test_committee_sampler_on_a_tied_prior(tmp_path):
 def test_warm_tied_cli_bound_never_decreases(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     tr = tmp_path / "t.tsv"
-    grind("train", "--algo", "ln", "--iterations", "5", "--tie", "A", "--ln-warm", "--trace", tr, g1, c1)
+    grind("train", "--algo", "ln", "--iterations", "5", "--tie", "A", "--tie-warmup", "0", "--ln-warm", "--trace", tr,
+          g1, c1)
     rows = [ln.split("\t") for ln in tr.read_text().splitlines() if not ln.startswith("#")]
     b = np.array([float(r[rows[0].index("objective")]) for r in rows[1:]])
     assert len(b) == 5 and np.all(np.diff(b) >= -1e-7 * np.abs(b[:-1])), b
@@ -202,9 +210,103 @@ def test_warm_tied_cli_bound_never_decreases(tmp_path):
 def test_ln_init_cli_restarts_from_a_params_file(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     p, o1, o2 = tmp_path / "p.txt", tmp_path / "o1.txt", tmp_path / "o2.txt"
-    grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--ln-params", p, "-o", o1, g1, c1)
+    grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--tie-warmup", "0", "--ln-params", p,
+          "-o", o1, g1, c1)
     r = grind("train", "--algo", "ln", "--iterations", "1", "--ln-init", p, "-o", o2, g1, c1)
-    assert "experts (6 shared)" in o2.read_text()
+    assert "experts (18 shared)" in o2.read_text()   # verb, nominal, conjunction: 2 choose + 4 stop each
     bad = grind("train", "--algo", "ln", "--ln-init", p, "--tie", "V", g1, c1, check=False)
     assert bad.returncode == 2 and "leave out --tie" in bad.stderr
     del r
+
+
+# the complete tag sets: every tag must be in a family
+PTB_TAGS = ["CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NN", "NNS", "NNP", "NNPS", "PDT",
+            "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP",
+            "VBZ", "WDT", "WP", "WP$", "WRB", "#", "$", "``", "''", ",", ".", ":", "-LRB-", "-RRB-"]
+UPOS_TAGS = ["ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
+             "SCONJ", "SYM", "VERB", "X"]
+
+
+@pytest.mark.parametrize("name,tags", [("ptb", PTB_TAGS), ("upos", UPOS_TAGS)])
+def test_family_maps_cover_the_whole_tag_set(name, tags):
+    fam = ln.read_families(name)
+    assert len(tags) == len(set(tags)) == {"ptb": 45, "upos": 17}[name]
+    assert sorted(set(fam) - {"CONJ"}) == sorted(tags)          # CONJ: UD v1's CCONJ, kept for old treebanks
+    assert fam["VB" if name == "ptb" else "VERB"] == "verb"
+    det = ["DT", "PDT", "WDT"] if name == "ptb" else ["DET"]
+    assert {fam[t] for t in det} == {"determiner"}
+
+
+def test_family_file_escapes_and_duplicates(tmp_path):
+    p = tmp_path / "f.txt"
+    p.write_text("# a comment\n\\# symbol\n$ symbol\nNN noun\n")
+    assert ln.read_families(str(p)) == {"#": "symbol", "$": "symbol", "NN": "noun"}
+    p.write_text("NN noun\nNNS noun\nNN verb\n")
+    with pytest.raises(InputError, match=r"f.txt:3: tag 'NN' is already in family noun"):
+        ln.read_families(str(p))
+
+
+def test_choose_and_stop_structure():
+    """choose+stop (the default): per family, besides the choose experts, one
+    expert per direction and valence over the heads' stop multinomials, each
+    segment its multinomial's rules in order; every own expert kept."""
+    g = dmv_grammar(SENTS)
+    pk = ln.Packing(g)
+    st = tie_structure(g, pk, "V", UPOS)
+    assert shared(st) == {"tie:verb:left": ["L'_AUX", "L'_VERB"], "tie:verb:right": ["R'_AUX", "R'_VERB"],
+                          "tie:verb:stop:left:0": ["L0_AUX", "L0_VERB"], "tie:verb:stop:left:1": ["L_AUX", "L_VERB"],
+                          "tie:verb:stop:right:0": ["R0_AUX", "R0_VERB"],
+                          "tie:verb:stop:right:1": ["R_AUX", "R_VERB"]}
+    assert st.experts[:pk.K] == [(a, (k,)) for k, a in enumerate(pk.lhs)]
+    ex = dict(st.experts)
+    # the coordinates of tie:verb:stop:left:0: L0_AUX's two rules, then L0_VERB's
+    gi, e = next((gi, e) for gi, gr in enumerate(st.groups) for e, j in enumerate(gr.members)
+                 if st.experts[j][0] == "tie:verb:stop:left:0")
+    gr = st.groups[gi]
+    rules = [g.rules[pk.rows.ravel()[t]] for t in gr.tgt[e][gr.mask[e]]]
+    assert rules == [("L0_AUX", ("AUX_l",)), ("L0_AUX", ("L'_AUX",)), ("L0_VERB", ("VERB_l",)),
+                     ("L0_VERB", ("L'_VERB",))]
+    assert [pk.lhs[k] for k in ex["tie:verb:stop:right:1"]] == ["R_AUX", "R_VERB"]
+    covered = {pk.lhs[k] for k in np.flatnonzero(st.n_cover == 2)}
+    assert covered == {f"{p}_{h}" for p in ("L'", "R'", "L0", "L", "R0", "R") for h in ("AUX", "VERB")}
+    assert st.n_cover[pk.lhs.index("S")] == 1 and st.n_cover[pk.lhs.index("Y_VERB")] == 1
+    # TieV&N and TieA: the same six experts for every tied family
+    vn = shared(tie_structure(g, pk, "VN", UPOS))
+    assert vn["tie:nominal:stop:right:0"] == ["R0_NOUN", "R0_PROPN"] and len(vn) == 12
+    a = shared(tie_structure(g, pk, "A", UPOS))
+    assert a["tie:conjunction:stop:left:1"] == ["L_CCONJ", "L_SCONJ"] and len(a) == 18
+    # choose only: no stop expert
+    assert not any(":stop:" in n for n in shared(tie_structure(g, pk, "A", UPOS, what="choose")))
+    with pytest.raises(InputError, match="unknown --tie-what"):
+        tie_structure(g, pk, "V", UPOS, what="stop")
+
+
+def test_joint_choose_and_stop_structure_and_make_structure(tmp_path):
+    g1, g2 = dmv_grammar(SENTS), dmv_grammar(SENTS2)
+    jg = joint_grammar([g1, g2], ["1", "2"])
+    st = tie_structure(jg, ln.Packing(jg), "V", UPOS)
+    sh = shared(st)
+    assert sh["tie:verb:stop:left:0"] == ["1|L0_AUX", "1|L0_VERB", "2|L0_AUX", "2|L0_VERB"]
+    assert sh["tie:verb:right"] == ["1|R'_AUX", "1|R'_VERB", "2|R'_AUX", "2|R'_VERB"]
+    assert len(sh) == 6
+    a, _ = _write(tmp_path, "a", g1, SENTS)
+    b, _ = _write(tmp_path, "b", g2, SENTS2)
+    out = grind("make-structure", "--tie", "V", "--families", "upos", a, b).stdout
+    p = tmp_path / "s.txt"
+    p.write_text(out)
+    assert read_structure(str(p), ln.Packing(jg)).experts == st.experts
+    assert "expert tie:verb:stop:right:1 1|R_AUX 1|R_VERB 2|R_AUX 2|R_VERB\n" in out
+    assert "# tie_what: choose+stop" in out
+
+
+def test_tie_warmup_cli(tmp_path):
+    g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
+    lnp = tmp_path / "ln.txt"
+    r = grind("train", "--algo", "ln", "--iterations", "3", "--tie", "V", "--tie-warmup", "2", "--ln-params", lnp,
+              g1, c1)
+    assert "after 2 untied iterations the tied structure takes over" in r.stderr
+    assert "experts (6 shared)" in r.stdout and "# expert tie:verb:stop:left:1: L_AUX L_VERB" in lnp.read_text()
+    r = grind("train", "--algo", "ln", "--iterations", "2", "--tie", "V", g1, c1)     # default warm-up: 5
+    assert "never takes over" in r.stderr and "experts (0 shared)" in r.stdout
+    bad = grind("train", "--algo", "ln", "--tie-warmup", "2", g1, c1, check=False)
+    assert bad.returncode == 2 and "--tie-warmup needs --tie" in bad.stderr

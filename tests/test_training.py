@@ -25,12 +25,8 @@ def test_prior_from_a_grammar_file_is_aligned_by_rule_key(tmp_path):
 
 @pytest.fixture(scope="module")
 def dmv(tmp_path_factory):
-    from conftest import SAMPLE
-    d = tmp_path_factory.mktemp("dmv")
-    train = str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
-    grind("make-grammar", "dmv", *C, "-o", d / "g0.txt", train)
-    grind("init", "--harmonic", "--corpus", train, *C, "-o", d / "g1.txt", d / "g0.txt")
-    return d, train
+    from conftest import sample_dmv
+    return sample_dmv(tmp_path_factory.mktemp("dmv"), C)
 
 
 def body(text):
