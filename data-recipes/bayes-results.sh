@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# The issue-4 comparison recorded in README.md (needs ../shared/data):
-#  (a) the DMV on UD English-EWT train <= 10 (UPOS, punctuation removed), harmonic and uniform init,
-#      every algorithm; directed accuracy (Viterbi, posterior mean) on test <= 10 / <= 20 / all,
-#      held-out log probability of test <= 10, wall time, sentences parsed;
-#  (b) a fully connected CNF grammar (10 nonterminals, 10 preterminals) over the same UPOS strings
-#      (2-10 words), every algorithm: held-out log probability and wall time, Hastings acceptance.
-# Usage: data-recipes/bayes-results.sh [OUTDIR]; prints a TSV summary to stdout.
+# Every Dirichlet-prior algorithm on the same data at the same budget (README "Every algorithm at an
+# equal budget"; needs ../shared/data):
+#   the DMV on UD English-EWT train <= 10 (UPOS, punctuation removed: 5,386 sentences), harmonic
+#   initialiser; EM, VB, collapsed VB, Gibbs and collapsed Hastings each run PASSES passes over the
+#   corpus (iterations of EM / VB, sweeps of CVB and of the samplers), at alpha = ALPHAS (a sparse value
+#   and 1); the algorithms that draw random numbers (CVB's sentence order, the samplers) run with
+#   SEEDS and are reported as mean +- sample sd; EM and VB are deterministic (one run).
+#   Decoder: Viterbi under the posterior mean; directed accuracy on EWT test <= 10 / <= 20 / all
+#   (punctuation removed before scoring, heads re-attached), the attach-right / attach-left
+#   baselines on the same test sentences, and the share of each run's arcs that equal attach-right's.
+#   Part "single" adds the single-pass algorithms (streaming VB: one pass; stochastic VB: 5 epochs) at
+#   their own budgets, labelled as such.
+# Usage: data-recipes/bayes-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS INITS ALGOS PARTS.
+# Finished runs (their .eval exists) are not run again. Prints a TSV summary to stdout.
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/bayes}
@@ -15,53 +22,109 @@ train=$ewt/en_ewt-ud-train.conllu.xz
 test=$ewt/en_ewt-ud-test.conllu
 C="--column UPOS --punct ud"
 T10="$C --max-length 10"
-ALPHA=${ALPHA:-0.1}
-ITER=${ITER:-40}
-declare -A OPTS=(
-  [em]="--iterations $ITER"
-  [vb]="--iterations $ITER --alpha $ALPHA"
-  [cvb]="--iterations 10 --alpha $ALPHA"
-  [streaming]="--batch 500 --batch-iterations 5 --alpha $ALPHA"
-  [stochastic]="--batch 500 --epochs 5 --batch-iterations 3 --tau 1 --kappa 0.7 --alpha $ALPHA"
-  [gibbs]="--iterations 200 --alpha $ALPHA"
-  [hastings]="--iterations 200 --temp-start 5 --alpha $ALPHA"
+PASSES=${PASSES:-100}
+ALPHAS=${ALPHAS:-"0.1 1"}
+SEEDS=${SEEDS:-"1 2 3"}
+INITS=${INITS:-"harmonic"}
+ALGOS=${ALGOS:-"em vb cvb gibbs hastings"}
+PARTS=${PARTS:-"equal single"}
+RANDOM_ALGOS=" cvb gibbs hastings stochastic "     # streaming VB reads the stream in order: deterministic
+declare -A EXTRA=(
+  [em]="" [vb]="" [cvb]="" [gibbs]="" [hastings]="--temp-start 5"
+  [streaming]="--batch 500 --batch-iterations 5"
+  [stochastic]="--batch 500 --epochs 5 --batch-iterations 3 --tau 1 --kappa 0.7"
 )
-ALGOS=${ALGOS:-"em vb cvb streaming stochastic gibbs hastings"}
-MODELS=${MODELS:-"dmv cnf"}
 run() { echo "+ $*" >&2; "$@"; }
-summ() {  # name trace-file: last step's sentences and seconds, acceptance if any
-  python3 - "$@" <<'PY'
-import sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[2]) if not l.startswith("#")]
-h, last = rows[0], rows[-1]
-acc = last[h.index("acceptance")] if "acceptance" in h else ""
-print(f"{last[h.index('sentences')]}\t{float(last[h.index('seconds')]):.1f}\t{acc}", end="")
-PY
-}
-acc() { grep -v '^#' "$1" | awk -F'\t' 'NR>1{printf "%s%.1f", (NR>2?"/":""), 100*$4}'; }
-lp() { grind loglik --summary $2 "$1" "$test" 2>/dev/null | awk -F': ' '/^# parsed/{p=$2} /^# logprob/{l=$2} END{printf "%.1f (%s parsed)", l, p}'; }
 
-echo -e "model\tinit\talgo\tdirected<=10/<=20/all\ttest<=10 logprob\tsentences parsed\tseconds\tacceptance"
-if [[ " $MODELS " == *" dmv "* ]]; then
+one() {  # init algo alpha seed budget-options -> trains, parses, evaluates (skipped when done)
+  local init=$1 a=$2 alpha=$3 seed=$4; shift 4
+  local o=$out/dmv-$init-$a-a$alpha-s$seed
+  [[ -s $o.eval ]] && return 0
+  run grind train --algo $a "$@" --alpha $alpha ${EXTRA[$a]} --seed $seed $T10 --trace "$o.tsv" \
+    -o "$o.txt" "$out/dmv-$init.txt" "$train" 2>"$o.log"
+  run grind parse $C -o "$o.conllu" "$o.txt" "$test" 2>>"$o.log"
+  run grind eval $C -o "$o.eval" "$test" "$o.conllu"
+}
+
 run grind make-grammar dmv $T10 -o "$out/dmv0.txt" "$train"
-run grind init --harmonic --corpus "$train" $T10 -o "$out/dmv-harmonic.txt" "$out/dmv0.txt"
-run grind init --uniform -o "$out/dmv-uniform.txt" "$out/dmv0.txt"
-for init in harmonic uniform; do
-  for a in $ALGOS; do
-    o=$out/dmv-$init-$a
-    run grind train --algo $a ${OPTS[$a]} --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/dmv-$init.txt" "$train" 2>"$o.log"
-    run grind parse $C -o "$o.conllu" "$o.txt" "$test" 2>/dev/null
-    run grind eval $C -o "$o.eval" "$test" "$o.conllu"
-    echo -e "dmv\t$init\t$a\t$(acc "$o.eval")\t$(lp "$o.txt" "$T10")\t$(summ x "$o.tsv")"
+for init in $INITS; do
+  [[ $init == harmonic ]] && run grind init --harmonic --corpus "$train" $T10 -o "$out/dmv-harmonic.txt" "$out/dmv0.txt"
+  [[ $init == uniform ]] && run grind init --uniform -o "$out/dmv-uniform.txt" "$out/dmv0.txt"
+done
+run grind baseline --attach right $C -o "$out/right.conllu" "$test"
+run grind baseline --attach left $C -o "$out/left.conllu" "$test"
+[[ -s $out/right.eval ]] || run grind eval $C -o "$out/right.eval" "$test" "$out/right.conllu"
+[[ -s $out/left.eval ]] || run grind eval $C -o "$out/left.eval" "$test" "$out/left.conllu"
+
+for init in $INITS; do
+  for alpha in $ALPHAS; do
+    if [[ " $PARTS " == *" equal "* ]]; then
+      for a in $ALGOS; do
+        [[ $a == em && $alpha != 1 ]] && continue     # EM is maximum likelihood: alpha = 1 only
+        seeds=1; [[ $RANDOM_ALGOS == *" $a "* ]] && seeds=$SEEDS
+        for s in $seeds; do one $init $a $alpha $s --iterations $PASSES; done
+      done
+    fi
+    if [[ " $PARTS " == *" single "* ]]; then
+      for a in streaming stochastic; do
+        seeds=1; [[ $RANDOM_ALGOS == *" $a "* ]] && seeds=$SEEDS
+        for s in $seeds; do one $init $a $alpha $s; done
+      done
+    fi
   done
 done
-fi
-[[ " $MODELS " == *" cnf "* ]] || exit 0
-P="$C --min-length 2 --max-length 10"
-run grind make-grammar cnf $P -n 10 -p 10 -o "$out/cnf0.txt" "$train"
-run grind init --random --seed 1 -o "$out/cnf-init.txt" "$out/cnf0.txt"
-for a in $ALGOS; do
-  o=$out/cnf-$a
-  run grind train --algo $a ${OPTS[$a]} --seed 1 $P --jobs 2 --trace "$o.tsv" -o "$o.txt" "$out/cnf-init.txt" "$train" 2>"$o.log"
-  echo -e "cnf10\trandom\t$a\t-\t$(lp "$o.txt" "$P")\t$(summ x "$o.tsv")"
-done
+
+python3 - "$out" "$PASSES" <<'PY'
+import glob, os, re, sys, statistics as st
+out, passes = sys.argv[1], sys.argv[2]
+
+def table(path):
+    """The main TSV block of a grind eval report: {subset: row dict}."""
+    rows, head = {}, None
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        f = line.rstrip("\n").split("\t")
+        if head is None:
+            head = f
+            continue
+        if len(f) == len(head) and f[0] in ("<=10", "<=20", "all"):
+            rows.setdefault(f[0], dict(zip(head, f)))
+    return rows
+
+def trace_last(path):
+    rows = [l.rstrip("\n").split("\t") for l in open(path) if not l.startswith("#")]
+    return dict(zip(rows[0], rows[-1]))
+
+def fmt(xs):
+    if len(xs) == 1:
+        return f"{xs[0]:.1f}"
+    return f"{st.mean(xs):.1f}±{st.stdev(xs):.1f}"
+
+subsets = ("<=10", "<=20", "all")
+base = {b: table(os.path.join(out, f"{b}.eval")) for b in ("right", "left")}
+print("init\talgo\talpha\tbudget\truns\tdirected <=10 / <=20 / all\toverlap with attach-right <=10 / all\t"
+      "seconds\tnote")
+for b in ("right", "left"):
+    print(f"-\tattach-{b}\t-\t-\t1\t" + " / ".join(f"{100 * float(base[b][s]['directed']):.1f}" for s in subsets)
+          + "\t-\t-\tbaseline")
+groups = {}
+for ev in sorted(glob.glob(os.path.join(out, "dmv-*-s*.eval"))):
+    m = re.match(r"dmv-(\w+)-(\w+)-a([\d.e-]+)-s(\d+)\.eval", os.path.basename(ev))
+    groups.setdefault(m.groups()[:3], []).append(ev)
+order = ["em", "vb", "cvb", "gibbs", "hastings", "streaming", "stochastic"]
+for (init, algo, alpha), evs in sorted(groups.items(), key=lambda kv: (kv[0][0], float(kv[0][2]), order.index(kv[0][1]))):
+    tabs = [table(e) for e in evs]
+    acc = {s: [100 * float(t[s]["directed"]) for t in tabs] for s in subsets}
+    ov = {s: [100 * float(t[s]["overlap_right"]) for t in tabs if "overlap_right" in t[s]] for s in ("<=10", "all")}
+    secs = [float(trace_last(e[:-5] + ".tsv")["seconds"]) for e in evs]
+    budget = {"streaming": "1 pass", "stochastic": "5 epochs"}.get(algo, f"{passes} passes")
+    notes = []
+    for b in ("right", "left"):
+        for s in subsets:
+            if abs(st.mean(acc[s]) - 100 * float(base[b][s]["directed"])) < 1.0:
+                notes.append(f"within 1 point of attach-{b} ({s})")
+    print(f"{init}\t{algo}\t{alpha}\t{budget}\t{len(evs)}\t" + " / ".join(fmt(acc[s]) for s in subsets)
+          + "\t" + (" / ".join(fmt(ov[s]) for s in ("<=10", "all")) if ov["all"] else "-")
+          + f"\t{st.mean(secs):.1f}\t{'; '.join(notes)}")
+PY

@@ -5,12 +5,16 @@
 #   MLE (EM), Dirichlet VB, LN-I (identity, families), SLN (TieV, TieN, TieV&N, TieA; families
 #   covariance), one bilingual pair (English + Chinese, TieA), and on Chinese the posterior-mixture
 #   components of Cohen & Smith (2009).
-# Logistic-normal runs stop early on dev <= 10 (Algorithm 1) within LN_ITER iterations.
+# Logistic-normal runs go to convergence (grind's ln default: relative change of the bound <= 1e-5, at
+# most 1000 iterations; LN_ITER=N caps them at N instead) with Algorithm 1's early stop on dev <= 10.
+# SLN runs tie choose and stop multinomials after 5 untied iterations (grind's defaults). Mixtures run over
+# the logistic-normal mean-field base (families covariance), schedule I, 20 iterations (the paper's).
+# Every treebank also gets its attach-right / attach-left rows, and every row its overlap with attach-right.
 #   Part "extra" (Chinese): LN model II, and committee decoding (10 grammars drawn from the learned
 #   LN-I families prior, mean and spread of the members).
 #   Part "wsj": the same methods on the NLTK Penn Treebank sample's WSJ10 sentences with PTB tags and
 #   the PTB families (the paper's tag set; trained and scored on the same sentences, Klein & Manning's
-#   WSJ10 protocol, fixed LN_ITER iterations: no dev set).
+#   WSJ10 protocol; no dev set, so no early stop).
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
 # prints a TSV summary to stdout.
@@ -40,33 +44,42 @@ TREEBANKS=${TREEBANKS:-"ewt pt tr zh"}
 PARTS=${PARTS:-"main joint mixture extra wsj"}
 ALPHA=${ALPHA:-0.1}
 EM_ITER=${EM_ITER:-100}
-LN_ITER=${LN_ITER:-30}
+LN_ITER=${LN_ITER:-}
+LNI=${LN_ITER:+--iterations $LN_ITER}
 C="--column UPOS --punct ud"
 T10="$C --max-length 10"
 STOP="--eval-every 1 --early-stop"
 declare -A METHODS=(
   [mle]="--algo em --iterations $EM_ITER"
   [dirichlet]="--algo vb --alpha $ALPHA --iterations $EM_ITER"
-  [ln-identity]="--algo ln --iterations $LN_ITER --cov identity"
-  [ln-families]="--algo ln --iterations $LN_ITER --cov families"
-  [sln-tiev]="--algo ln --iterations $LN_ITER --cov families --tie V"
-  [sln-tien]="--algo ln --iterations $LN_ITER --cov families --tie N"
-  [sln-tievn]="--algo ln --iterations $LN_ITER --cov families --tie VN"
-  [sln-tiea]="--algo ln --iterations $LN_ITER --cov families --tie A"
+  [ln-identity]="--algo ln $LNI --cov identity"
+  [ln-families]="--algo ln $LNI --cov families"
+  [sln-tiev]="--algo ln $LNI --cov families --tie V"
+  [sln-tien]="--algo ln $LNI --cov families --tie N"
+  [sln-tievn]="--algo ln $LNI --cov families --tie VN"
+  [sln-tiea]="--algo ln $LNI --cov families --tie A"
 )
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
 MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
 run() { echo "+ $*" >&2; "$@"; }
-acc() { grep -v '^#' "$1" | awk -F'\t' 'NR>1{printf "%s%.1f", (NR>2?"/":""), 100*$4}'; }
+acc() { awk -F'\t' '$1 ~ /^(<=10|<=20|all)$/ && !seen[$1]++ {printf "%s%.1f", (n++?"/":""), 100*$4}' "$1"; }
+overlap() { awk -F'\t' '$1 == "all" {printf "%.0f%%", 100*$7; exit}' "$1"; }
 steps() { grep -v '^#' "$1" | tail -1 | awk -F'\t' '{printf "%s\t%.0f", $1, $4}'; }
+baselines() {  # tb: the attach-right / attach-left rows of its test set
+  for a in right left; do
+    grind baseline --attach $a $C -o "$out/$1/$a.conllu" "${TEST[$1]}"
+    grind eval $C -o "$out/$1/$a.eval" "${TEST[$1]}" "$out/$1/$a.conllu"
+    echo -e "$1\tattach-$a (baseline)\t$(acc "$out/$1/$a.eval")\t-\t-\t-"
+  done
+}
 evaluate() {  # tb grammar name trace
   run grind parse --mbr $C -o "$2.conllu" "$2" "${TEST[$1]}" 2>/dev/null
   run grind eval $C -o "$2.eval" "${TEST[$1]}" "$2.conllu"
-  echo -e "$1\t$3\t$(acc "$2.eval")\t$(steps "$4")"
+  echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")"
 }
 done_before() {  # tb grammar name trace: print the row of a finished run
   [[ -s $2.eval && -s $4 ]] || return 1
-  echo -e "$1\t$3\t$(acc "$2.eval")\t$(steps "$4")"
+  echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")"
 }
 prepare() {  # tb
   local d=$out/$1
@@ -76,9 +89,10 @@ prepare() {  # tb
   run grind init --harmonic --corpus "${TRAIN[$1]}" $T10 -o "$d/dmv-harmonic.txt" "$d/dmv0.txt"
 }
 
-echo -e "treebank\tmethod\tdirected MBR <=10/<=20/all\tsteps\tseconds"
+echo -e "treebank\tmethod\tdirected MBR <=10/<=20/all\toverlap with attach-right (all)\tsteps\tseconds"
 for tb in $TREEBANKS; do
   prepare "$tb"
+  baselines "$tb"
   [[ " $PARTS " == *" main "* ]] || continue
   for m in $ORDER; do
     o=$out/$tb/$m
@@ -95,7 +109,7 @@ if [[ " $PARTS " == *" joint "* ]]; then
   if done_before ewt "$o-ewt.txt" "bilingual ewt+zh TieA" "$o.tsv"; then
     done_before zh "$o-zh.txt" "bilingual ewt+zh TieA" "$o.tsv"
   else
-  run grind train --algo ln --iterations ${JOINT_ITER:-$LN_ITER} --cov families --tie A --seed 1 $T10 \
+  run grind train --algo ln ${JOINT_ITER:+--iterations $JOINT_ITER} $LNI --cov families --tie A --seed 1 $T10 \
       --joint "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" --joint-output "$o-zh.txt" \
       --trace "$o.tsv" -o "$o-ewt.txt" "$out/ewt/dmv-harmonic.txt" "${TRAIN[ewt]}" 2>"$o.log"
   evaluate ewt "$o-ewt.txt" "bilingual ewt+zh TieA" "$o.tsv"
@@ -105,29 +119,43 @@ fi
 
 if [[ " $PARTS " == *" mixture "* ]]; then
   prepare zh
+  o=$out/zh/mixture-base-ln20      # the unconstrained base at the mixtures' budget (the paper's "LN, mean-field")
+  if ! done_before zh "$o.txt" "LN-I families, 20 iterations (mixture base)" "$o.tsv"; then
+    run grind train --algo ln --iterations 20 --cov families --seed 1 $T10 --trace "$o.tsv" \
+        -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+    evaluate zh "$o.txt" "LN-I families, 20 iterations (mixture base)" "$o.tsv"
+  fi
   for k in $MIXTURES; do
     o=$out/zh/mixture-$k
     done_before zh "$o.txt" "mixture $k" "$o.tsv" && continue
-    run grind train --algo mixture --constraints "$k" --iterations $EM_ITER --seed 1 $T10 --trace "$o.tsv" \
+    run grind train --algo mixture --base ln --cov families --constraints "$k" --seed 1 $T10 --trace "$o.tsv" \
         -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
     evaluate zh "$o.txt" "mixture $k" "$o.tsv"
+  done
+  for v in "schedule II:--mix-schedule II" "schedule III:--mix-schedule III" "base vb:--base vb --alpha $ALPHA" \
+           "base em:--base em"; do   # RA+VAR+SD under the other schedules and bases
+    name=${v%%:*}; o=$out/zh/mixture-RA+VAR+SD-${name// /-}
+    done_before zh "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv" && continue
+    run grind train --algo mixture --cov families --constraints RA+VAR+SD ${v#*:} --seed 1 $T10 --trace "$o.tsv" \
+        -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+    evaluate zh "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv"
   done
 fi
 
 if [[ " $PARTS " == *" extra "* ]]; then
   prepare zh
   tb=zh; o=$out/zh/ln2-families
-  run grind train --algo ln --model 2 --iterations $LN_ITER --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
+  run grind train --algo ln --model 2 $LNI --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
       --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
   evaluate zh "$o.txt" "ln-II families" "$o.tsv"
   o=$out/zh/committee
-  run grind train --algo ln --iterations $LN_ITER --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
+  run grind train --algo ln $LNI --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
       --ln-params "$o.params" --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
   for s in 1 2 3 4 5 6 7 8 9 10; do
     run grind parse --mbr --committee "$o.params" --seed $s $C -o "$o.m$s.conllu" "$o.txt" "${TEST[zh]}" 2>/dev/null
   done
   run grind eval $C -o "$o.eval" "${TEST[zh]}" "$o".m*.conllu
-  echo -e "zh\tcommittee of 10 (LN-I families), mean+-sd\t$(awk -F'\t' '/^# [0-9]+ runs/{f=1; next} f && $1 ~ /^(<=|all)/{printf "%s%.1f+-%.1f", (n++?"/":""), 100*$2, 100*$3}' "$o.eval")\t$(steps "$o.tsv")"
+  echo -e "zh\tcommittee of 10 (LN-I families), mean+-sd\t$(awk -F'\t' '/^# [0-9]+ runs/{f=1; next} f && $1 ~ /^(<=|all)/{printf "%s%.1f+-%.1f", (n++?"/":""), 100*$2, 100*$3}' "$o.eval")\t-\t$(steps "$o.tsv")"
 fi
 
 if [[ " $PARTS " == *" wsj "* ]]; then
@@ -137,6 +165,7 @@ if [[ " $PARTS " == *" wsj "* ]]; then
   TRAIN[wsj]=$ptb; TEST[wsj]=$ptb
   C="--column XPOS --punct ptb --max-length 10"; T10="$C"     # WSJ10: train and score <= 10
   prepare wsj
+  baselines wsj
   for m in $ORDER; do
     o=$d/$m
     done_before wsj "$o.txt" "$m" "$o.tsv" && continue
