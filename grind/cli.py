@@ -518,6 +518,10 @@ STREAMING = ("streaming",)
 @click.option("--ln-warm", is_flag=True,
               help="ln: start each E-step from the previous one's variational parameters (the bound then never "
                    "decreases; model I keeps two floats per sentence and expert coordinate).")
+@click.option("--ln-mstep", type=click.Choice(["plain", "newton"]), default="plain", show_default=True,
+              help="ln: M-step for mu: plain = Algorithm 3 (mean of the posterior means, the paper's); newton = a "
+                   "diagonal Newton-scaled step to the same fixed points, accepted only if the bound for this "
+                   "iteration's expected counts is at least the plain step's (faster convergence).")
 @click.option("--ln-params", default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
 @click.option("--ln-init", default=None,
               help="ln: start from the mu, Sigma and expert structure of this --ln-params file "
@@ -643,6 +647,7 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
                 corpus=spec.describe())
     if hasattr(algorithm, "st"):
         info["structure"] = algorithm.st.describe()
+        info["ln_mstep"] = algorithm.mstep
     if joint is not None:
         (g1, g2), parser = joint
         w1, w2 = parser.split_weights(algorithm.weights())
@@ -688,6 +693,8 @@ def _check_ln_options(algo, opts, dev_path, cfg=None):
     for name in ("tie", "joint", "joint_output", "ln_init", "tie_warmup"):
         if opts.get(name) and algo != "ln":
             raise click.UsageError(f"--{name.replace('_', '-')} is for --algo ln")
+    if opts.get("ln_mstep", "plain") != "plain" and algo != "ln":
+        raise click.UsageError("--ln-mstep is for --algo ln")
     if opts.get("ln_init") and opts.get("tie"):
         raise click.UsageError("--ln-init brings its own expert structure; leave out --tie")
     if opts.get("tie_warmup") is not None and not opts.get("tie"):

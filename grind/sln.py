@@ -86,6 +86,9 @@ class Group:
                 self.kof[i, pos:pos + d] = k
                 pos += d
         self.mask = self.tgt >= 0
+        #: coordinates of multinomials with >= 2 rules; the others (size-1 multinomials) are
+        #: fixed at the prior (:mod:`grind.ln`, "Size-1 multinomials")
+        self.live = self.mask & (pk.sizes[self.kof] > 1)
         self.w = np.where(self.mask, 1.0 / n_cover[self.kof], 1.0)
         self.flat = np.where(self.mask, self.tgt, 0)
 

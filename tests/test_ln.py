@@ -327,16 +327,17 @@ def test_load_errors_name_the_line(tmp_path):
         ln.load_ln(str(p))
 
 
-@pytest.mark.parametrize("warm,tied", [(False, False), (True, False), (True, True)])
-def test_checkpoint_resume_is_bit_identical(tmp_path, warm, tied):
+@pytest.mark.parametrize("warm,tied,mstep", [(False, False, "plain"), (True, False, "plain"), (True, True, "plain"),
+                                             (False, False, "newton"), (True, False, "newton"), (True, True, "newton")])
+def test_checkpoint_resume_is_bit_identical(tmp_path, warm, tied, mstep):
     ck = str(tmp_path / "ck.npz")
-    _, _, a, rng = make("dmv", ln_warm=warm, tied=tied)
+    _, _, a, rng = make("dmv", ln_warm=warm, tied=tied, ln_mstep=mstep)
     a.iterations = 4
     full = train(a, rng)
-    _, _, b, rng = make("dmv", ln_warm=warm, tied=tied)
+    _, _, b, rng = make("dmv", ln_warm=warm, tied=tied, ln_mstep=mstep)
     b.iterations = 2
     train(b, rng, checkpoint=ck, meta={"algorithm": "ln"})
-    _, _, c, rng = make("dmv", ln_warm=warm, tied=tied)
+    _, _, c, rng = make("dmv", ln_warm=warm, tied=tied, ln_mstep=mstep)
     c.iterations = 4
     resumed = train(c, rng, checkpoint=ck, resume=True, meta={"algorithm": "ln"})
     assert [s.objective for s in resumed] == [s.objective for s in full]
@@ -433,3 +434,91 @@ def test_optimise_mu_does_not_depend_on_the_memory_layout_of_its_start():
     got_f = ln.optimise_mu(mask, a, b, w, x_f, mu, P)
     assert not np.allclose(got_c, 0.0)
     np.testing.assert_array_equal(got_c, got_f)
+
+
+# ----------------------------------------------------------------------------- size-1 multinomials, --ln-mstep newton
+
+def test_size_one_multinomial_is_exact():
+    """TOP --> ROOT added above a CNF grammar: a size-1 multinomial (theta = 1).  Its rule
+    gets psi~ = 0 and q(eta) = prior, so the bound of every sentence is the grammar's
+    without it, and its mu and Sigma never move."""
+    from grind.grammar import Grammar
+    rng = np.random.default_rng(4)
+    vocab = ["a", "b", "c"]
+    sents = corpus(rng, vocab, 6)
+    g = cnf_grammar(vocab, 2, 2)
+    g2 = Grammar(list(g.rules) + [("TOP", ("ROOT",))], np.ones(len(g) + 1), "TOP")
+    theta0 = g.normalize(np.exp(rng.standard_normal(len(g))))
+    runs = []
+    for gr_, th in ((g, theta0), (g2, np.append(theta0, 1.0))):
+        c = SimpleNamespace(iterations=3, tolerance=0, ln_warm=True)
+        runs.append(ln.LogisticNormal(gr_, ShardedEstep(make_parser(gr_, sents)), None, th, c))
+    a, b = runs
+    k = b.pk.lhs.index("TOP")
+    gi, e = next((gi, e) for gi, gr in enumerate(b.st.groups) for e, j in enumerate(gr.members)
+                 if b.st.experts[j][1] == (k,))
+    mu0, S0 = b.mu[gi][e].copy(), b.Sigma[gi][e].copy()
+    for _ in range(3):
+        sa, sb = a.step(), b.step()
+        np.testing.assert_allclose(sb.objective, sa.objective, rtol=1e-10)
+        np.testing.assert_array_equal(b.mu[gi][e], mu0)
+        np.testing.assert_array_equal(b.Sigma[gi][e], S0)
+    np.testing.assert_allclose(b.weights()[:len(g)], a.weights(), rtol=1e-9)
+    assert b.weights()[len(g)] == 1.0
+    # per sentence, and the E-step's q(eta) of the size-1 coordinate is the prior
+    ia = np.arange(len(sents))
+    *_, fa = a.e_step(a._io_sentences(ia), len(ia), a._prior_terms())
+    muts, s2s, *_, fb = b.e_step(b._io_sentences(ia), len(ia), b._prior_terms())
+    np.testing.assert_allclose(fb, fa, rtol=1e-10)
+    np.testing.assert_array_equal(muts[gi][:, e, 0], b.mu[gi][e, 0])
+    np.testing.assert_allclose(s2s[gi][:, e, 0], b.Sigma[gi][e, 0, 0], rtol=1e-12)
+
+
+def test_size_one_coordinates_in_a_shared_expert_stay_at_the_prior():
+    """An expert over a size-1 multinomial and a larger one (structure file): the
+    size-1 coordinate keeps its mean and variance, and its covariances are 0."""
+    from grind.sln import Structure
+    g, est, a, rng = make("dmv")
+    pk = a.pk
+    y = next(k for k in range(pk.K) if pk.sizes[k] == 1)
+    big = next(k for k in range(pk.K) if pk.sizes[k] > 2)
+    a.st = Structure(pk, [(n, (k,)) for k, n in enumerate(pk.lhs)] + [("mix", (y, big))])
+    a.mu = [np.where(gr.mask, 0.3, 0.0) for gr in a.st.groups]
+    a.Sigma = ln.initial_covariance(g, a.st, "identity")
+    gi = next(i for i, gr in enumerate(a.st.groups) if a.st.experts[gr.members[0]][0] == "mix")
+    a.Sigma[gi][0, 0, 1:3] = a.Sigma[gi][0, 1:3, 0] = 0.3        # coupled at the start
+    mu0 = a.mu[gi][0, 0]
+    b0 = [a.step().objective for _ in range(3)]
+    assert np.all(np.isfinite(b0))
+    assert a.mu[gi][0, 0] == mu0 and a.Sigma[gi][0, 0, 0] == 1.0
+    assert np.all(a.Sigma[gi][0, 0, 1:] == 0) and np.all(a.Sigma[gi][0, 1:, 0] == 0)
+
+
+def _bounds(mstep, iterations, n=20, **cfg):
+    _, _, a, rng = make("dmv", n=n, ln_mstep=mstep, **cfg)
+    a.iterations = iterations
+    return np.array([s.objective for s in train(a, rng)])
+
+
+def test_newton_mstep_is_at_least_twice_as_fast():
+    T = 20
+    plain = _bounds("plain", T)
+    newton = _bounds("newton", T // 2)
+    assert newton[-1] >= plain[-1], (plain, newton)
+
+
+@pytest.mark.parametrize("model", [1, 2])
+@pytest.mark.parametrize("kind,tied", [("dmv", False), ("cnf", False), ("dmv", True)])
+def test_newton_mstep_warm_bound_never_decreases(kind, tied, model):
+    _, _, a, rng = make(kind, n=8, model=model, ln_warm=True, ln_mstep="newton", tied=tied)
+    a.iterations = 15
+    tr = train(a, rng)
+    b = np.array([s.objective for s in tr])
+    assert np.all(np.isfinite(b)) and len(b) == 15
+    assert np.all(np.diff(b) >= -1e-7 * np.abs(b[:-1])), b
+    assert any(s.extra["mstep_scale"] > 0 for s in tr)        # the Newton step is taken
+
+
+def test_unknown_mstep_is_an_input_error():
+    with pytest.raises(InputError, match="M-step"):
+        make("dmv", ln_mstep="fast")
