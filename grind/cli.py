@@ -647,6 +647,7 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
                 corpus=spec.describe())
     if hasattr(algorithm, "st"):
         info["structure"] = algorithm.st.describe()
+    if hasattr(algorithm, "mstep"):
         info["ln_mstep"] = algorithm.mstep
     if joint is not None:
         (g1, g2), parser = joint

@@ -15,7 +15,7 @@ from grind.dmv import SLOT, dmv_grammar, dmv_index
 from grind.dmv_parser import DMVParser
 from grind.em import EM
 from grind.errors import InputError
-from grind.ln import LogisticNormal, psi_tilde
+from grind.ln import LogisticNormal, exact_psi
 from grind.mixture import FIXED_COEF, Mixture, MixtureParser, schedule_name
 from grind.training import ShardedEstep, train
 from grind.vb import VB
@@ -137,7 +137,7 @@ def test_ln_bound_is_proposition_1_under_each_sentences_weights():
     prior = ln._prior_terms()
     idx = np.arange(len(sents))
     muts, s2s, zeta, _F, logz, bound = ln.e_step(ln._io_sentences(idx), len(idx), prior)
-    psi = psi_tilde(ln.pk.mask, ln.st.combine(muts), ln.st.combine(s2s, 2), zeta)
+    psi = exact_psi(ln.pk, ln.st.combine(muts), ln.st.combine(s2s, 2), zeta)
     # the recorded log Z_k are those under each sentence's own weights exp(psi~_s)
     for s in idx:
         w = ln.pk.pack(np.exp(np.where(ln.pk.mask, psi[s], -np.inf)))
