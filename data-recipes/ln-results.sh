@@ -54,6 +54,7 @@ declare -A METHODS=(
   [dirichlet]="--algo vb --alpha $ALPHA --iterations $EM_ITER"
   [ln-identity]="--algo ln $LNI --cov identity"
   [ln-families]="--algo ln $LNI --cov families"
+  [ln-families-newton]="--algo ln $LNI --cov families --ln-mstep newton"
   [sln-tiev]="--algo ln $LNI --cov families --tie V"
   [sln-tien]="--algo ln $LNI --cov families --tie N"
   [sln-tievn]="--algo ln $LNI --cov families --tie VN"
