@@ -26,6 +26,7 @@ from collections import defaultdict
 import numpy as np
 
 from .errors import InputError, NumericalError
+from .grammar import post_order
 from .parser import ChartParser
 
 try:
@@ -356,26 +357,9 @@ def _unary_order(names, uns):
     kids = defaultdict(list)
     for a, b, _ in uns:
         kids[a].append(b)
-    state, post = {}, []
-    for root in list(kids):
-        if root in state:
-            continue
-        state[root] = 1
-        stack = [(root, iter(kids[root]))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                state[node] = 2
-                post.append(node)
-            elif state.get(nxt) == 1:
-                path = [n for n, _ in stack]
-                cyc = path[path.index(nxt):] + [nxt]
-                raise InputError("unary cycle: " + " --> ".join(names[x] for x in cyc))
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(kids[nxt])))
+    post, cyc = post_order(kids)
+    if cyc:
+        raise InputError("unary cycle: " + " --> ".join(names[x] for x in cyc))
     rank = {x: i for i, x in enumerate(post)}
     return sorted(range(len(uns)), key=lambda u: rank[uns[u][1]])
 

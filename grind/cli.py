@@ -2,7 +2,9 @@
 
 Every FILE argument may be ``-`` (stdin / stdout).  Data goes to stdout (or
 ``-o``), messages and progress to stderr.  Exit status: 0 success, 1 runtime
-or input error, 2 usage error.
+or input error, 2 usage error, 130 interrupted, 143 terminated (SIGTERM).
+Every output path is checked before the command runs (:class:`OutputPath`)
+and written by :func:`grind.textio.open_out`.
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ from .corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, read_corpus
 from .counts import Counts, read_counts, write_counts
 from .errors import GrindError, InputError
 from .grammar import PSEUDO_COUNTS, Grammar, read_grammar, rule_lines
-from .textio import header_lines, open_out, set_run_info
+from .textio import StdoutClosed, header_lines, open_out, output_group, output_problem, same_file, set_run_info
 
 EPILOG_PIPELINE = """\b
-A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, <= 10 words):
-  C="--column UPOS --punct ud --max-length 10"
+A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, 2..10 words:
+a CNF grammar has no derivation of a one-word sentence):
+  C="--column UPOS --punct ud --min-length 2 --max-length 10"
   grind make-grammar cnf $C --nonterminals 10 --preterminals 10 train.conllu > g0.txt
   grind init --random --seed 1 g0.txt > g1.txt
   grind train --algo em $C g1.txt train.conllu > g.txt
@@ -52,19 +55,72 @@ def corpus_options(f):
 
     @functools.wraps(f)
     def wrapper(*a, fmt, column, punct, max_length, min_length, **kw):
+        if max_length is not None and min_length > max_length:
+            raise click.BadParameter(f"{min_length} is above --max-length {max_length}", param_hint="'--min-length'")
         kw["spec"] = CorpusSpec(fmt, column, punct, max_length, min_length)
         return f(*a, **kw)
 
     return wrapper
 
 
+class OutputPath(click.ParamType):
+    """A file grind writes, checked when click converts the option, before the
+    command runs: ``''`` is a usage error (exit 2); a missing directory, a
+    directory, a file or directory that is not writable, or a dangling symlink
+    into a missing directory is a one-line error naming option and path (exit 1).
+    Every option that names a file grind writes has this type; the writing is
+    :func:`grind.textio.open_out`'s (symlinks written through, FIFOs and devices
+    directly, compression by suffix)."""
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        problem = output_problem(value)
+        if problem == "empty file name":
+            self.fail("empty file name", param, ctx)
+        if problem:
+            opt = "/".join(param.opts) if param else "output"
+            raise InputError(f"{opt} {value}: cannot write: {problem}")
+        return value
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A click.FloatRange that also refuses nan and inf (which FloatRange lets through)."""
+
+    def convert(self, value, param, ctx):
+        import math
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
+class AlphaType(click.ParamType):
+    """train --alpha: a positive finite number (kept as written) or an existing file of pseudo-counts."""
+
+    name = "NUMBER|FILE"
+
+    def convert(self, value, param, ctx):
+        import math
+        import os
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            if value != "-" and not os.path.exists(str(value)):
+                self.fail(f"{value!r} is neither a number nor an existing file of pseudo-counts", param, ctx)
+            return value
+        if not (math.isfinite(v) and v > 0):
+            self.fail(f"{value!r}: a Dirichlet hyperparameter must be a positive finite number", param, ctx)
+        return value
+
+
 def output_option(f):
-    return click.option("-o", "--output", default="-", show_default=True,
-                        help="Output file (- = stdout); written atomically.")(f)
+    return click.option("-o", "--output", type=OutputPath(), default="-", show_default=True,
+                        help="Output file (- = stdout; .gz/.xz/.bz2 compressed); written atomically, "
+                             "through a symlink to its target.")(f)
 
 
 def seed_option(f):
-    return click.option("--seed", type=int, default=None,
+    return click.option("--seed", type=click.IntRange(0), default=None,
                         help="Seed of the one random generator every random choice draws from.")(f)
 
 
@@ -90,12 +146,42 @@ def write_grammar(path, grammar: Grammar, weights, kind, **extra):
         f.writelines(rule_lines(grammar.rules, weights, grammar.pseudocounts))
 
 
-def load(grammar_path, corpus_path, spec, start=None, kernel="auto"):
-    """Grammar, sentences and a chart parser for them."""
-    from .parser import make_parser
+def read_probabilities(grammar_path, start=None, command="this command", normalise=False):
+    """The grammar of ``grammar_path``, checked to hold rule probabilities
+    (:func:`grind.grammar.require_probabilities`), or with ``normalise=True``
+    its weights normalised per LHS with a warning when they are not."""
+    from .grammar import require_probabilities
     grammar = read_grammar(grammar_path, start)
+    try:
+        require_probabilities(grammar, grammar_path, command)
+    except InputError:
+        if not normalise or grammar.weight_kind() == "counts":
+            raise
+        grammar = Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
+                          dict(grammar.meta, weights="probabilities (normalised by grind train)"))
+        log.warn(f"{'<stdin>' if grammar_path == '-' else grammar_path}: the weights are not probabilities "
+                 "(some left-hand side's do not sum to 1); training starts from them normalised per "
+                 "left-hand side (run 'grind init' first to choose the start yourself)")
+    return grammar
+
+
+def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False):
+    """Grammar, sentences and a chart parser for them.  The grammar's
+    :meth:`~grind.grammar.Grammar.probabilities` must be rule probabilities
+    (:func:`grind.grammar.require_probabilities`; parse, loglik and estep use
+    them as such).  ``normalise=True`` (train, which only needs a starting
+    point) normalises weights that are not probabilities per LHS instead,
+    with a warning."""
+    from .parser import make_parser
     sents = read_corpus(corpus_path, spec)
-    return grammar, sents, make_parser(grammar, [s.tokens for s in sents], kernel)
+    grammar = read_probabilities(grammar_path, start, command, normalise)
+    try:
+        parser = make_parser(grammar, [s.tokens for s in sents], kernel)
+    except InputError as e:
+        name = "<stdin>" if grammar_path == "-" else grammar_path
+        msg = str(e)
+        raise InputError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
+    return grammar, sents, parser
 
 
 def known_failures(parser, n):
@@ -181,9 +267,12 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
 @click.option("--tags-from", "tags_from", multiple=True,
               help="Unlexicalized: also cover every tag of this corpus, read with the same --column/--punct "
                    "and no length filter (repeatable: e.g. dev and test).")
+@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
+              help="Refuse to build an unlexicalized DMV of more rules than this (10 |V| + 2 |V|^2 for "
+                   "|V| head types; FORM over a corpus gives tens of millions).")
 @output_option
 @click.argument("corpus")
-def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, output):
+def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output):
     """The DMV (Klein & Manning 2004) as a split-head PCFG over a tag set.
 
     \b
@@ -209,7 +298,7 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, output):
       grind make-grammar dmv --column XPOS --punct ptb --max-length 10 --tags-from dev.conllu train.conllu > dmv0.txt
       grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
     """
-    from .dmv import dmv_grammar
+    from .dmv import dmv_grammar, dmv_size
     if lexicalized:
         if tags_path or tags_from:
             raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
@@ -218,6 +307,12 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, output):
         tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
     else:
         vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from)
+        n_rules = dmv_size(len(vocab))
+        if n_rules > max_rules:
+            raise InputError(f"{corpus}: an unlexicalized DMV over {len(vocab)} head types "
+                             f"({spec.column or 'tokens'}) has {n_rules:,} rules (10 |V| + 2 |V|^2), above the "
+                             f"limit of {max_rules:,}: use a tag column, or --lexicalized (choose rules only for "
+                             f"pairs seen in a sentence), or lift the limit with --max-rules {n_rules}")
         g = dmv_grammar([], vocabulary=vocab)
     log.info(f"DMV over {tagset}: {len(g)} rules")
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
@@ -264,6 +359,12 @@ def make_from_file(grammar, start, output):
       grind make-grammar from-file --start S my.grammar > g0.txt
     """
     g = read_grammar(grammar, start)
+    cyc = g.unary_cycle()
+    if cyc:
+        name = "<stdin>" if grammar == "-" else grammar
+        raise InputError(f"{name}: unary rules of positive weight form a cycle: {' --> '.join(cyc)} "
+                         "(a chart parser cannot sum over unboundedly many derivations; remove a rule of it "
+                         "or give it weight 0)")
     write_grammar(output, g, g.weights, g.meta.get("weights", "as read"))
 
 
@@ -301,7 +402,13 @@ def make_structure(tie, tie_what, families, output, grammars):
         raise click.UsageError("one grammar, or two for the bilingual structure")
     gs = [read_grammar(x) for x in grammars]
     g = gs[0] if len(gs) == 1 else joint_grammar(gs, ["1", "2"])
-    write_structure(output, build(g, Packing(g), tie, families, tie_what), tie=tie, tie_what=tie_what,
+    try:
+        st = build(g, Packing(g), tie, families, tie_what)
+    except InputError as e:
+        if not str(e).startswith("--tie"):
+            raise
+        raise InputError(f"{' + '.join(grammars)}: {e}") from None
+    write_structure(output, st, tie=tie, tie_what=tie_what,
                     families=families)
 
 
@@ -315,7 +422,7 @@ def make_structure(tie, tie_what, families, output, grammars):
                    "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
                    "higher accuracy, see README), independent = exact expected counts when candidate dependents "
                    "attach independently (grind before issue 10).")
-@click.option("--jitter", type=click.FloatRange(0), default=1.0, show_default=True,
+@click.option("--jitter", type=FiniteFloatRange(0), default=1.0, show_default=True,
               help="Scale of the log-normal noise of --random.")
 @click.option("--corpus", "corpus_path", default=None, help="The training corpus (for --harmonic).")
 @corpus_options
@@ -401,7 +508,7 @@ def estep(grammar, corpus, spec, kernel, start, output):
       grind estep g.txt shard1.txt > c1.txt; grind estep g.txt shard2.txt > c2.txt
       grind sum c1.txt c2.txt | grind mstep - > g.next.txt
     """
-    g, sents, parser = load(grammar, corpus, spec, start, kernel)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep")
     counts, logz = parser.inside_outside(g.probabilities())
     report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
@@ -420,14 +527,18 @@ def sum_(counts, output):
     Example:
       grind sum c1.txt c2.txt c3.txt > c.txt
     """
+    from .counts import check_same_grammar
     total = read_counts(counts[0])
     for path in counts[1:]:
-        total = total + read_counts(path)
+        c = read_counts(path)
+        check_same_grammar(c, path, total.fingerprint(), counts[0],
+                           "grind sum adds count files of one grammar only")
+        total = total + c
     write_counts(output, total)
 
 
 @cli.command()
-@click.option("--alpha", type=click.FloatRange(0), default=1.0, show_default=True,
+@click.option("--alpha", type=FiniteFloatRange(0), default=1.0, show_default=True,
               help="Symmetric Dirichlet hyperparameter: theta ∝ max(0, count + alpha - 1) (1 = maximum likelihood).")
 @click.option("--grammar", "grammar_path", default=None,
               help="Grammar whose rule set (and weights, for unused LHSs) the output keeps.")
@@ -442,9 +553,12 @@ def mstep(counts, alpha, grammar_path, start, output):
       grind sum c*.txt | grind mstep --alpha 1.0 - > g.next.txt
     """
     from .em import map_estimate
+    from .counts import check_same_grammar
     c = read_counts(counts)
     if grammar_path:
         g = read_grammar(grammar_path, start)
+        check_same_grammar(c, "<stdin>" if counts == "-" else counts, g.fingerprint(), grammar_path,
+                           "--grammar must be the grammar the counts were made with (grind estep)")
         prev = g.weights
     else:
         g = Grammar(c.rules, np.ones(len(c.rules)), start or c.rules[0][0])
@@ -480,13 +594,13 @@ STREAMING = ("streaming",)
 @click.option("--first-batch", type=click.IntRange(1), default=None, help="Size of the first minibatch (streaming; default --batch).")
 @click.option("--batch-iterations", type=click.IntRange(1), default=5, show_default=True,
               help="VB iterations per minibatch (streaming, stochastic).")
-@click.option("--tau", type=click.FloatRange(0), default=1.0, show_default=True, help="Step size delay: eta_t = (tau + t)^-kappa (stochastic).")
-@click.option("--kappa", type=click.FloatRange(0.5, 1.0), default=0.7, show_default=True, help="Step size decay (stochastic).")
+@click.option("--tau", type=FiniteFloatRange(0), default=1.0, show_default=True, help="Step size delay: eta_t = (tau + t)^-kappa (stochastic).")
+@click.option("--kappa", type=FiniteFloatRange(0.5, 1.0), default=0.7, show_default=True, help="Step size decay (stochastic).")
 @click.option("--update", type=click.Choice(["hoffman", "pate-johnson"]), default="hoffman", show_default=True,
               help="Stochastic VB update: Hoffman et al. (prior inside the step) or Pate & Johnson (prior outside).")
 @click.option("--cvb-init", type=click.Choice(["grammar", "random"]), default="grammar", show_default=True,
               help="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly perturbed weights.")
-@click.option("--temp-start", type=click.FloatRange(1.0), default=1.0, show_default=True,
+@click.option("--temp-start", type=FiniteFloatRange(1.0), default=1.0, show_default=True,
               help="Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).")
 @click.option("--constraints", "mix_constraints", default="RA+VAR+SD", show_default=True,
               help="mixture: prior-knowledge components, '+' intersects, ',' separates components: "
@@ -500,11 +614,11 @@ STREAMING = ("streaming",)
               help="mixture: the polytope of coefficients: I = annealed (the mean-field coefficient is at most "
                    "--mix-start, the cap rising 1% a step to --mix-end), II = mean-field fixed at 0.85, "
                    "III = fixed at 0.95; the C-step splits the rest among the --constraints components.")
-@click.option("--mix-start", type=click.FloatRange(0, 1), default=0.85, show_default=True,
+@click.option("--mix-start", type=FiniteFloatRange(0, 1), default=0.85, show_default=True,
               help="mixture, schedule I: the cap on the mean-field coefficient at step 0 ...")
-@click.option("--mix-end", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+@click.option("--mix-end", type=FiniteFloatRange(0, 1), default=0.95, show_default=True,
               help="mixture, schedule I: ... rising by 0.01 a step up to this.")
-@click.option("--mix-coef", default=None,
+@click.option("--mix-coef", default=None, callback=lambda ctx, p, v: _number_list(v, "--mix-coef"),
               help="mixture: fixed coefficients instead of a schedule (no C-step), mean-field first, e.g. 0.85,0.15.")
 @click.option("--model", type=click.Choice(["1", "2"]), default="1", show_default=True,
               help="ln: model I (theta drawn per sentence) or II (drawn once).")
@@ -522,7 +636,7 @@ STREAMING = ("streaming",)
               help="ln: M-step for mu: plain = Algorithm 3 (mean of the posterior means, the paper's); newton = a "
                    "diagonal Newton-scaled step to the same fixed points, accepted only if the bound for this "
                    "iteration's expected counts is at least the plain step's (faster convergence).")
-@click.option("--ln-params", default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
+@click.option("--ln-params", type=OutputPath(), default=None, help="ln: also write the learned mu and Sigma (plain text) here.")
 @click.option("--ln-init", default=None,
               help="ln: start from the mu, Sigma and expert structure of this --ln-params file "
                    "(instead of the grammar's weights and --cov / --tie).")
@@ -540,24 +654,24 @@ STREAMING = ("streaming",)
 @click.option("--joint", nargs=2, default=None, metavar="GRAMMAR2 CORPUS2",
               help="ln: bilingual tying (§5.4): train a second language's grammar on its corpus jointly, "
                    "--tie experts spanning both languages through the tag families.")
-@click.option("--joint-output", default=None, help="ln --joint: where the second language's grammar goes.")
+@click.option("--joint-output", type=OutputPath(), default=None, help="ln --joint: where the second language's grammar goes.")
 @click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
-@click.option("--tolerance", type=click.FloatRange(0), default=1e-6, show_default=True,
+@click.option("--tolerance", type=FiniteFloatRange(0), default=1e-6, show_default=True,
               help="Stop when the objective's relative gain is below this.  ln: stop when the variational "
                    "bound's relative change |B_t - B_t-1| / |B_t-1| is at most this [ln default: 1e-5]; the "
                    "trace's 'stopped' column says whether the run converged or reached --iterations.")
-@click.option("--alpha", default="1.0", show_default=True,
+@click.option("--alpha", type=AlphaType(), default="1.0", show_default=True,
               help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts. "
                    "EM: MAP estimate (1 = maximum likelihood).")
-@click.option("--trace", "trace_path", default=None, help="Also write the trace as TSV here.")
+@click.option("--trace", "trace_path", type=OutputPath(), default=None, help="Also write the trace as TSV here.")
 @click.option("--dev", "dev_path", default=None, help="Held-out corpus for --eval-every (read with the same corpus options).")
 @click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True,
               help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy for treebanks).")
 @click.option("--early-stop", is_flag=True,
               help="With --eval-every: stop when the held-out log probability decreases, keeping the previous "
                    "parameters (Cohen & Smith 2010, Algorithm 1).")
-@click.option("--checkpoint", "ckpt", default=None, help="Checkpoint file (.npz), written atomically.")
+@click.option("--checkpoint", "ckpt", type=OutputPath(), default=None, help="Checkpoint file (.npz), written atomically.")
 @click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
 @click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
@@ -608,6 +722,13 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     rng = make_rng(seed)
     if resume and not ckpt:
         raise click.UsageError("--resume needs --checkpoint FILE")
+    _check_distinct_outputs(**{"-o/--output": output, "--trace": trace_path, "--checkpoint": ckpt,
+                               "--ln-params": opts.get("ln_params"), "--joint-output": opts.get("joint_output")})
+    if resume:
+        try:
+            open(ckpt, "rb").close()
+        except OSError as e:
+            raise InputError(f"--checkpoint {ckpt}: cannot read (needed by --resume): {e.strerror}") from None
     if eval_every and not dev_path:
         raise click.UsageError("--eval-every needs --dev FILE")
     if early_stop and not eval_every:
@@ -623,13 +744,22 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif algo in STREAMING:
-        g, estep, n = read_grammar(grammar, start), None, "a stream of"
+        g, estep, n = read_probabilities(grammar, start, "grind train", True), None, "a stream of"
     else:
-        g, sents, parser = load(grammar, corpus, spec, start, kernel)
+        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     prior = prior_vector(g, alpha)
     log.info(f"training {algo} on {n} sentences ({spec.describe()}), {len(g)} rules")
+    from .training import check_checkpoint, fingerprint_sentences, run_meta
+    params = click.get_current_context().params
+    flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params if p.opts}
+    from .corpus import iter_corpus
+    toks = (s.tokens for s in (iter_corpus(corpus, spec) if algo in STREAMING else sents))
+    meta = run_meta(params, flags, grammar=g, theta0=g.probabilities(), prior=prior,
+                    corpus_fp=fingerprint_sentences(toks), algo=algo, spec_text=spec.describe())
+    if resume:
+        check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
     algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
     eval_fn = None
     if dev_path:
@@ -637,7 +767,6 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         from .parser import make_parser
         dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
         eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
-    meta = {"algorithm": algo, "rules": len(g), "corpus": f"{corpus} {spec.describe()}"}
     trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
                          on_step=lambda s: log.info(format_step(s)), early_stop=early_stop)
@@ -649,19 +778,38 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         info["structure"] = algorithm.st.describe()
     if hasattr(algorithm, "mstep"):
         info["ln_mstep"] = algorithm.mstep
-    if joint is not None:
-        (g1, g2), parser = joint
-        w1, w2 = parser.split_weights(algorithm.weights())
-        write_grammar(output, g1, w1, kind, language=1, **info)
-        write_grammar(opts["joint_output"], g2, w2, kind, language=2, **info)
-    else:
-        write_grammar(output, g, algorithm.weights(), kind, **info)
-    if trace_path:
-        write_trace(trace_path, trace)
-    if opts.get("ln_params"):
-        if not hasattr(algorithm, "save"):
-            raise click.UsageError("--ln-params is for --algo ln")
-        algorithm.save(opts["ln_params"])
+    with output_group():              # every output file replaced, or none
+        if joint is not None:
+            (g1, g2), parser = joint
+            w1, w2 = parser.split_weights(algorithm.weights())
+            write_grammar(output, g1, w1, kind, language=1, **info)
+            write_grammar(opts["joint_output"], g2, w2, kind, language=2, **info)
+        else:
+            write_grammar(output, g, algorithm.weights(), kind, **info)
+        if trace_path:
+            write_trace(trace_path, trace)
+        if opts.get("ln_params"):
+            algorithm.save(opts["ln_params"])
+
+
+def _check_distinct_outputs(**paths):
+    """Two output options naming one file would overwrite each other: a usage error."""
+    given = [(k, v) for k, v in paths.items() if v]
+    for i, (k1, p1) in enumerate(given):
+        for k2, p2 in given[i + 1:]:
+            if same_file(p1, p2):
+                raise click.UsageError(f"{k1} and {k2} name the same file: {p2}")
+
+
+def _number_list(value, option):
+    """``value`` (comma-separated numbers) unchanged, or a usage error naming ``option``."""
+    if value is not None:
+        try:
+            [float(x) for x in value.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"not a comma-separated list of numbers: {value!r}",
+                                     param_hint=f"'{option}'") from None
+    return value
 
 
 #: The train options that only --algo mixture reads.
@@ -683,6 +831,15 @@ def _check_mixture_options(algo, cfg):
         raise click.UsageError("--mix-coef fixes the coefficients: leave out --mix-schedule")
     if cfg.mix_start > cfg.mix_end:
         raise click.UsageError(f"--mix-start {cfg.mix_start} is above --mix-end {cfg.mix_end}")
+    from .mixture import _fixed_coef, parse_mixture_spec
+    try:
+        k = len(parse_mixture_spec(cfg.mix_constraints))
+    except InputError as e:
+        raise click.BadParameter(str(e), param_hint="'--constraints'") from None
+    try:
+        _fixed_coef(cfg.mix_coef, k)
+    except InputError as e:
+        raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
     if not _given("iterations"):
         from .mixture import MIX_ITERATIONS
         cfg.iterations = MIX_ITERATIONS
@@ -691,7 +848,7 @@ def _check_mixture_options(algo, cfg):
 def _check_ln_options(algo, opts, dev_path, cfg=None):
     """Options that only --algo ln understands, and what --joint needs; with
     ``cfg``, sets ``cfg.tie_warmup`` to its default under --tie (:data:`grind.ln.TIE_WARMUP`)."""
-    for name in ("tie", "joint", "joint_output", "ln_init", "tie_warmup"):
+    for name in ("tie", "joint", "joint_output", "ln_init", "tie_warmup", "ln_params"):
         if opts.get(name) and algo != "ln":
             raise click.UsageError(f"--{name.replace('_', '-')} is for --algo ln")
     if opts.get("ln_mstep", "plain") != "plain" and algo != "ln":
@@ -726,8 +883,8 @@ def load_joint(grammar, corpus, second, spec, start, kernel):
     """Two languages' grammars and corpora as one joint grammar (symbols
     prefixed ``1|`` and ``2|``) and a :class:`grind.sln.JointParser`."""
     from .sln import JointParser, joint_grammar
-    g1, s1, p1 = load(grammar, corpus, spec, start, kernel)
-    g2, s2, p2 = load(second[0], second[1], spec, None, kernel)
+    g1, s1, p1 = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
+    g2, s2, p2 = load(second[0], second[1], spec, None, kernel, "grind train", normalise=True)
     g = joint_grammar([g1, g2], ["1", "2"])
     parser = JointParser(g, [p1, p2])
     return g, s1 + s2, parser, ((g1, g2), parser)
@@ -763,9 +920,13 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
-    reported on stderr and written as (NOPARSE w1 ... wn) so lines stay
-    aligned.  A DMV grammar writes CoNLL with the HEAD column filled (other
-    columns passed through); a sentence without a parse (e.g. a tag the
+    reported on stderr, counted in the header ('# unparsed: N') and written
+    as (NOPARSE w1 ... wn) so lines stay aligned.  A DMV grammar writes CoNLL
+    with the HEAD column filled and every other line and column of a
+    CoNLL-U/CoNLL-X input passed through (comments, original IDs, multiword
+    tokens, empty nodes); tokens --punct removed get HEAD = the root word and
+    DEPREL punct (not predicted: the header's '# removed_tokens:' line says
+    so).  A sentence without a parse (e.g. a tag the
     grammar lacks) gets HEAD and DEPREL '_', is named on stderr with its
     reason and counted in the header ('# unparsed: N'); grind eval scores its
     words 0.  --mbr: arc posteriors from inside-outside, then the best
@@ -779,7 +940,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
       grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
     """
     rng = make_rng(seed)
-    g, sents, parser = load(grammar, corpus, spec, start, kernel)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
     from .dmv_parser import DMVParser
     if isinstance(parser, DMVParser):
         theta = g.probabilities()
@@ -804,8 +965,9 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
     from .trees import derivation_tree, format_tree
     derivs, logp = parser.viterbi(g.probabilities())
     report_failures(sents, parser, logp)
+    unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     with open_out(output) as f:
-        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe()))
+        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(), unparsed=unparsed))
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
@@ -830,7 +992,12 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
         log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
                  "(grind eval scores their words 0)")
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=len(bad), **extra))
+        removed = None
+        if spec.punct != "none":
+            removed = ("attached to the root word with DEPREL punct (not predicted; removed again by "
+                       f"eval --punct {spec.punct})")
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=len(bad),
+                                  removed_tokens=removed, **extra))
         for s, h in zip(sents, heads):
             f.write(conll_block(s, h))
 
@@ -877,20 +1044,41 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
     Example:
       grind loglik --summary --column UPOS --punct ud g.txt dev.conllu
     """
-    g, sents, parser = load(grammar, corpus, spec, start, kernel)
+    import math
+
+    from .errors import NumericalError
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
     _, logz = parser.inside_outside(g.probabilities())
+    logz = np.asarray(logz, dtype=np.float64)
+    odd = np.flatnonzero(np.isnan(logz) | (logz == np.inf))
+    if len(odd):
+        where = ", ".join(f"{sents[i].number} (line {sents[i].line}): {float(logz[i])!r}" for i in odd[:5])
+        raise NumericalError(f"{corpus}: the log probability of {len(odd)} sentence(s) is not a number or "
+                             f"+inf, a numerical failure of the chart kernel: sentence {where}"
+                             f"{' ...' if len(odd) > 5 else ''}; try --kernel cky")
     failed = report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
     words = sum(len(s) for s, k in zip(sents, ok) if k)
     total = float(logz[ok].sum())
+    if not math.isfinite(total):
+        worst = np.argsort(logz[ok])[:3]
+        idx = np.flatnonzero(ok)[worst]
+        raise NumericalError(f"{corpus}: the total log probability of the {int(ok.sum())} parsed sentences "
+                             "is not finite although each one is (the sum left floating-point range); "
+                             "the lowest: " + ", ".join(f"sentence {sents[i].number} (line {sents[i].line}) "
+                                                        f"{float(logz[i])!r}" for i in idx))
+    with np.errstate(over="ignore"):
+        ppl = float(np.exp(-total / words)) if words else float("nan")
+    if words and math.isinf(ppl):
+        log.warn(f"the perplexity exp({-total / words!r}) is above the floating-point range: written as inf "
+                 f"(the log probability per word is {total / words!r})")
     with open_out(output) as f:
         f.writelines(header_lines(corpus=spec.describe()))
         if not summary:
             f.write("sentence\twords\tlogprob\n")
             for s, lz in zip(sents, logz):
-                f.write(f"{s.number}\t{len(s)}\t{lz!r}\n")
+                f.write(f"{s.number}\t{len(s)}\t{float(lz)!r}\n")
         f.write(f"# sentences: {len(sents)}\n# parsed: {len(sents) - failed}\n# words: {words}\n")
-        ppl = float(np.exp(-total / words)) if words else float("nan")
         f.write(f"# logprob: {total!r}\n# perplexity: {ppl!r}\n")
 
 
@@ -945,7 +1133,10 @@ def eval_(gold, predicted, spec, baselines, output):
         base = baseline_rows(gold_sents) if baselines else None
         runs, report = [], ""
         for k, p in enumerate(predicted):
-            rows = evaluate(gold_sents, read_corpus(p, spec), baselines)
+            try:
+                rows = evaluate(gold_sents, read_corpus(p, spec), baselines)
+            except InputError as e:
+                raise InputError(f"{gold} vs {p}: {e}") from None
             unparsed = rows[-1]["unparsed"]
             if unparsed:
                 log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
@@ -977,44 +1168,72 @@ def dependency_convention(spec) -> str:
 
 # ----------------------------------------------------------------------------- entry point
 
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM, so that ``finally``/``except
+    BaseException`` blocks run (open_out deletes its temporary file)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
-    """Run the CLI: one-line errors, quiet broken pipes, exit status 0/1/2."""
+    """Run the CLI: one-line errors, quiet broken pipes, exit status 0/1/2
+    (130 on Ctrl-C, 143 on SIGTERM)."""
+    import signal
+    import threading
     argv = sys.argv[1:] if argv is None else list(argv)
     set_run_info(argv=["grind"] + argv)
+    in_main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         cli.main(args=argv, prog_name="grind", standalone_mode=False)
     except click.exceptions.Abort:
-        sys.stderr.write("grind: interrupted\n")
-        sys.exit(130)
+        _exit(130, "grind: interrupted")
     except click.ClickException as e:
         e.show()
-        sys.exit(e.exit_code)
+        _exit(e.exit_code)
     except GrindError as e:
-        sys.stderr.write(f"grind: error: {e}\n")
-        sys.exit(1)
-    except BrokenPipeError:
-        _quiet_broken_pipe()
+        _exit(1, f"grind: error: {e}")
+    except (BrokenPipeError, StdoutClosed):
+        _exit(0)
     except KeyboardInterrupt:
-        sys.stderr.write("grind: interrupted\n")
-        sys.exit(130)
+        _exit(130, "grind: interrupted")
+    except Terminated:
+        _exit(143, "grind: terminated")
     except MemoryError:
-        sys.stderr.write("grind: error: out of memory\n")
-        sys.exit(1)
-    _flush_stdout()
+        _exit(1, "grind: error: out of memory")
+    except OSError as e:  # e.g. writing --help to a full disk; reading is InputError already
+        where = f"{e.filename}: " if e.filename else ""
+        _exit(1, f"grind: error: {where}{e.strerror or e}")
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old)
+    _exit(0)
 
 
-def _flush_stdout():
+def _exit(status, message=None):
+    """Flush stdout and exit; a stdout that cannot take the rest (closed pipe,
+    full disk) is pointed at /dev/null so Python's own flush at exit stays quiet."""
+    if message:
+        sys.stderr.write(message + "\n")
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        _drop_stdout()
+    except OSError as e:
+        _drop_stdout()
+        if status == 0:
+            sys.stderr.write(f"grind: error: cannot write <stdout>: {e.strerror or e}\n")
+            status = 1
+    if status:
+        sys.exit(status)
 
 
-def _quiet_broken_pipe():
+def _drop_stdout():
     import os
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ln import Packing, load_ln, pack_ln, softmax_weights
+from .ln import Packing, read_ln, softmax_weights
 
 
 class PriorSampler:
@@ -19,7 +19,7 @@ class PriorSampler:
 
     def __init__(self, grammar, ln_path: str):
         self.pk = Packing(grammar)
-        self.st, self.mu, Sigma = pack_ln(grammar, load_ln(ln_path))
+        self.st, self.mu, Sigma = read_ln(grammar, ln_path)
         # Padding coordinates carry identity covariance, so every block factorises.
         self.chol = [np.linalg.cholesky(S + 1e-12 * np.eye(S.shape[-1])) for S in Sigma]
 

@@ -4,7 +4,9 @@ For treebanks the token column is an explicit choice (``FORM``, ``LFORM`` =
 lower-cased FORM, ``UPOS``, ``XPOS``); WSJ work uses the fine PTB tag (XPOS),
 UD work UPOS.  Punctuation removal happens before the length filter (the WSJ10
 convention of Klein & Manning 2004).  CoNLL-U comment lines, multiword-token
-ranges (``3-4``) and empty nodes (``5.1``) are skipped.
+ranges (``3-4``) and empty nodes (``5.1``) are skipped (but kept in
+``Sentence.raw``, so ``grind parse`` writes them back); token IDs must run
+1..n in order.
 
 When punctuation is removed, a gold head that pointed at a removed token is
 moved up to that token's own head (repeatedly), so the remaining tokens still
@@ -17,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import InputError
-from .textio import read_lines
+from .textio import quote_line, read_lines
 
 #: PTB punctuation tags (Klein & Manning 2004; CoNLL-X eval.pl); `#` and `$` are
 #: added by ``--punct ptb+`` as some setups do.
@@ -38,7 +40,11 @@ class Sentence:
 
     ``rows`` are the kept token rows (CoNLL columns, for writing parses back);
     ``heads`` the gold heads (1-based, 0 = root) after punctuation removal;
-    ``number`` the sentence's 1-based position in the file, ``line`` its first line.
+    ``number`` the sentence's 1-based position in the file, ``line`` its first line;
+    ``raw`` (CoNLL-U/CoNLL-X) every non-comment line of the block as read, as
+    column lists: all tokens with their original IDs, punctuation included,
+    multiword-token ranges and empty nodes, so :func:`conll_block` writes the
+    input back with only HEAD/DEPREL/DEPS filled.
     """
 
     tokens: list[str]
@@ -47,6 +53,7 @@ class Sentence:
     heads: list[int] | None = None
     rows: list[list[str]] | None = None
     comments: list[str] = field(default_factory=list)
+    raw: list[list[str]] | None = None
 
     def __len__(self):
         return len(self.tokens)
@@ -68,7 +75,15 @@ class CorpusSpec:
         return f"format={self.format} column={col} punct-removed={self.punct} length={lim} (after punctuation removal)"
 
 
+_CONLL_ID = re.compile(r"[0-9]+(-[0-9]+|\.[0-9]+)?")
+
+
 def detect_format(path: str, first_line: str | None) -> str:
+    """The format of ``path`` from its extension, else from its first content line:
+    ``(`` = PTB; 10 tab-separated columns with an integer (or ``3-4``) ID =
+    CoNLL; 3-4 tab-separated columns with an integer head = Malt-TAB; no tab =
+    plain text.  A line with tabs that fits none of these is an InputError
+    (pass ``--format``)."""
     for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt"),
                      (".mrg", "ptb")):
         if path.endswith(ext) or path.endswith(ext + ".gz") or path.endswith(ext + ".xz"):
@@ -76,11 +91,20 @@ def detect_format(path: str, first_line: str | None) -> str:
     if first_line is not None:
         if first_line.lstrip().startswith("("):
             return "ptb"
-        ncol = len(first_line.rstrip("\n").split("\t"))
-        if ncol == 10:
+        if re.match(r"\s*([-+.0-9eE]+\s+){0,2}\S+\s+-->(\s|$)", first_line):
+            name = "<stdin>" if path == "-" else path
+            raise InputError(f"{name}: this looks like a grammar file (its first line is a rule "
+                             f"{quote_line(first_line)}), not a corpus; pass --format text if it is one")
+        cols = first_line.rstrip("\r\n").split("\t")
+        if len(cols) == 10 and _CONLL_ID.fullmatch(cols[0]):
             return "conllu"
-        if ncol in (3, 4):
+        if len(cols) in (3, 4) and re.fullmatch(r"[0-9]+", cols[2].strip()):
             return "malt"
+        if len(cols) > 1:
+            name = "<stdin>" if path == "-" else path
+            raise InputError(f"{name}: cannot tell the format: the first line has {len(cols)} tab-separated "
+                             "columns but is neither CoNLL (10 columns, integer ID) nor Malt-TAB (word, tag, "
+                             "integer head): pass --format (text, conllu, conllx, malt or ptb)")
     return "text"
 
 
@@ -114,7 +138,8 @@ def _sentences(path, spec, lines):
             raise InputError(f"{name}: --column {spec.column} needs a CoNLL or Malt-TAB file, "
                              "but this is plain text (one sentence a line)")
         if spec.punct != "none":
-            raise InputError(f"{name}: punctuation removal needs tags: use a CoNLL or Malt-TAB file")
+            raise InputError(f"{name}: --punct {spec.punct} (punctuation removal) needs tags, but this is "
+                             "plain text: use a CoNLL or Malt-TAB file, or leave out --punct")
         sents = _read_text(lines)
     elif fmt == "ptb":
         sents = _read_ptb(lines, name, spec)
@@ -221,9 +246,45 @@ def _read_treebank(lines, name, fmt, spec):
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
     for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
-        toks = [t for t in toks if t is not None]
+        raw = None
+        if fmt != "malt":
+            _check_ids(toks, rows, name)
+            raw = [t[:10] for t in toks]
+        toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
         if toks:
-            yield _make_sentence(toks, number, start, comments, column, spec.punct, name)
+            s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
+            s.raw = raw
+            yield s
+
+
+def _check_ids(toks, rows, name):
+    """CoNLL IDs: tokens 1..n in order; a range ``a-b`` right before token a
+    (b >= a, b <= n); empty nodes ``k.m`` (skipped) anywhere.  Errors name file:line."""
+    expected, last_range = 1, None
+    for t, (lineno, _) in zip(toks, rows):
+        i = t[0]
+        if i.isascii() and i.isdigit():
+            if int(i) != expected:
+                raise InputError(f"{name}:{lineno}: token ID {i} where {expected} was expected "
+                                 "(IDs must run 1, 2, ... n in order; is a blank line missing between sentences?)")
+            expected += 1
+            continue
+        m = re.fullmatch(r"([0-9]+)-([0-9]+)", i)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a != expected or b < a:
+                raise InputError(f"{name}:{lineno}: multiword-token range {i} does not fit here "
+                                 f"(the next token ID is {expected})")
+            if last_range is None or b > last_range[0]:
+                last_range = (b, lineno, i)
+            continue
+        if re.fullmatch(r"[0-9]+\.[0-9]+", i):
+            continue
+        raise InputError(f"{name}:{lineno}: ID {quote_line(i)} is not a token number, a multiword-token "
+                         "range (3-4) or an empty node (5.1)")
+    if last_range and last_range[0] > expected - 1:
+        raise InputError(f"{name}:{last_range[1]}: multiword-token range {last_range[2]} goes past the "
+                         f"sentence's last token ({expected - 1})")
 
 
 def _default_column_error(name):
@@ -231,19 +292,19 @@ def _default_column_error(name):
 
 
 def _parse_row(lineno, s, name, fmt):
-    """A token row as a 10-column CoNLL list, or None for a skipped (MWT/empty) row."""
+    """A row as a 10-column CoNLL list plus its line number (MWT ranges and empty
+    nodes included; Malt-TAB rows get ID None)."""
     if fmt == "malt":
         cols = s.split("\t") if "\t" in s else s.split()
         if len(cols) not in (3, 4):
-            raise InputError(f"{name}:{lineno}: Malt-TAB line needs 'word tag head [deprel]', got {s!r}")
+            raise InputError(f"{name}:{lineno}: Malt-TAB line needs 'word tag head [deprel]', "
+                             f"got {quote_line(s)}")
         word, tag, head = cols[:3]
         rel = cols[3] if len(cols) == 4 else "_"
         return [None, word, "_", "_", tag, "_", head, rel, "_", "_", lineno]
     cols = s.split("\t")
     if len(cols) != 10:
         raise InputError(f"{name}:{lineno}: expected 10 tab-separated CoNLL columns, got {len(cols)}")
-    if "-" in cols[0] or "." in cols[0]:
-        return None
     return cols + [lineno]
 
 
@@ -289,7 +350,7 @@ def _gold_heads(toks, name):
         try:
             v = int(h)
         except ValueError:
-            raise InputError(f"{name}:{t[10]}: HEAD {h!r} is not a number") from None
+            raise InputError(f"{name}:{t[10]}: HEAD {quote_line(h)} is not a number") from None
         if not 0 <= v <= len(toks):
             raise InputError(f"{name}:{t[10]}: HEAD {v} is outside the sentence (1..{len(toks)})")
         heads.append(v)
@@ -332,12 +393,16 @@ def _is_punct(row, punct):
 def conll_block(sentence: Sentence, heads) -> str:
     """The sentence as a CoNLL block with HEAD set to ``heads`` (1-based, 0 = root).
 
-    Kept rows pass through with IDs renumbered 1..n (punctuation removal drops
-    rows); DEPREL becomes ``root``/``dep`` and DEPS ``_``.  ``heads=None`` (no
-    parse) writes HEAD and DEPREL ``_``, which :func:`read_corpus` reads back
-    as a sentence without heads.  A plain-text sentence gets FORM = token and
-    ``_`` elsewhere.
+    A CoNLL-U/CoNLL-X sentence (``sentence.raw``) is written back line for
+    line with its original IDs, multiword-token ranges and empty nodes, see
+    :func:`_conll_passthrough`.  Other sentences (Malt-TAB, PTB, plain text):
+    the kept rows with IDs renumbered 1..n.  DEPREL becomes ``root``/``dep``
+    and DEPS ``_``.  ``heads=None`` (no parse) writes HEAD and DEPREL ``_``,
+    which :func:`read_corpus` reads back as a sentence without heads.  A
+    plain-text sentence gets FORM = token and ``_`` elsewhere.
     """
+    if sentence.raw is not None and sentence.rows:
+        return _conll_passthrough(sentence, heads)
     rows = sentence.rows or [[str(i), t] + ["_"] * 8 for i, t in enumerate(sentence.tokens, 1)]
     out = [c + "\n" for c in sentence.comments]
     for i, row in enumerate(rows, 1):
@@ -347,6 +412,40 @@ def conll_block(sentence: Sentence, heads) -> str:
         else:
             h = heads[i - 1]
             r[0], r[6], r[7], r[8] = str(i), str(int(h)), "root" if h == 0 else "dep", "_"
+        out.append("\t".join(r) + "\n")
+    return "".join(out) + "\n"
+
+
+#: DEPREL of the tokens punctuation removal left out, in ``grind parse`` output.
+REMOVED_DEPREL = "punct"
+
+
+def _conll_passthrough(sentence: Sentence, heads) -> str:
+    """A CoNLL-U/CoNLL-X sentence written back line for line (comments, IDs,
+    multiword-token ranges, empty nodes unchanged).  Kept tokens get HEAD =
+    the original ID of their head in ``heads`` and DEPREL ``root``/``dep``;
+    tokens punctuation removal left out get HEAD = the root word's ID and
+    DEPREL ``punct`` (not a prediction); DEPS becomes ``_`` on every token.
+    ``heads=None``: HEAD, DEPREL and DEPS ``_`` on every token."""
+    ids = [r[0] for r in sentence.rows]
+    pos = {x: k for k, x in enumerate(ids)}
+    root = None
+    if heads is not None:
+        root = next((ids[k] for k, h in enumerate(heads) if int(h) == 0), "0")
+    out = [c + "\n" for c in sentence.comments]
+    for row in sentence.raw:
+        r = list(row)
+        if not (r[0].isascii() and r[0].isdigit()):
+            out.append("\t".join(r) + "\n")            # multiword range or empty node: as read
+            continue
+        k = pos.get(r[0])
+        if heads is None:
+            r[6], r[7], r[8] = "_", "_", "_"
+        elif k is None:
+            r[6], r[7], r[8] = root, REMOVED_DEPREL, "_"
+        else:
+            h = int(heads[k])
+            r[6], r[7], r[8] = ("0", "root", "_") if h == 0 else (ids[h - 1], "dep", "_")
         out.append("\t".join(r) + "\n")
     return "".join(out) + "\n"
 

@@ -7,12 +7,13 @@ writes, log-likelihood included.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import InputError
-from .grammar import read_rule_file, rule_key, rule_lines
+from .grammar import COUNTS_HEADER, fingerprint_keys, read_rule_file, rule_key, rule_lines
 from .textio import header_lines, open_out
 
 STATS = ("sentences", "parsed", "words", "loglik")
@@ -41,6 +42,10 @@ class Counts:
                  if k in self.stats or k in other.stats}
         return Counts(rules, values, stats)
 
+    def fingerprint(self) -> str:
+        """:meth:`grind.grammar.Grammar.fingerprint` of the counted rules (in order)."""
+        return fingerprint_keys(rule_key(*r) for r in self.rules)
+
     def aligned(self, grammar) -> np.ndarray:
         """The count vector in ``grammar``'s rule order; a counted rule the grammar lacks is an error."""
         out = np.zeros(len(grammar.rules))
@@ -53,21 +58,56 @@ class Counts:
 
 
 def read_counts(path: str) -> Counts:
-    rules, values, _pc, meta = read_rule_file(path)
+    """A count file of ``grind estep`` / ``grind sum``.  InputError (naming the
+    file) unless its header says ``# weights: expected rule counts``, its
+    statistics are finite numbers, its counts finite and non-negative, and
+    (when the header has them) its number of rules and grammar fingerprint
+    match the rules read, which catches a truncated file."""
+    name = "<stdin>" if path == "-" else path
+    rules, values, _pc, meta = read_rule_file(path, layout="count")
+    kind = meta.get("weights")
+    if kind is None or not kind.startswith(COUNTS_HEADER):
+        has = f"its header says '# weights: {kind}'" if kind is not None else "it has no '# weights:' header line"
+        raise InputError(f"{name}: not a count file: {has}, not '# weights: {COUNTS_HEADER}' "
+                         "(count files come from grind estep or grind sum)")
     stats = {}
     for k in STATS:
         if k in meta:
             try:
                 stats[k] = float(meta[k])
             except ValueError:
-                raise InputError(f"{path}: header '# {k}: {meta[k]}' is not a number") from None
-    return Counts(rules, values, stats)
+                raise InputError(f"{name}: header '# {k}: {meta[k]}' is not a number") from None
+            if not math.isfinite(stats[k]) or (k != "loglik" and stats[k] < 0):
+                raise InputError(f"{name}: header '# {k}: {meta[k]}' must be a finite"
+                                 f"{'' if k == 'loglik' else ' non-negative'} number")
+    if "rules" in meta:
+        try:
+            n = int(meta["rules"])
+        except ValueError:
+            raise InputError(f"{name}: header '# rules: {meta['rules']}' is not a whole number") from None
+        if n != len(rules):
+            raise InputError(f"{name}: the header says {n} rules but the file has {len(rules)} "
+                             "(a truncated or edited count file?)")
+    c = Counts(rules, values, stats)
+    if "grammar" in meta and meta["grammar"] != c.fingerprint():
+        raise InputError(f"{name}: the rules read do not match the header's '# grammar: {meta['grammar']}' "
+                         f"fingerprint (they give {c.fingerprint()}): a truncated or edited count file?")
+    return c
+
+
+def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str) -> None:
+    """InputError (naming both files and ``hint``) unless the counts ``a`` have
+    the grammar fingerprint ``b_fp`` (the same rules in the same order)."""
+    if a.fingerprint() != b_fp:
+        raise InputError(f"{a_path} and {b_path} are not of the same grammar (rule fingerprints "
+                         f"{a.fingerprint()} and {b_fp}): {hint}")
 
 
 def write_counts(path: str, counts: Counts, **extra) -> None:
     stats = {k: _fmt_stat(counts.stats[k]) for k in STATS if k in counts.stats}
     with open_out(path) as f:
-        f.writelines(header_lines(weights="expected rule counts", **stats, **extra))
+        f.writelines(header_lines(weights=COUNTS_HEADER, **stats, rules=len(counts.rules),
+                                  grammar=counts.fingerprint(), **extra))
         f.writelines(rule_lines(counts.rules, counts.values))
 
 

@@ -186,12 +186,45 @@ def dmv_index(grammar: Grammar) -> DMVIndex:
 
 
 def is_dmv_grammar(grammar: Grammar) -> bool:
-    """True when start is ``S`` and every rule fits the split-head DMV scheme."""
+    """True when ``grammar`` has the complete split-head DMV structure
+    (:func:`dmv_problem` finds nothing wrong); symbol names alone do not make
+    a DMV grammar."""
+    return dmv_problem(grammar) is None
+
+
+def dmv_problem(grammar: Grammar) -> str | None:
+    """Why ``grammar`` is not a complete split-head DMV grammar (the first
+    offending or missing rule), or None when it is one: start symbol ``S``,
+    every rule fits the scheme (:func:`classify_rule`), every head type h has
+    all 10 rules of :func:`head_rules` (root, Y_h, STOP and not-STOP at both
+    valences on both sides) and every choose rule's dependent is a head type.
+    Choose rules may be any subset (the lexicalized DMV has only some)."""
+    cached = getattr(grammar, "_dmv_problem", None)
+    if cached is not None and cached[0] is grammar.rules:
+        return cached[1]
     try:
-        dmv_index(grammar)
-    except InputError:
-        return False
-    return True
+        ix = dmv_index(grammar)
+        missing = np.argwhere(ix.type_rules < 0)
+        why = None
+        if not len(ix.types):
+            why = "no rule Y_h --> L0_h R0_h"
+        elif len(missing):
+            t, q = missing[0]
+            h = ix.types[t]
+            lhs, rhs = list(head_rules(h))[q]
+            why = f"head type {h} has no rule {lhs} --> {' '.join(rhs)}"
+    except InputError as e:
+        why = str(e).removeprefix("not a DMV grammar: ")
+    grammar._dmv_problem = (grammar.rules, why)
+    return why
+
+
+def dmv_size(n_types: int, lexicalized: bool = False, n_pairs: int | None = None) -> int:
+    """Number of rules of :func:`dmv_grammar` over ``n_types`` head types: 10
+    per type plus 2 |V|^2 choose rules (unlexicalized), or ``n_pairs``
+    (h, d, direction) triples (lexicalized; at most 2 |V|^2)."""
+    choose = 2 * n_types * n_types if not lexicalized else (n_pairs if n_pairs is not None else 2 * n_types ** 2)
+    return 10 * n_types + choose
 
 
 # --------------------------------------------------------------------------

@@ -10,21 +10,59 @@ rule's key (``LHS --> RHS ...``) is the same in every file grind writes.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import InputError
-from .textio import read_lines
+from .textio import quote_line, read_lines
 
 ARROW = "-->"
+#: The ``# weights:`` header of count files (grind estep / sum).
+COUNTS_HEADER = "expected rule counts"
 #: How a grammar file's ``# weights:`` header names Dirichlet pseudo-counts.
 PSEUDO_COUNTS = "Dirichlet pseudo-counts"
 
 
 def rule_key(lhs: str, rhs: tuple[str, ...]) -> str:
     return f"{lhs} {ARROW} {' '.join(rhs)}"
+
+
+def fingerprint_keys(keys) -> str:
+    """16 hex digits of the SHA-256 of rule keys in order, each followed by a newline."""
+    h = hashlib.sha256()
+    for k in keys:
+        h.update(k.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def post_order(kids: dict):
+    """Depth-first over the graph ``kids`` (node -> list of children):
+    ``(nodes, children before parents; None)``, or ``(partial order, [a, b, ..., a])``
+    at the first cycle found."""
+    state, post = {}, []
+    for root in list(kids):
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(kids.get(root, ())))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[node] = 2
+                post.append(node)
+            elif state.get(nxt) == 1:
+                path = [n for n, _ in stack]
+                return post, path[path.index(nxt):] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(kids.get(nxt, ()))))
+    return post, None
 
 
 @dataclass
@@ -65,6 +103,42 @@ class Grammar:
     def keys(self) -> list[str]:
         return [rule_key(*r) for r in self.rules]
 
+    def fingerprint(self) -> str:
+        """16 hex digits of the SHA-256 of the rule keys in order: two files
+        with the same fingerprint have the same rules in the same order."""
+        return fingerprint_keys(self.keys())
+
+    def weight_kind(self) -> str:
+        """What the weights are, from the ``# weights:`` header: ``pseudo-counts``,
+        ``unnormalised``, ``counts`` or ``probabilities`` (also when there is no header)."""
+        w = self.meta.get("weights", "")
+        if w.startswith(PSEUDO_COUNTS):
+            return "pseudo-counts"
+        if w.startswith("unnormalised") or w.startswith("unnormalized"):
+            return "unnormalised"
+        if w.startswith(COUNTS_HEADER):
+            return "counts"
+        return "probabilities"
+
+    def unnormalised_lhs(self, rtol: float = 1e-6):
+        """``(lhs, sum)`` of the first LHS whose weights are not all 0 and do
+        not sum to 1 (relative tolerance ``rtol``), or None."""
+        tot = np.bincount(self.lhs, weights=self.weights, minlength=len(self.nonterminals))
+        bad = np.flatnonzero((tot > 0) & (np.abs(tot - 1.0) > rtol))
+        if not len(bad):
+            return None
+        first = min(bad, key=lambda a: int(np.flatnonzero(self.lhs == a)[0]))
+        return self.nonterminals[first], float(tot[first])
+
+    def unary_cycle(self, positive_only: bool = True):
+        """A cycle of unary nonterminal rules ``A --> B`` (of positive weight when
+        ``positive_only``) as the list of its symbols ``[A, B, ..., A]``, or None."""
+        kids: dict[str, list[str]] = {}
+        for (a, rhs), w in zip(self.rules, self.weights):
+            if len(rhs) == 1 and rhs[0] in self._nts and (w > 0 or not positive_only):
+                kids.setdefault(a, []).append(rhs[0])
+        return post_order(kids)[1]
+
     def is_nonterminal(self, sym: str) -> bool:
         return sym in self._nts
 
@@ -95,29 +169,51 @@ class Grammar:
         return out
 
 
-def parse_rule_line(line: str, where: str):
-    """``[weight [pseudocount]] LHS --> RHS...`` -> (weight, pseudocount, lhs, rhs)."""
+def require_probabilities(grammar: Grammar, path: str, command: str = "this command") -> None:
+    """InputError unless ``grammar.probabilities()`` are rule probabilities: the
+    weights sum to 1 for every LHS (within 1e-6; an LHS of all-0 weights is
+    unused and allowed), or the file holds Dirichlet pseudo-counts (their
+    posterior mean is used).  A file whose header says its weights are
+    unnormalised, or are counts, is refused even where they happen to sum to 1."""
+    name = "<stdin>" if path == "-" else path
+    kind = grammar.weight_kind()
+    if kind == "pseudo-counts":
+        return
+    fix = (f"run 'grind init' to normalise them, or if they are Dirichlet pseudo-counts give the file "
+           f"the header line '# weights: {PSEUDO_COUNTS}'")
+    if kind in ("unnormalised", "counts"):
+        raise InputError(f"{name}: its header says '# weights: {grammar.meta['weights']}', but {command} "
+                         f"needs rule probabilities: {fix}")
+    bad = grammar.unnormalised_lhs()
+    if bad is not None:
+        lhs, tot = bad
+        raise InputError(f"{name}: the weights of the rules of {lhs} sum to {tot!r}, not 1, so they are not "
+                         f"probabilities ({command} needs them): {fix}")
+
+
+def parse_rule_line(line: str, where: str, layout: str = "[weight [pseudocount]]"):
+    """``[weight [pseudocount]] LHS --> RHS...`` -> (weight, pseudocount, lhs, rhs).
+    ``layout`` names the numbers allowed before the LHS (``"count"``: exactly one)."""
     toks = line.split()
     try:
         p = toks.index(ARROW)
     except ValueError:
-        raise InputError(f"{where}: no '{ARROW}' in rule line: {line.strip()!r}") from None
+        raise InputError(f"{where}: no '{ARROW}' in rule line: {quote_line(line)}") from None
     if p == 0:
-        raise InputError(f"{where}: rule has no left-hand side: {line.strip()!r}")
+        raise InputError(f"{where}: rule has no left-hand side: {quote_line(line)}")
     nums, lhs, rhs = toks[: p - 1], toks[p - 1], tuple(toks[p + 1:])
-    if len(nums) > 2:
-        raise InputError(f"{where}: expected '[weight [pseudocount]] LHS --> RHS...', "
-                         f"got {line.strip()!r}")
+    if len(nums) > (1 if layout == "count" else 2) or (layout == "count" and not nums):
+        raise InputError(f"{where}: expected '{layout} LHS --> RHS...', got {quote_line(line)}")
     if not rhs:
         raise InputError(f"{where}: rule {lhs} {ARROW} has an empty right-hand side")
     if ARROW in rhs:
-        raise InputError(f"{where}: more than one '{ARROW}' in {line.strip()!r}")
+        raise InputError(f"{where}: more than one '{ARROW}' in {quote_line(line)}")
     vals = []
     for s in nums:
         try:
             v = float(s)
         except ValueError:
-            raise InputError(f"{where}: weight {s!r} is not a number") from None
+            raise InputError(f"{where}: weight {quote_line(s)} is not a number") from None
         if not math.isfinite(v) or v < 0:
             raise InputError(f"{where}: weight {s} must be finite and non-negative")
         vals.append(v)
@@ -136,8 +232,9 @@ def parse_header_meta(line: str, meta: dict) -> None:
             meta.setdefault(k, v.strip())
 
 
-def read_rule_file(path: str):
-    """Yield (weight, pseudocount, lhs, rhs) and fill a meta dict; errors name file:line."""
+def read_rule_file(path: str, layout: str = "[weight [pseudocount]]"):
+    """(rules, weights, pseudocounts, meta) of a rule file; errors name file:line.
+    ``layout="count"``: one number a line (count files)."""
     rules, weights, pseudos, meta, lines_of = [], [], [], {}, {}
     for lineno, line in read_lines(path):
         s = line.strip()
@@ -147,7 +244,7 @@ def read_rule_file(path: str):
             parse_header_meta(s, meta)
             continue
         where = f"{path}:{lineno}"
-        w, pc, lhs, rhs = parse_rule_line(s, where)
+        w, pc, lhs, rhs = parse_rule_line(s, where, layout)
         key = rule_key(lhs, rhs)
         if key in lines_of:
             raise InputError(f"{where}: duplicate rule {key} (first at line {lines_of[key]})")

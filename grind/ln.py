@@ -642,6 +642,10 @@ def load_ln(path) -> list:
             S = np.array(cov, dtype=np.float64).reshape(len(keys), len(keys))
             if not np.allclose(S, S.T):
                 raise InputError(f"{where}: covariance of {name} is not symmetric")
+            try:
+                np.linalg.cholesky(S)
+            except np.linalg.LinAlgError:
+                raise InputError(f"{where}: covariance of {name} is not positive definite") from None
             lhs = [k.split(f" {ARROW} ")[0] for k in keys]
             if sorted(set(lhs), key=lhs.index) != segs:
                 raise InputError(f"{where}: the mu lines of {name} are not the rules of {' '.join(segs)} in order")
@@ -680,10 +684,10 @@ def load_ln(path) -> list:
                     raise InputError(f"{where}: mu line after cov lines")
                 if len(toks) < 5 or toks[3] != ARROW or toks[2] not in cur[1]:
                     raise InputError(f"{where}: expected 'mu VALUE LHS {ARROW} RHS...' with LHS one of {' '.join(cur[1])}")
-                cur[3].append(float(toks[1]))
+                cur[3].append(_finite(toks[1], where))
                 cur[2].append(rule_key(toks[2], tuple(toks[4:])))
             elif toks[0] == "cov":
-                row = [float(x) for x in toks[1:]]
+                row = [_finite(x, where) for x in toks[1:]]
                 if len(row) != len(cur[2]):
                     raise InputError(f"{where}: cov row has {len(row)} values, expected {len(cur[2])}")
                 cur[4].append(row)
@@ -695,6 +699,22 @@ def load_ln(path) -> list:
     if not experts:
         raise InputError(f"{path}: no multinomials")
     return experts
+
+
+def _finite(text, where) -> float:
+    v = float(text)
+    if not np.isfinite(v):
+        raise InputError(f"{where}: {text} is not a finite number")
+    return v
+
+
+def read_ln(grammar, path):
+    """:func:`pack_ln` of :func:`load_ln` of ``path``; errors name the file."""
+    experts = load_ln(path)
+    try:
+        return pack_ln(grammar, experts)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
 
 
 def pack_ln(grammar, experts):
@@ -783,7 +803,7 @@ class LogisticNormal:
         self._plain = self._tied = None
         self.warmup = 0
         if init:
-            self.st, self.mu, self.Sigma = pack_ln(grammar, load_ln(init))
+            self.st, self.mu, self.Sigma = read_ln(grammar, init)
         else:
             tie = getattr(cfg, "tie", None)
             self.st = make_structure(grammar, pk, tie, families, getattr(cfg, "tie_what", None) or DEFAULT_TIE_WHAT)

@@ -244,7 +244,7 @@ class Mixture:
         self.base_name = base
         parser = estep.parser
         if not hasattr(parser, "arc_off"):
-            raise InputError("mixture needs a split-head DMV grammar and the dmv kernel")
+            raise InputError("--algo mixture needs a split-head DMV grammar (grind make-grammar dmv) and the dmv kernel")
         self.components = parse_mixture_spec(getattr(cfg, "mix_constraints", None) or "RA+VAR+SD")
         K = len(self.components)
         self.schedule = schedule_name(getattr(cfg, "mix_schedule", None))

@@ -72,15 +72,22 @@ KERNELS = ("auto", "cky", "dmv")
 
 def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
     """The fastest kernel that can parse ``grammar``: the DMV kernel for a
-    split-head DMV grammar, the general CKY kernel otherwise.
+    complete split-head DMV grammar (:func:`grind.dmv.dmv_problem`; symbol
+    names alone are not enough), the general CKY kernel otherwise, with a
+    message when the grammar looks like a DMV (its header says ``# model:
+    dmv``, or it uses the DMV's symbol names) but is not one.
 
     ``kernel="cky"`` forces the general kernel; for a DMV grammar the
     sentences are then split (``h -> h_l h_r``), the cross-check of the two.
     """
-    from .dmv import is_dmv_grammar, split_heads
-    dmv = is_dmv_grammar(grammar)
+    from .dmv import dmv_problem, split_heads
+    why = dmv_problem(grammar)
+    dmv = why is None
     if kernel == "dmv" and not dmv:
-        raise InputError("--kernel dmv needs a split-head DMV grammar (see grind make-grammar dmv)")
+        raise InputError(f"--kernel dmv needs a complete split-head DMV grammar (see grind make-grammar dmv), "
+                         f"but this one is not: {why}")
+    if kernel == "auto" and not dmv:
+        _note_not_dmv(grammar, why)
     if dmv and kernel in ("auto", "dmv"):
         from .dmv_parser import DMVParser
         return DMVParser(grammar, sentences)
@@ -88,3 +95,14 @@ def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
     if dmv:
         sentences = [split_heads(s) for s in sentences]
     return CKYParser(grammar, sentences)
+
+
+def _note_not_dmv(grammar, why) -> None:
+    """Tell the user when a grammar that looks like a DMV goes to the CKY kernel."""
+    from . import log
+    from .dmv import START, classify_rule
+    msg = f"not a complete DMV grammar ({why}): using the general CKY kernel"
+    if grammar.meta.get("model") == "dmv":
+        log.warn(f"the header says '# model: dmv' but the grammar is {msg}")
+    elif grammar.start == START and any(classify_rule(grammar, lhs, rhs) is not None for lhs, rhs in grammar.rules):
+        log.info(f"the grammar uses DMV symbol names but is {msg}")

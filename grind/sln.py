@@ -258,11 +258,12 @@ def tie_structure(grammar, pk, tie: str, families, what: str = DEFAULT_TIE_WHAT)
 def read_structure(path: str, pk) -> Structure:
     """A structure file (module docstring) over ``pk``'s multinomials; errors name file:line."""
     kidx = {a: k for k, a in enumerate(pk.lhs)}
-    listed, own = [], True
+    listed, own, seen, names = [], True, False, {}
     for lineno, line in read_lines(path):
         s = line.split()
         if not s or s[0].startswith("#"):
             continue
+        seen = True
         where = f"{path}:{lineno}"
         if s[0] == "own" and len(s) == 2 and s[1] in ("yes", "no"):
             own = s[1] == "yes"
@@ -270,9 +271,14 @@ def read_structure(path: str, pk) -> Structure:
             unknown = [a for a in s[2:] if a not in kidx]
             if unknown:
                 raise InputError(f"{where}: {unknown[0]!r} is not a left-hand side of the grammar")
+            if s[1] in names:
+                raise InputError(f"{where}: expert {s[1]} is already defined at line {names[s[1]]}")
+            names[s[1]] = lineno
             listed.append((s[1], tuple(kidx[a] for a in s[2:])))
         else:
             raise InputError(f"{where}: expected 'expert NAME LHS...' or 'own yes|no', got {line.strip()!r}")
+    if not seen:
+        raise InputError(f"{path}: no 'own yes|no' or 'expert NAME LHS...' lines (an empty structure file)")
     experts = ([(a, (k,)) for k, a in enumerate(pk.lhs)] if own else []) + listed
     try:
         return Structure(pk, experts)

@@ -11,7 +11,7 @@ towards that fit (Robbins-Monro: sum eta = inf, sum eta^2 < inf for kappa in
 Local VB (``cfg.batch_iterations`` = K iterations, from a_1 = alpha_hat)::
 
     pi_r  = exp(psi(a_k,r) - psi(sum_{r' in R_A} a_k,r'))      (grind.vb.vb_weights)
-    c     = E_pi[f on b]                                        (the kernel)
+    c     = E_pi[f on b]                  (the kernel, through grind.vb.vb_estep)
     a_k+1 = alpha + s * c
 
 ``s * c`` (elementwise) scales the minibatch's expected counts to the corpus
@@ -55,16 +55,22 @@ the corpus (a noisy estimate of the batch-VB bound at a_K)::
 Trace ``sentences``: minibatch sentences visited so far (each is parsed K
 times, plus once for the start).  Sentences the parser cannot handle were
 reported when the corpus was loaded; they are left out of every minibatch
-and of N.
+and of N.  At a tiny alpha (<= ~1e-3) the VB weights of rules unseen so far
+underflow to 0, and a sentence all of whose derivations need one cannot be
+counted: as in batch and streaming VB (:func:`grind.vb.vb_estep`) it is left
+out of that local iteration with a warning, and the trace's
+``underflow_lost`` / ``underflow_inexact`` count such sentences (of the last
+local iteration; the scale s is not changed for them).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import log
 from .dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_index, is_dmv_grammar
 from .errors import InputError
 from .training import Step
-from .vb import kl_dirichlet, posterior_mean, vb_weights
+from .vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
 
 UPDATES = ("hoffman", "pate-johnson")
 _TINY = np.finfo(np.float64).tiny
@@ -108,13 +114,13 @@ class StochasticVB:
         s = self.scale(b)
         if self.stat is None:
             self._start(b, s)
-        sc, bound, parsed = self._local_vb(b, s)
+        sc, bound, parsed, under = self._local_vb(b, s)
         self.t += 1
         eta = (self.tau + self.t) ** -self.kappa
         target = self.prior + sc if self.update == "hoffman" else sc
         self.stat = np.maximum((1.0 - eta) * self.stat + eta * target, _TINY)
         self.seen += len(b)
-        return Step(self.t, bound, self.seen, extra={"eta": eta, "epoch": epoch, "parsed": parsed})
+        return Step(self.t, bound, self.seen, extra={"eta": eta, "epoch": epoch, "parsed": parsed, **under})
 
     def _next_batch(self):
         """The next minibatch (sorted sentence indices); a new shuffle at each epoch start."""
@@ -131,16 +137,32 @@ class StochasticVB:
         self.stat = self.prior + s * counts
 
     def _local_vb(self, b, s):
-        """K local iterations: ``(s * c of the last, its scaled bound, #parsed)``."""
+        """K local iterations: ``(s * c of the last, its scaled bound, #parsed,
+        underflow figures of the last for the trace)``.
+
+        The E-step is :func:`grind.vb.vb_estep`: minibatch sentences whose every
+        derivation needs a rule of underflowing VB weight (alpha_hat <= ~1e-3,
+        e.g. rules unseen so far at a tiny alpha) cannot be counted in float64;
+        they are left out, but never silently: a warning (at the first local
+        iteration that has any) and the trace's ``underflow_lost`` /
+        ``underflow_inexact`` say how many.
+        """
         a = self.alpha_hat
         ratio = len(self.pool) / len(b)
-        for _ in range(self.iterations):
-            counts, logz = self.estep(vb_weights(self.g, a), b)
+        warned = False
+        for k in range(self.iterations):
+            counts, logz, lost, inexact = vb_estep(self.estep, self.g, a, b)
+            if not warned and (len(lost) or len(inexact)):
+                log.warn(underflow_message(self.g, a, self.prior, lost, inexact, len(b),
+                                           f"stochastic step {self.t + 1} (minibatch of {len(b)}), "
+                                           f"local iteration {k + 1}: "))
+                warned = True
+            under = {"underflow_lost": len(lost), "underflow_inexact": len(inexact)} if warned else {}
             ok = np.isfinite(logz)
             bound = ratio * float(logz[ok].sum()) - kl_dirichlet(self.g, a, self.prior)
             sc = s * counts
             a = self.prior + sc
-        return sc, bound, int(ok.sum())
+        return sc, bound, int(ok.sum()), under
 
     def scale(self, b) -> np.ndarray:
         """Per-rule factor s_r = E_r(corpus) / E_r(minibatch b) (module doc); 0

@@ -48,7 +48,7 @@ from . import log
 from .corpus import iter_corpus
 from .parser import make_parser
 from .training import ShardedEstep, Step
-from .vb import kl_dirichlet, posterior_mean, vb_weights
+from .vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
 
 #: At most this many unparseable sentences are named per minibatch.
 MAX_REPORTED = 10
@@ -78,10 +78,12 @@ class StreamingVB:
         if not sents:
             self.done = True
             return None
+        self.lost = 0
         self.alpha_hat, bound, parsed = self._fit(sents)
         self.it += 1
         self.consumed += len(sents)
-        return Step(self.it, bound, self.consumed, extra={"batch": len(sents), "parsed": parsed})
+        extra = {"underflow_lost": self.lost} if self.lost else {}
+        return Step(self.it, bound, self.consumed, extra={"batch": len(sents), "parsed": parsed, **extra})
 
     def _read(self, size):
         """The next ``size`` sentences of the stream (fewer at its end)."""
@@ -103,9 +105,16 @@ class StreamingVB:
         if first:
             local = base + estep(self.theta0, idx)[0]
         for k in range(self.iterations):
-            counts, logz = estep(vb_weights(self.g, local), idx)
+            counts, logz, lost, inexact = vb_estep(estep, self.g, local, idx)
             if k == 0:
-                _report(sents, _unparsed(parser, idx, logz))
+                _report(sents, _unparsed(parser, idx, logz, lost))
+            self.lost = len(lost)
+            if k == 0 and (len(lost) or len(inexact)):
+                # Never silent: sentences whose every derivation needs a rule of
+                # underflowing weight (alpha_hat ~ alpha <= 1e-3 for rules unseen so
+                # far) are counted and named; see grind.vb.vb_estep.
+                log.warn(underflow_message(self.g, local, self.prior, lost, inexact, len(sents),
+                                           f"minibatch {self.it + 1}, iteration {k + 1}: "))
             ok = np.isfinite(logz)
             bound = float(logz[ok].sum()) - kl_dirichlet(self.g, local, base)
             local = base + counts
@@ -127,10 +136,12 @@ class StreamingVB:
         self._stream = None
 
 
-def _unparsed(parser, idx, logz):
+def _unparsed(parser, idx, logz, lost=()):
     """``(position, reason)`` of the minibatch's sentences without a parse."""
     bad = [(i, why) for i, why in parser.failures.items()]
-    bad += [(int(idx[k]), "no derivation has positive probability") for k in np.flatnonzero(~np.isfinite(logz))]
+    lost = set(int(k) for k in lost)
+    bad += [(int(idx[k]), "every derivation needs a rule whose VB weight underflows to 0" if k in lost
+             else "no derivation has positive probability") for k in np.flatnonzero(~np.isfinite(logz))]
     return sorted(bad)
 
 

@@ -120,6 +120,8 @@ def test_missing_file_and_usage_errors(files):
 def test_unparseable_sentence_is_reported_and_counted(files):
     d, g, c = files
     (d / "c2.txt").write_text(CORPUS + "the zebra barks\n")
+    g = d / "g1.txt"                       # estep and parse need probabilities
+    g.write_text(grind("init", files[1]).stdout)
     r = grind("estep", g, d / "c2.txt")
     assert "sentence 6 (line 6) has no parse: unknown word 'zebra'" in r.stderr
     assert "1 of 6 sentences have no parse" in r.stderr
@@ -142,6 +144,8 @@ def test_closed_pipe_ends_quietly(files):
     d, g, c = files
     big = d / "big.txt"
     big.write_text(CORPUS * 400)
+    g = d / "g1.txt"                       # parse needs probabilities
+    g.write_text(grind("init", files[1]).stdout)
     cmd = f"{sys.executable} -m grind.cli parse {g} {big} | head -1"
     r = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True)
     assert r.stdout.startswith("# grind")

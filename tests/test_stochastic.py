@@ -161,6 +161,39 @@ def test_tiny_alpha_gives_no_nan(kind, update):
     assert np.all(np.isfinite(algo.mean()))
 
 
+def test_tiny_alpha_never_skips_a_sentence_silently(capsys):
+    """alpha 1e-4: a minibatch sentence needing a rule unseen so far has VB
+    weight e^-10000 (0 in float64); it is counted (trace underflow_lost) and
+    named in a warning, as in batch and streaming VB (grind.vb.vb_estep)."""
+    sents = corpus(seed=11, n=16, lo=1, hi=4)
+    g = dmv_grammar(sents)
+    algo = stochastic(g, sents, alpha=1e-4, batch=4, epochs=1, k=2, tau=1.0)
+    trace = train(algo, np.random.default_rng(0))
+    err = capsys.readouterr().err
+    assert "underflow to 0 (alpha 0.0001" in err and "were left out" in err and "stochastic step" in err
+    lost = [s.extra.get("underflow_lost", 0) for s in trace]
+    assert sum(lost) > 0
+    for s in trace:      # every DMV sentence has a derivation: parsed or lost, none vanishes silently
+        assert s.extra["parsed"] + s.extra.get("underflow_lost", 0) == 4
+    # by hand with the plain VB weights: the lost are exactly the sentences with
+    # log Z = -inf, and the result is unchanged (they had no counts before either)
+    ref = stochastic(g, sents, alpha=1e-4, batch=4, epochs=1, k=2, tau=1.0)
+    for s in trace:
+        b = ref._next_batch()
+        sc = ref.scale(b)
+        if ref.stat is None:
+            ref._start(b, sc)
+        a = ref.alpha_hat
+        for _ in range(2):
+            counts, logz = ref.estep(vb_weights(g, a), b)
+            a = ref.prior + sc * counts
+        assert int(np.sum(~np.isfinite(logz))) == s.extra.get("underflow_lost", 0)
+        ref.t += 1
+        eta = (ref.tau + ref.t) ** -ref.kappa
+        ref.stat = np.maximum((1 - eta) * ref.stat + eta * a, np.finfo(np.float64).tiny)
+    np.testing.assert_array_equal(ref.alpha_hat, algo.alpha_hat)
+
+
 class Recorder:
     """An E-step that records the sentences of each call."""
 
