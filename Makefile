@@ -27,4 +27,4 @@ bench: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m grind.bench
 
 clean:
-	rm -rf build demo-out bench-out grind/*.so csrc/*.c *.egg-info
+	rm -rf build demo-out bench-out grind/*.so grind/kernels/*.so csrc/*.c *.egg-info

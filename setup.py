@@ -1,4 +1,4 @@
-"""Build grind's Cython chart kernels (csrc/*.pyx -> grind._cky, grind._dmv).
+"""Build grind's Cython chart kernels (csrc/*.pyx -> grind.kernels._cky, grind.kernels._dmv).
 
 GRIND_KERNELS=cky builds only the named kernels (comma-separated).  Set GRIND_NATIVE=0 to build without -march=native (for a binary moved to
 another machine); the default optimises for the building machine.
@@ -15,7 +15,7 @@ cflags = ["-O3", "-ffp-contract=fast"] + (["-march=native"] if native else [])
 
 def kernel(name):
     return Extension(
-        f"grind._{name}",
+        f"grind.kernels._{name}",
         [f"csrc/{name}.pyx"],
         include_dirs=[numpy.get_include(), "csrc"],
         extra_compile_args=cflags,

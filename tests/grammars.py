@@ -1,7 +1,7 @@
 """Random tiny grammars (and sentences) for brute-force checks of chart kernels.
 
 Every generator takes a seeded ``numpy.random.Generator`` and returns a
-:class:`grind.grammar.Grammar` with unnormalised positive weights spread over
+:class:`grind.grammars.grammar.Grammar` with unnormalised positive weights spread over
 about two orders of magnitude (the contract does not require normalised
 weights).  Nonterminals are ``S`` (start), ``A``, ``B``, ...; terminals are
 ``a``, ``b``, ``c``, ...  Grammars are small enough that :mod:`tests.oracle`
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grind.grammar import Grammar
+from grind.grammars.grammar import Grammar
 
 try:
     from . import oracle

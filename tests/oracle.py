@@ -8,7 +8,7 @@ matching token, a nonterminal piece is enumerated recursively.  This covers
 binary rules, unary chains, n-ary rules mixing terminals and nonterminals, and
 lexical rules with several terminals, with no binarisation or chart.
 
-A derivation is returned in the contract format of :mod:`grind.parser`: an
+A derivation is returned in the contract format of :mod:`grind.kernels.contract`: an
 ``int64`` array of ``(rule, start, end)`` rows in pre-order (a node, then its
 nonterminal children left to right; terminals are not nodes).
 

@@ -1,4 +1,4 @@
-"""The general CKY kernel (grind.cky) on its own terms: long sentences against a
+"""The general CKY kernel (grind.kernels.cky) on its own terms: long sentences against a
 log-space reference, counts as the gradient of log Z, dense == sparse, and the
 error paths (unary cycles, unknown words, zero weights)."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from grind.errors import InputError
-from grind.grammar import Grammar
+from grind.grammars.grammar import Grammar
 
-cky = pytest.importorskip("grind.cky")
+cky = pytest.importorskip("grind.kernels.cky")
 CKYParser = cky.CKYParser
 
 

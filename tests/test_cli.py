@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import grind
-from grind.counts import read_counts
+from grind.formats.counts import read_counts
 
 GRAMMAR = """\
 1 S --> NP VP

@@ -2,11 +2,11 @@
 import numpy as np
 
 from conftest import grind
-from grind.committee import PriorSampler, committee_heads
-from grind.dep_eval import format_spread
-from grind.dmv import dmv_grammar
-from grind.dmv_parser import DMVParser
-from grind.ln import Packing, save_ln, softmax_weights
+from grind.infer.committee import PriorSampler, committee_heads
+from grind.eval.dependencies import format_spread
+from grind.grammars.dmv import dmv_grammar
+from grind.kernels.dmv import DMVParser
+from grind.infer.ln import Packing, save_ln, softmax_weights
 
 SENTS = [["DET", "NOUN", "VERB"], ["NOUN", "VERB", "ADV", "ADJ"], ["VERB", "NOUN"]]
 
@@ -55,7 +55,7 @@ def test_spread_of_runs():
 def test_committee_cli(tmp_path):
     g = dmv_grammar(SENTS)
     gp = tmp_path / "g.txt"
-    from grind.grammar import rule_lines
+    from grind.grammars.grammar import rule_lines
     gp.write_text("".join(rule_lines(g.rules, g.weights)))
     path, _ = ln_file(tmp_path, g, 1.0)
     c = tmp_path / "c.txt"

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from grind.constraints import (
+from grind.kernels.constrained import (
     constrained_parser,
     intersect,
     is_noun,
@@ -18,11 +18,11 @@ from grind.constraints import (
     parse_spec,
     satisfies,
 )
-from grind.dmv import dmv_grammar, dmv_params, tree_logprob_eq4
-from grind.dmv_parser import DMVParser
+from grind.grammars.dmv import dmv_grammar, dmv_params, tree_logprob_eq4
+from grind.kernels.dmv import DMVParser
 from grind.errors import InputError
-from grind.mixture import Mixture, c_step
-from grind.training import ShardedEstep
+from grind.infer.mixture import Mixture, c_step
+from grind.infer.training import ShardedEstep
 
 TAGS = ["NN", "VB", "DT", "NOUN", "VERB", "MD", "JJ"]
 SPECS = ["RA", "AR", "LC", "VAR", "NS", "SD", "SD2", "RA+VAR+SD", "NS+SD2", "VAR+NS", "LC+VAR"]
@@ -268,7 +268,7 @@ def test_mixture_fixed_coefficients_and_several_components():
 
 
 def test_mixture_with_weight_one_on_meanfield_is_em():
-    from grind.em import EM
+    from grind.infer.em import EM
     g, estep, m = mixture_setup(mix_constraints="RA", mix_coef=[1.0, 0.0])
     em = EM(g, estep, np.ones(len(g)), g.probabilities(), SimpleNamespace(iterations=5, tolerance=0.0))
     for _ in range(5):

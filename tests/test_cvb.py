@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from conftest import grind
-from grind.cvb import CVB, CountPool
-from grind.dmv import dmv_grammar
-from grind.grammar import read_grammar
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
-from grind.training import ShardedEstep, train
+from grind.infer.cvb import CVB, CountPool
+from grind.grammars.dmv import dmv_grammar
+from grind.grammars.grammar import read_grammar
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
+from grind.infer.training import ShardedEstep, train
 
 VOCAB = ["a", "b", "c"]
 

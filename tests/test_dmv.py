@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from grind.dmv import (derivation_heads, dmv_grammar, dmv_index, dmv_params, harmonic_counts,
+from grind.grammars.dmv import (derivation_heads, dmv_grammar, dmv_index, dmv_params, harmonic_counts,
                        heads_derivation, is_dmv_grammar, split_heads, tree_logprob_eq4)
-from grind.dmv_parser import DMVParser
-from grind.eisner import eisner
+from grind.kernels.dmv import DMVParser
+from grind.kernels.eisner import eisner
 from grind.errors import NumericalError
-from grind.grammar import Grammar
-from grind.parser import make_parser
+from grind.grammars.grammar import Grammar
+from grind.kernels.select import make_parser
 
 TAGS = ["a", "b", "c"]
 
@@ -382,7 +382,7 @@ def test_harmonic_counts():
 # ---------------------------------------------------------------- against the CKY kernel
 
 def test_dmv_kernel_equals_cky_kernel():
-    cky = pytest.importorskip("grind.cky")
+    cky = pytest.importorskip("grind.kernels.cky")
     rng = np.random.default_rng(13)
     tags = [f"t{i}" for i in range(12)]
     distinct = [list(rng.permutation(tags)[:n]) for n in (1, 2, 3, 5, 8, 12)]
@@ -411,8 +411,8 @@ def test_dmv_kernel_equals_cky_kernel():
 def test_tiny_weights_do_not_give_nan():
     """Regression: a theta reached by EM on the EWT sample made the scaled kernel
     return NaN for this 3-word sentence (a choose weight of 2.3e-294)."""
-    from grind.dmv import dmv_grammar
-    from grind.dmv_parser import DMVParser
+    from grind.grammars.dmv import dmv_grammar
+    from grind.kernels.dmv import DMVParser
     theta = {"S --> Y_PROPN": 0.29437958509193113, "S --> Y_X": 0.008968609865470848,
              "Y_PROPN --> L0_PROPN R0_PROPN": 1.0, "L0_PROPN --> PROPN_l": 0.5829462033130466,
              "L0_PROPN --> L'_PROPN": 0.41705379668695336, "L_PROPN --> PROPN_l": 0.8994864608066111,
@@ -439,7 +439,7 @@ def _out_of_range_case():
     """A 54-word sentence under weights with many below 1e-120: its chart
     leaves floating-point range in the scaled DMV kernel (the best tree has
     log weight around -4000 while some of its parts are ordinary)."""
-    from grind.dmv import dmv_grammar
+    from grind.grammars.dmv import dmv_grammar
     rng = np.random.default_rng(0)
     n = int(rng.integers(20, 60))
     sent = list(rng.choice(["a", "b", "c"], size=n))
@@ -452,10 +452,10 @@ def _out_of_range_case():
 
 def test_mbr_falls_back_to_viterbi_when_posteriors_leave_float_range(tmp_path):
     from conftest import grind as run
-    from grind.dmv_parser import DMVParser
+    from grind.kernels.dmv import DMVParser
     from grind.errors import NumericalError
-    from grind.grammar import rule_lines
-    from grind.parser import make_parser
+    from grind.grammars.grammar import rule_lines
+    from grind.kernels.select import make_parser
     g, sent, w = _out_of_range_case()
     p = DMVParser(g, [sent, sent[:3]])
     with pytest.raises(NumericalError):

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from grind import em
-from grind.grammar import Grammar
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
+from grind.infer import em
+from grind.grammars.grammar import Grammar
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
 
 
 def random_corpus(rng, vocab, n, lo=2, hi=7):

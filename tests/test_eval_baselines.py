@@ -4,8 +4,8 @@ import re
 import pytest
 
 from conftest import grind
-from grind.corpus import CorpusSpec, read_corpus
-from grind.dep_eval import baseline_rows, evaluate, near_baseline_notes
+from grind.formats.corpus import CorpusSpec, read_corpus
+from grind.eval.dependencies import baseline_rows, evaluate, near_baseline_notes
 from grind.errors import InputError
 
 

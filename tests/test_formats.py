@@ -4,11 +4,11 @@ import gzip
 import numpy as np
 import pytest
 
-from grind.corpus import CorpusSpec, read_corpus
-from grind.counts import Counts, read_counts, write_counts
+from grind.formats.corpus import CorpusSpec, read_corpus
+from grind.formats.counts import Counts, read_counts, write_counts
 from grind.errors import InputError
-from grind.grammar import format_weight, read_grammar, rule_lines
-from grind.trees import format_tree, leaves, parse_trees, prune, spans
+from grind.grammars.grammar import format_weight, read_grammar, rule_lines
+from grind.formats.trees import format_tree, leaves, parse_trees, prune, spans
 
 CONLLU = """# sent_id = 1
 # text = I don't know.

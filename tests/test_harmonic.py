@@ -1,4 +1,4 @@
-"""The harmonic initialiser's two variants (grind.dmv.harmonic_counts) on
+"""The harmonic initialiser's two variants (grind.grammars.dmv.harmonic_counts) on
 hand-worked sentences, `grind init --harmonic --variant`, and the
 logistic-normal stopping rule (relative change of the bound, or the cap)."""
 import re
@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from grind import ln
-from grind.dmv import dmv_grammar, harmonic_counts
+from grind.infer import ln
+from grind.grammars.dmv import dmv_grammar, harmonic_counts
 from grind.errors import InputError
-from grind.parser import make_parser
-from grind.training import ShardedEstep, train
+from grind.kernels.select import make_parser
+from grind.infer.training import ShardedEstep, train
 
 from conftest import grind
 

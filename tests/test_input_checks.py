@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from conftest import grind
-from grind.corpus import CorpusSpec, read_corpus
-from grind.counts import read_counts
-from grind.dmv import dmv_grammar, dmv_problem, is_dmv_grammar
+from grind.formats.corpus import CorpusSpec, read_corpus
+from grind.formats.counts import read_counts
+from grind.grammars.dmv import dmv_grammar, dmv_problem, is_dmv_grammar
 from grind.errors import InputError
-from grind.grammar import read_grammar
+from grind.grammars.grammar import read_grammar
 
 GRAMMAR = """\
 1 S --> NP VP

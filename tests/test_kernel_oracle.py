@@ -26,8 +26,8 @@ import pytest
 
 import grammars
 import oracle
-from grind.cky import CKYParser  # the compiled kernel must be built: no skip
-from grind.grammar import Grammar
+from grind.kernels.cky import CKYParser  # the compiled kernel must be built: no skip
+from grind.grammars.grammar import Grammar
 
 
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from grind import ln
-from grind.dmv import dmv_grammar
+from grind.infer import ln
+from grind.grammars.dmv import dmv_grammar
 from grind.errors import InputError
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
-from grind.training import ShardedEstep, train
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
+from grind.infer.training import ShardedEstep, train
 
 FAM = {"a": "x", "b": "x", "c": "y"}
 
@@ -256,7 +256,7 @@ def test_families_covariance_and_shipped_files():
     for name in ("upos", "ptb"):
         fam = ln.read_families(name)
         assert len(set(fam.values())) == 15
-    from grind.sln import Structure, tie_structure
+    from grind.infer.sln import Structure, tie_structure
     sents = [["NOUN", "VERB", "PROPN", "NOUN"], ["ADJ", "NOUN", "VERB"], ["VERB", "AUX"]]
     g = dmv_grammar(sents)
     pk = ln.Packing(g)
@@ -442,7 +442,7 @@ def test_size_one_multinomial_is_exact():
     """TOP --> ROOT added above a CNF grammar: a size-1 multinomial (theta = 1).  Its rule
     gets psi~ = 0 and q(eta) = prior, so the bound of every sentence is the grammar's
     without it, and its mu and Sigma never move."""
-    from grind.grammar import Grammar
+    from grind.grammars.grammar import Grammar
     rng = np.random.default_rng(4)
     vocab = ["a", "b", "c"]
     sents = corpus(rng, vocab, 6)
@@ -477,7 +477,7 @@ def test_size_one_multinomial_is_exact():
 def test_size_one_coordinates_in_a_shared_expert_stay_at_the_prior():
     """An expert over a size-1 multinomial and a larger one (structure file): the
     size-1 coordinate keeps its mean and variance, and its covariances are 0."""
-    from grind.sln import Structure
+    from grind.infer.sln import Structure
     g, est, a, rng = make("dmv")
     pk = a.pk
     y = next(k for k in range(pk.K) if pk.sizes[k] == 1)

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from conftest import grind, sample_dmv
-from grind.constraints import constrained_parser
-from grind.dmv import SLOT, dmv_grammar, dmv_index
-from grind.dmv_parser import DMVParser
-from grind.em import EM
+from grind.kernels.constrained import constrained_parser
+from grind.grammars.dmv import SLOT, dmv_grammar, dmv_index
+from grind.kernels.dmv import DMVParser
+from grind.infer.em import EM
 from grind.errors import InputError
-from grind.ln import LogisticNormal, exact_psi
-from grind.mixture import FIXED_COEF, Mixture, MixtureParser, schedule_name
-from grind.training import ShardedEstep, train
-from grind.vb import VB
+from grind.infer.ln import LogisticNormal, exact_psi
+from grind.infer.mixture import FIXED_COEF, Mixture, MixtureParser, schedule_name
+from grind.infer.training import ShardedEstep, train
+from grind.infer.vb import VB
 
 BASES = {"em": EM, "vb": VB, "ln": LogisticNormal}
 

@@ -1,4 +1,4 @@
-"""The output layer (grind.textio.open_out and the OutputPath option type):
+"""The output layer (grind.formats.textio.open_out and the OutputPath option type):
 symlinks written through, FIFOs and devices written in place, compression by
 suffix, atomic replacement, upfront checks of every output path, and
 one-line errors (full disk, closed pipes, SIGTERM)."""
@@ -21,7 +21,7 @@ from conftest import SAMPLE, grind
 from grind import cli
 from grind.cli import main
 from grind.errors import InputError
-from grind.textio import StdoutClosed, open_out, output_problem, read_lines
+from grind.formats.textio import StdoutClosed, open_out, output_problem, read_lines
 
 TRAIN = str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
 SHORT = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]

@@ -2,9 +2,9 @@
 import pytest
 
 from conftest import grind, shared_path
-from grind.bracket_eval import evaluate, prepare_gold
-from grind.corpus import CorpusSpec, read_corpus
-from grind.trees import leaves, read_trees
+from grind.eval.brackets import evaluate, prepare_gold
+from grind.formats.corpus import CorpusSpec, read_corpus
+from grind.formats.trees import leaves, read_trees
 
 WSJ10 = CorpusSpec(column="XPOS", punct="ptb", max_length=10)
 

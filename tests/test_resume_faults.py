@@ -23,9 +23,9 @@ import time
 import numpy as np
 import pytest
 
-import grind.textio
+import grind.formats.textio
 from grind.cli import ALGORITHMS, main
-from grind.training import _read_checkpoint
+from grind.infer.training import _read_checkpoint
 
 VOCAB = ["a", "b", "c"]
 
@@ -139,7 +139,7 @@ def test_killed_between_checkpoint_write_and_rename(data, monkeypatch, algo, k):
     d = data
     ck, out = d / f"w-{algo}-{k}.npz", d / f"w-{algo}-{k}.txt"
     with monkeypatch.context() as m:
-        kill_at(m, grind.textio.os, "replace", k, when=lambda src, dst, *a: str(dst).endswith(".npz"))
+        kill_at(m, grind.formats.textio.os, "replace", k, when=lambda src, dst, *a: str(dst).endswith(".npz"))
         with pytest.raises(Kill):
             run(*args_of(d, algo, out, ck))
     header, _ = _read_checkpoint(str(ck))           # the previous checkpoint is intact
@@ -153,7 +153,7 @@ def test_killed_while_writing_the_output(data, monkeypatch):
     d = data
     ck, out = d / "o-vb.npz", d / "o-vb.txt"
     with monkeypatch.context() as m:
-        kill_at(m, grind.textio.os, "replace", 1, when=lambda src, dst, *a: str(dst).endswith(".txt"))
+        kill_at(m, grind.formats.textio.os, "replace", 1, when=lambda src, dst, *a: str(dst).endswith(".txt"))
         with pytest.raises(Kill):
             run(*args_of(d, "vb", out, ck))
     check_resume(d, "vb", "killed writing -o", ck, out)
@@ -204,8 +204,8 @@ def early_args(d, algo, out, tr, ck):
 def frozen_clock(monkeypatch):
     """The trace's wall-time column, 0.000 throughout, so traces compare byte for byte."""
     import types
-    import grind.training
-    monkeypatch.setattr(grind.training, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
+    import grind.infer.training
+    monkeypatch.setattr(grind.infer.training, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
 
 
 _early_reference = {}
@@ -374,10 +374,10 @@ def test_tiny_alpha_never_skips_a_sentence_silently(data, tmp_path, capsys):
 
 
 def test_vb_estep_counts_lost_sentences_and_is_exact_otherwise():
-    from grind.dmv import dmv_grammar
-    from grind.parser import make_parser
-    from grind.training import ShardedEstep
-    from grind.vb import vb_estep, vb_weights
+    from grind.grammars.dmv import dmv_grammar
+    from grind.kernels.select import make_parser
+    from grind.infer.training import ShardedEstep
+    from grind.infer.vb import vb_estep, vb_weights
     sents = [["a", "b"], ["a"], ["c", "a"]]
     g = dmv_grammar(sents)
     est = ShardedEstep(make_parser(g, sents))

@@ -20,13 +20,13 @@ import pytest
 import oracle
 from conftest import grind
 from grind import log
-from grind.dmv import dmv_grammar, split_heads
-from grind.gibbs import Gibbs, collapsed_logprob, sample_log_dirichlet
-from grind.grammar import Grammar
-from grind.hastings import Hastings
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
-from grind.training import ShardedEstep, train
+from grind.grammars.dmv import dmv_grammar, split_heads
+from grind.infer.gibbs import Gibbs, collapsed_logprob, sample_log_dirichlet
+from grind.grammars.grammar import Grammar
+from grind.infer.hastings import Hastings
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
+from grind.infer.training import ShardedEstep, train
 
 P_MIN = 1e-3
 CNF_RULES = [("S", ("S", "X")), ("S", ("X", "S")), ("S", ("X", "X")), ("S", ("a",)),

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from conftest import grind
-from grind import ln
-from grind.dmv import dmv_grammar
-from grind.dmv_parser import DMVParser
+from grind.infer import ln
+from grind.grammars.dmv import dmv_grammar
+from grind.kernels.dmv import DMVParser
 from grind.errors import InputError
-from grind.grammar import rule_lines
-from grind.sln import (JointParser, Structure, joint_grammar, read_structure, split_joint, tie_structure,
+from grind.grammars.grammar import rule_lines
+from grind.infer.sln import (JointParser, Structure, joint_grammar, read_structure, split_joint, tie_structure,
                        write_structure)
-from grind.sln import tie_structure as tie_structure_
-from grind.training import ShardedEstep, train
+from grind.infer.sln import tie_structure as tie_structure_
+from grind.infer.training import ShardedEstep, train
 
 SENTS = [["NOUN", "VERB", "PROPN", "NOUN"], ["ADJ", "NOUN", "AUX", "VERB"], ["VERB", "CCONJ", "VERB"],
          ["SCONJ", "PROPN", "VERB", "NOUN"], ["AUX", "ADJ"]]
@@ -146,7 +146,7 @@ def test_bilingual_training_cli(tmp_path):
     r = grind("train", "--algo", "ln", "--iterations", "2", "--tie", "A", "--tie-warmup", "0", "--cov", "families",
               "--joint", g2, c2, "--joint-output", o2, "--ln-params", lnp, "-o", o1, g1, c1)
     assert "8 sentences" in r.stderr
-    from grind.grammar import read_grammar
+    from grind.grammars.grammar import read_grammar
     a, b = read_grammar(str(o1)), read_grammar(str(o2))
     assert a.rules == dmv_grammar(SENTS).rules and b.rules == dmv_grammar(SENTS2).rules
     for x in (a, b):
@@ -182,7 +182,7 @@ def test_tie_file_cli_and_errors(tmp_path):
 
 
 def test_committee_sampler_on_a_tied_prior(tmp_path):
-    from grind.committee import PriorSampler
+    from grind.infer.committee import PriorSampler
     g = dmv_grammar(SENTS)
     est = ShardedEstep(DMVParser(g, SENTS))
     a = ln.LogisticNormal(g, est, None, g.weights,

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from conftest import grind
-from grind.dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_grammar, dmv_index
+from grind.grammars.dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_grammar, dmv_index
 from grind.errors import InputError
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
-from grind.stochastic import StochasticVB
-from grind.training import ShardedEstep, train
-from grind.vb import VB, vb_weights
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
+from grind.infer.stochastic import StochasticVB
+from grind.infer.training import ShardedEstep, train
+from grind.infer.vb import VB, vb_weights
 
 VOCAB = ["a", "b", "c"]
 
@@ -164,7 +164,7 @@ def test_tiny_alpha_gives_no_nan(kind, update):
 def test_tiny_alpha_never_skips_a_sentence_silently(capsys):
     """alpha 1e-4: a minibatch sentence needing a rule unseen so far has VB
     weight e^-10000 (0 in float64); it is counted (trace underflow_lost) and
-    named in a warning, as in batch and streaming VB (grind.vb.vb_estep)."""
+    named in a warning, as in batch and streaming VB (grind.infer.vb.vb_estep)."""
     sents = corpus(seed=11, n=16, lo=1, hi=4)
     g = dmv_grammar(sents)
     algo = stochastic(g, sents, alpha=1e-4, batch=4, epochs=1, k=2, tau=1.0)

@@ -6,15 +6,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import grind.corpus as corpus_mod
+import grind.formats.corpus as corpus_mod
 from conftest import grind
-from grind.corpus import CorpusSpec, iter_corpus, read_corpus
-from grind.dmv import dmv_grammar
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
-from grind.streaming import StreamingVB
-from grind.training import ShardedEstep, train
-from grind.vb import VB, kl_dirichlet, vb_weights
+from grind.formats.corpus import CorpusSpec, iter_corpus, read_corpus
+from grind.grammars.dmv import dmv_grammar
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
+from grind.infer.streaming import StreamingVB
+from grind.infer.training import ShardedEstep, train
+from grind.infer.vb import VB, kl_dirichlet, vb_weights
 
 VOCAB = ["a", "b", "c"]
 

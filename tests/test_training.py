@@ -4,8 +4,8 @@ import pytest
 
 from conftest import grind
 from grind.errors import InputError
-from grind.grammar import Grammar
-from grind.training import prior_vector
+from grind.grammars.grammar import Grammar
+from grind.infer.training import prior_vector
 
 C = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
 
@@ -79,7 +79,7 @@ class Counter:
         self.x = np.zeros(1)
 
     def step(self):
-        from grind.training import Step
+        from grind.infer.training import Step
         if self.x[0] >= 10:
             return None
         self.x = self.x + 1
@@ -93,7 +93,7 @@ class Counter:
 
 
 def test_early_stop_keeps_the_state_before_the_heldout_decrease():
-    from grind.training import train
+    from grind.infer.training import train
     dev = {1: -5.0, 2: -4.0, 3: -3.0, 4: -3.5, 5: -1.0}
     algo = Counter()
     trace = train(algo, np.random.default_rng(0), eval_every=1, early_stop=True,

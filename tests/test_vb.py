@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from grind.dmv import dmv_grammar
-from grind.grammar import Grammar
-from grind.make_grammar import cnf_grammar
-from grind.parser import make_parser
-from grind.training import ShardedEstep, train
-from grind.vb import VB, kl_dirichlet, vb_weights
+from grind.grammars.dmv import dmv_grammar
+from grind.grammars.grammar import Grammar
+from grind.grammars.cnf import cnf_grammar
+from grind.kernels.select import make_parser
+from grind.infer.training import ShardedEstep, train
+from grind.infer.vb import VB, kl_dirichlet, vb_weights
 
 
 def corpus(rng, vocab, n, lo=2, hi=6):

@@ -26,8 +26,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from grind.cky import CKYParser  # noqa: E402
-from grind.grammar import Grammar  # noqa: E402
+from grind.kernels.cky import CKYParser  # noqa: E402
+from grind.grammars.grammar import Grammar  # noqa: E402
 
 N_WORDS = 100
 TARGET_S = 0.8          # seconds per timed E-step (the best of REPS is reported)

@@ -3,7 +3,7 @@
 A DMV over 35 tags, random sentences of 4-15 tags (every tag equally
 likely), CVB from the uniform grammar with alpha = 1: the initial E-step
 (one kernel call per sentence), then sweeps (remove, re-parse and add back
-each sentence, see :mod:`grind.cvb`) timed on one core.  Memory is what the
+each sentence, see :mod:`grind.infer.cvb`) timed on one core.  Memory is what the
 per-sentence expected counts take (the sparse float32 pool with its
 capacity, plus 16 bytes of bookkeeping a sentence), projected linearly to
 664,000 sentences, beside a dense float64 vector per sentence and the 60 GB
@@ -24,10 +24,10 @@ from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ..cvb import CVB  # noqa: E402
-from ..dmv import dmv_grammar  # noqa: E402
-from ..dmv_parser import DMVParser  # noqa: E402
-from ..training import ShardedEstep  # noqa: E402
+from grind.infer.cvb import CVB  # noqa: E402
+from grind.grammars.dmv import dmv_grammar  # noqa: E402
+from grind.kernels.dmv import DMVParser  # noqa: E402
+from grind.infer.training import ShardedEstep  # noqa: E402
 
 BIG = 664_000
 SCALA_GB = 60.0

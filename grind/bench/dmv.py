@@ -5,7 +5,7 @@ One E-step = ``inside_outside`` over every sentence of a random corpus
 warm-up.  Settings: 35 tags at lengths 2-10 and 2-20, and a lexicalized
 grammar (choose rules only for co-occurring word pairs) over a 20,000-word
 vocabulary with Zipfian word frequencies.  The general CKY kernel
-(``grind.cky.CKYParser``, on the same grammar with split sentences) is timed
+(``grind.kernels.cky.CKYParser``, on the same grammar with split sentences) is timed
 on a subset in the same run; its column is skipped if it cannot be imported
 or cannot compile the grammar.  Targets: >= 150,000 sentences/s at 2-10 and
 >= 50,000 at 2-20 (the fastest existing tools: 10,000-14,500 and 2,000-6,600).
@@ -23,8 +23,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ..dmv import dmv_grammar, split_heads  # noqa: E402
-from ..dmv_parser import DMVParser  # noqa: E402
+from grind.grammars.dmv import dmv_grammar, split_heads  # noqa: E402
+from grind.kernels.dmv import DMVParser  # noqa: E402
 
 TARGETS = {10: 150_000, 20: 50_000}
 
@@ -60,7 +60,7 @@ def best_rate(parser, weights, n_sent, repeats):
 def cky_rate(grammar, sents, weights, seconds):
     """CKY E-step sentences/s on a subset sized to take about ``seconds``."""
     try:
-        from ..cky import CKYParser
+        from grind.kernels.cky import CKYParser
     except ImportError as e:
         return None, f"not importable ({e})"
     try:

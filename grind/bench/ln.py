@@ -23,11 +23,11 @@ from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from .. import ln  # noqa: E402
-from ..dmv import dmv_grammar  # noqa: E402
-from ..dmv_parser import DMVParser  # noqa: E402
-from ..em import EM  # noqa: E402
-from ..training import ShardedEstep  # noqa: E402
+from grind.infer import ln  # noqa: E402
+from grind.grammars.dmv import dmv_grammar  # noqa: E402
+from grind.kernels.dmv import DMVParser  # noqa: E402
+from grind.infer.em import EM  # noqa: E402
+from grind.infer.training import ShardedEstep  # noqa: E402
 
 
 def corpus(rng, n_sent, tags, lo=2, hi=10):

@@ -1,0 +1,4 @@
+"""``python -m grind.cli``: the command line."""
+from grind.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Evaluation: dependency attachment accuracy beside baselines, unlabeled bracket scores."""

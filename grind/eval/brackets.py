@@ -1,0 +1,90 @@
+"""Unlabeled bracket evaluation (the convention of Kim et al. 2019).
+
+Spans are compared as *sets* of (start, end) pairs (unary chains collapse);
+width-1 spans and the whole-sentence span are not counted; sentences of
+length 1 are skipped.  Reported: corpus-level P/R/F1 from pooled counts, the
+sentence-level mean F1 (a sentence with no gold span has recall 1, and with
+no predicted span either precision 1), and exact match (equal span sets).
+Traces (-NONE-) are removed from gold trees, and punctuation if asked, before
+spans are read; the gold trees are filtered by length like the parsed corpus.
+"""
+from __future__ import annotations
+
+from grind.formats.corpus import PTB_PUNCT, PTB_PUNCT_PLUS
+from grind.errors import InputError
+from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
+
+CONVENTION = ("unlabeled spans as sets; width-1 spans and the whole-sentence span not counted; "
+              "sentences of length 1 skipped (Kim et al. 2019)")
+
+
+def span_set(tree) -> set[tuple[int, int]]:
+    n = len(leaves(tree))
+    return {(i, j) for _, i, j in spans(tree) if j - i > 1 and (i, j) != (0, n)}
+
+
+def _prf(match, n_pred, n_gold):
+    p = match / n_pred if n_pred else 1.0
+    r = match / n_gold if n_gold else 1.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def evaluate(gold_trees, pred_trees) -> dict:
+    if len(gold_trees) != len(pred_trees):
+        raise InputError(f"{len(gold_trees)} gold trees but {len(pred_trees)} predicted trees")
+    match = n_pred = n_gold = exact = scored = noparse = 0
+    f1s = []
+    for k, (g, p) in enumerate(zip(gold_trees, pred_trees), 1):
+        if leaves(g) != leaves(p):
+            raise InputError(f"tree {k}: gold and predicted yields differ: "
+                             f"{' '.join(leaves(g))!r} vs {' '.join(leaves(p))!r}")
+        noparse += p[0] == "NOPARSE"
+        if len(leaves(g)) < 2:
+            continue
+        gs, ps = span_set(g), span_set(p)
+        m = len(gs & ps)
+        match, n_pred, n_gold = match + m, n_pred + len(ps), n_gold + len(gs)
+        f1s.append(_prf(m, len(ps), len(gs))[2])
+        exact += gs == ps
+        scored += 1
+    p, r, f = _prf(match, n_pred, n_gold)
+    return {"sentences": len(gold_trees), "scored": scored, "noparse": noparse,
+            "precision": p, "recall": r, "f1": f,
+            "sentence_f1": sum(f1s) / len(f1s) if f1s else 0.0,
+            "exact": exact / scored if scored else 0.0}
+
+
+def prepare_gold(trees, spec):
+    """Gold trees as the parsed corpus saw them: traces and punctuation (spec.punct)
+    pruned, leaves from spec.column (FORM words, LFORM lower-cased, XPOS tags),
+    length filter applied."""
+    tags = {"none": set(), "ud": {"PUNCT"}, "ptb": PTB_PUNCT, "ptb+": PTB_PUNCT_PLUS}[spec.punct]
+    drop = TRACE_TAGS | set(tags)
+    out = []
+    for t in trees:
+        t = prune(t, drop.__contains__)
+        if t is None:
+            continue
+        if spec.column == "XPOS":
+            t = tags_as_leaves(t)
+        elif spec.column == "LFORM":
+            t = map_leaves(t, str.lower)
+        elif spec.column == "UPOS":
+            raise InputError("bracketed gold trees have no UPOS; use --column XPOS, FORM or LFORM")
+        n = len(leaves(t))
+        if spec.min_length <= n and (spec.max_length is None or n <= spec.max_length):
+            out.append(t)
+    return out
+
+
+def evaluate_files(gold_path, pred_path, spec) -> str:
+    res = evaluate(prepare_gold(read_trees(gold_path), spec), read_trees(pred_path))
+    return (f"# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
+            f"sentences\t{res['sentences']}\n"
+            f"scored\t{res['scored']}\n"
+            f"noparse\t{res['noparse']}\n"
+            f"corpus_precision\t{res['precision']:.4f}\n"
+            f"corpus_recall\t{res['recall']:.4f}\n"
+            f"corpus_f1\t{res['f1']:.4f}\n"
+            f"sentence_mean_f1\t{res['sentence_f1']:.4f}\n"
+            f"exact_match\t{res['exact']:.4f}\n")

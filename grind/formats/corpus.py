@@ -1,0 +1,472 @@
+"""Corpora: plain text (one sentence a line), CoNLL-U, CoNLL-X and Malt-TAB.
+
+For treebanks the token column is an explicit choice (``FORM``, ``LFORM`` =
+lower-cased FORM, ``UPOS``, ``XPOS``); WSJ work uses the fine PTB tag (XPOS),
+UD work UPOS.  Punctuation removal happens before the length filter (the WSJ10
+convention of Klein & Manning 2004).  CoNLL-U comment lines, multiword-token
+ranges (``3-4``) and empty nodes (``5.1``) are skipped (but kept in
+``Sentence.raw``, so ``grind parse`` writes them back); token IDs must run
+1..n in order.
+
+When punctuation is removed, a gold head that pointed at a removed token is
+moved up to that token's own head (repeatedly), so the remaining tokens still
+form a tree.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+from grind.errors import InputError
+from grind.formats.textio import quote_line, read_lines
+
+#: PTB punctuation tags (Klein & Manning 2004; CoNLL-X eval.pl); `#` and `$` are
+#: added by ``--punct ptb+`` as some setups do.
+PTB_PUNCT = frozenset(["``", "''", ",", ".", ":", "-LRB-", "-RRB-"])
+PTB_PUNCT_PLUS = PTB_PUNCT | {"#", "$"}
+
+COLUMNS = ("FORM", "LFORM", "UPOS", "XPOS")
+#: The 17 universal POS tags of UD v2 (https://universaldependencies.org/u/pos/).
+UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+             "PUNCT", "SCONJ", "SYM", "VERB", "X")
+FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb")
+PUNCT_RULES = ("none", "ud", "ptb", "ptb+")
+
+
+@dataclass
+class Sentence:
+    """One sentence: the tokens grind models, and what a treebank says of them.
+
+    ``rows`` are the kept token rows (CoNLL columns, for writing parses back);
+    ``heads`` the gold heads (1-based, 0 = root) after punctuation removal;
+    ``number`` the sentence's 1-based position in the file, ``line`` its first line;
+    ``raw`` (CoNLL-U/CoNLL-X) every non-comment line of the block as read, as
+    column lists: all tokens with their original IDs, punctuation included,
+    multiword-token ranges and empty nodes, so :func:`conll_block` writes the
+    input back with only HEAD/DEPREL/DEPS filled.
+    """
+
+    tokens: list[str]
+    number: int
+    line: int
+    heads: list[int] | None = None
+    rows: list[list[str]] | None = None
+    comments: list[str] = field(default_factory=list)
+    raw: list[list[str]] | None = None
+
+    def __len__(self):
+        return len(self.tokens)
+
+
+@dataclass
+class CorpusSpec:
+    """How to read a corpus file (the command-line corpus options)."""
+
+    format: str = "auto"
+    column: str | None = None
+    punct: str = "none"
+    max_length: int | None = None
+    min_length: int = 1
+
+    def describe(self) -> str:
+        col = self.column or "tokens"
+        lim = f"{self.min_length}..{self.max_length if self.max_length else 'inf'}"
+        return f"format={self.format} column={col} punct-removed={self.punct} length={lim} (after punctuation removal)"
+
+
+_CONLL_ID = re.compile(r"[0-9]+(-[0-9]+|\.[0-9]+)?")
+
+
+def detect_format(path: str, first_line: str | None) -> str:
+    """The format of ``path`` from its extension, else from its first content line:
+    ``(`` = PTB; 10 tab-separated columns with an integer (or ``3-4``) ID =
+    CoNLL; 3-4 tab-separated columns with an integer head = Malt-TAB; no tab =
+    plain text.  A line with tabs that fits none of these is an InputError
+    (pass ``--format``)."""
+    for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt"),
+                     (".mrg", "ptb")):
+        if path.endswith(ext) or path.endswith(ext + ".gz") or path.endswith(ext + ".xz"):
+            return fmt
+    if first_line is not None:
+        if first_line.lstrip().startswith("("):
+            return "ptb"
+        if re.match(r"\s*([-+.0-9eE]+\s+){0,2}\S+\s+-->(\s|$)", first_line):
+            name = "<stdin>" if path == "-" else path
+            raise InputError(f"{name}: this looks like a grammar file (its first line is a rule "
+                             f"{quote_line(first_line)}), not a corpus; pass --format text if it is one")
+        cols = first_line.rstrip("\r\n").split("\t")
+        if len(cols) == 10 and _CONLL_ID.fullmatch(cols[0]):
+            return "conllu"
+        if len(cols) in (3, 4) and re.fullmatch(r"[0-9]+", cols[2].strip()):
+            return "malt"
+        if len(cols) > 1:
+            name = "<stdin>" if path == "-" else path
+            raise InputError(f"{name}: cannot tell the format: the first line has {len(cols)} tab-separated "
+                             "columns but is neither CoNLL (10 columns, integer ID) nor Malt-TAB (word, tag, "
+                             "integer head): pass --format (text, conllu, conllx, malt or ptb)")
+    return "text"
+
+
+def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
+    """All sentences of ``path`` that pass ``spec``'s filters (see module doc).
+
+    The whole file is read (and decoded) before any sentence is built, so a
+    bad byte anywhere is reported before a bad line further up; use
+    :func:`iter_corpus` to read a large corpus one sentence at a time.
+    """
+    return list(_sentences(path, spec or CorpusSpec(), list(read_lines(path))))
+
+
+def iter_corpus(path: str, spec: CorpusSpec | None = None):
+    """The sentences of :func:`read_corpus`, one at a time, reading ``path`` lazily.
+
+    Only the current sentence (CoNLL block, text line or PTB tree) and the
+    comment lines before the first content line are held in memory.  Errors
+    are those of :func:`read_corpus`, raised when the reader reaches them;
+    ``InputError("... no sentences ...")`` comes at the end when none passed.
+    """
+    return _sentences(path, spec or CorpusSpec(), read_lines(path))
+
+
+def _sentences(path, spec, lines):
+    """Generator behind read_corpus / iter_corpus over (lineno, line) pairs."""
+    name = "<stdin>" if path == "-" else path
+    fmt, lines = _format(path, spec.format, lines)
+    if fmt == "text":
+        if spec.column:
+            raise InputError(f"{name}: --column {spec.column} needs a CoNLL or Malt-TAB file, "
+                             "but this is plain text (one sentence a line)")
+        if spec.punct != "none":
+            raise InputError(f"{name}: --punct {spec.punct} (punctuation removal) needs tags, but this is "
+                             "plain text: use a CoNLL or Malt-TAB file, or leave out --punct")
+        sents = _read_text(lines)
+    elif fmt == "ptb":
+        sents = _read_ptb(lines, name, spec)
+    else:
+        sents = _read_treebank(lines, name, fmt, spec)
+    kept = 0
+    for s in sents:
+        if spec.min_length <= len(s) and (spec.max_length is None or len(s) <= spec.max_length):
+            kept += 1
+            yield s
+    if not kept:
+        raise InputError(f"{name}: no sentences ({spec.describe()})")
+
+
+def _format(path, fmt, lines):
+    """``(format, lines)``: ``auto`` resolved from the first content line, which
+    (with the blank and comment lines before it) is put back in front of ``lines``."""
+    if fmt != "auto":
+        return fmt, lines
+    it, head, first = iter(lines), [], None
+    for lineno, ln in it:
+        head.append((lineno, ln))
+        if ln.strip() and not ln.startswith("#"):
+            first = ln
+            break
+    return detect_format(path, first), itertools.chain(head, it)
+
+
+def _read_text(lines):
+    header, number = True, 0
+    for lineno, line in lines:
+        if header and line.startswith("#"):
+            continue
+        header = False
+        toks = line.split()
+        if toks:
+            number += 1
+            yield Sentence(toks, number, lineno)
+
+
+def _read_ptb(lines, name, spec):
+    """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped."""
+    from grind.formats.trees import TRACE_TAGS, preterminals
+    column = spec.column or _default_column_error(name)
+    for number, tree in enumerate(_ptb_trees(lines, name), 1):
+        rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", 0] for i, (t, w) in
+                enumerate([p for p in preterminals(tree) if p[0] not in TRACE_TAGS], 1)]
+        if rows:
+            yield _make_sentence(rows, number, 0, [], column, spec.punct, name)
+
+
+def _ptb_trees(lines, name):
+    """The trees of the non-``#`` lines, parsed a group of lines at a time: a
+    group ends where the bracket depth is back to 0.  Character positions in
+    errors count from the start of all those lines, as if parsed at once."""
+    from grind.formats.trees import parse_trees
+    base = 0
+    for text in _ptb_groups(lines):
+        try:
+            yield from parse_trees(text, name)
+        except InputError as e:
+            msg = re.sub(r"at character (\d+)", lambda m: f"at character {int(m.group(1)) + base}", str(e))
+            raise InputError(msg) from None
+        base += len(text)
+
+
+def _ptb_groups(lines):
+    buf, depth = [], 0
+    for _, ln in lines:
+        if ln.startswith("#"):
+            continue
+        buf.append(ln)
+        depth += ln.count("(") - ln.count(")")
+        if depth <= 0:
+            yield "".join(buf)
+            buf, depth = [], 0
+    if buf:
+        yield "".join(buf)
+
+
+def _blocks(lines):
+    """Yield (first line number, comment lines, token lines) per blank-line-separated block."""
+    comments, rows, start = [], [], None
+    for lineno, line in lines:
+        s = line.rstrip("\r\n")
+        if not s.strip():
+            if rows:
+                yield start, comments, rows
+            comments, rows, start = [], [], None
+            continue
+        if start is None:
+            start = lineno
+        if s.startswith("#") and not rows:
+            comments.append(s)
+        else:
+            rows.append((lineno, s))
+    if rows:
+        yield start, comments, rows
+
+
+def _read_treebank(lines, name, fmt, spec):
+    column = spec.column or _default_column_error(name)
+    if column not in COLUMNS:
+        raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
+    for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
+        toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
+        raw = None
+        if fmt != "malt":
+            _check_ids(toks, rows, name)
+            raw = [t[:10] for t in toks]
+        toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
+        if toks:
+            s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
+            s.raw = raw
+            yield s
+
+
+def _check_ids(toks, rows, name):
+    """CoNLL IDs: tokens 1..n in order; a range ``a-b`` right before token a
+    (b >= a, b <= n); empty nodes ``k.m`` (skipped) anywhere.  Errors name file:line."""
+    expected, last_range = 1, None
+    for t, (lineno, _) in zip(toks, rows):
+        i = t[0]
+        if i.isascii() and i.isdigit():
+            if int(i) != expected:
+                raise InputError(f"{name}:{lineno}: token ID {i} where {expected} was expected "
+                                 "(IDs must run 1, 2, ... n in order; is a blank line missing between sentences?)")
+            expected += 1
+            continue
+        m = re.fullmatch(r"([0-9]+)-([0-9]+)", i)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a != expected or b < a:
+                raise InputError(f"{name}:{lineno}: multiword-token range {i} does not fit here "
+                                 f"(the next token ID is {expected})")
+            if last_range is None or b > last_range[0]:
+                last_range = (b, lineno, i)
+            continue
+        if re.fullmatch(r"[0-9]+\.[0-9]+", i):
+            continue
+        raise InputError(f"{name}:{lineno}: ID {quote_line(i)} is not a token number, a multiword-token "
+                         "range (3-4) or an empty node (5.1)")
+    if last_range and last_range[0] > expected - 1:
+        raise InputError(f"{name}:{last_range[1]}: multiword-token range {last_range[2]} goes past the "
+                         f"sentence's last token ({expected - 1})")
+
+
+def _default_column_error(name):
+    raise InputError(f"{name}: a treebank needs an explicit --column (one of {', '.join(COLUMNS)})")
+
+
+def _parse_row(lineno, s, name, fmt):
+    """A row as a 10-column CoNLL list plus its line number (MWT ranges and empty
+    nodes included; Malt-TAB rows get ID None)."""
+    if fmt == "malt":
+        cols = s.split("\t") if "\t" in s else s.split()
+        if len(cols) not in (3, 4):
+            raise InputError(f"{name}:{lineno}: Malt-TAB line needs 'word tag head [deprel]', "
+                             f"got {quote_line(s)}")
+        word, tag, head = cols[:3]
+        rel = cols[3] if len(cols) == 4 else "_"
+        return [None, word, "_", "_", tag, "_", head, rel, "_", "_", lineno]
+    cols = s.split("\t")
+    if len(cols) != 10:
+        raise InputError(f"{name}:{lineno}: expected 10 tab-separated CoNLL columns, got {len(cols)}")
+    return cols + [lineno]
+
+
+def _make_sentence(toks, number, start, comments, column, punct, name) -> Sentence:
+    if toks[0][0] is None:  # Malt-TAB: number the tokens
+        for i, t in enumerate(toks, 1):
+            t[0] = str(i)
+    heads = _gold_heads(toks, name)
+    keep = [not _is_punct(t, punct) for t in toks]
+    new_id, kept = {}, 0
+    for i, k in enumerate(keep, 1):
+        if k:
+            kept += 1
+            new_id[i] = kept
+    new_heads = None
+    if heads is not None:
+        new_heads = []
+        for i, k in enumerate(keep, 1):
+            if k:
+                h = heads[i - 1]
+                while h != 0 and not keep[h - 1]:
+                    h = heads[h - 1]
+                new_heads.append(0 if h == 0 else new_id[h])
+    rows = [t[:10] for t, k in zip(toks, keep) if k]
+    tokens = [_column(t, column, name) for t in rows]
+    return Sentence(tokens, number, start, new_heads, rows, comments)
+
+
+def _gold_heads(toks, name):
+    """The HEAD column as ints; ``None`` when it is ``_`` on every token (no
+    tree: a raw corpus, or a sentence ``grind parse`` found no parse for);
+    ``_`` on some tokens only is an error."""
+    blank = [t[6] == "_" for t in toks]
+    if all(blank):
+        return None
+    if any(blank):
+        t = toks[blank.index(True)]
+        raise InputError(f"{name}:{t[10]}: HEAD is '_' here but a number elsewhere in the sentence "
+                         "(give every token a head, or none)")
+    heads = []
+    for t in toks:
+        h = t[6]
+        try:
+            v = int(h)
+        except ValueError:
+            raise InputError(f"{name}:{t[10]}: HEAD {quote_line(h)} is not a number") from None
+        if not 0 <= v <= len(toks):
+            raise InputError(f"{name}:{t[10]}: HEAD {v} is outside the sentence (1..{len(toks)})")
+        heads.append(v)
+    _check_tree(heads, name, toks[0][10])
+    return heads
+
+
+def _check_tree(heads, name, line):
+    """Every token must reach the root (0) by following heads: no cycles."""
+    n = len(heads)
+    for i in range(1, n + 1):
+        h, steps = heads[i - 1], 0
+        while h != 0:
+            h, steps = heads[h - 1], steps + 1
+            if steps > n:
+                raise InputError(f"{name}:{line}: the HEAD column of this sentence has a cycle "
+                                 f"(through token {i}); is a blank line missing between sentences?")
+
+
+def _column(row, column, name):
+    if column == "FORM":
+        return row[1]
+    if column == "LFORM":
+        return row[1].lower()
+    v = row[3] if column == "UPOS" else row[4]
+    if v == "_":
+        raise InputError(f"{name}: column {column} is empty ('_'); choose another --column")
+    return v
+
+
+def _is_punct(row, punct):
+    if punct == "none":
+        return False
+    if punct == "ud":
+        return row[3] == "PUNCT"
+    tags = PTB_PUNCT_PLUS if punct == "ptb+" else PTB_PUNCT
+    return row[4] in tags or (row[4] == "_" and row[3] in tags)
+
+
+def conll_block(sentence: Sentence, heads) -> str:
+    """The sentence as a CoNLL block with HEAD set to ``heads`` (1-based, 0 = root).
+
+    A CoNLL-U/CoNLL-X sentence (``sentence.raw``) is written back line for
+    line with its original IDs, multiword-token ranges and empty nodes, see
+    :func:`_conll_passthrough`.  Other sentences (Malt-TAB, PTB, plain text):
+    the kept rows with IDs renumbered 1..n.  DEPREL becomes ``root``/``dep``
+    and DEPS ``_``.  ``heads=None`` (no parse) writes HEAD and DEPREL ``_``,
+    which :func:`read_corpus` reads back as a sentence without heads.  A
+    plain-text sentence gets FORM = token and ``_`` elsewhere.
+    """
+    if sentence.raw is not None and sentence.rows:
+        return _conll_passthrough(sentence, heads)
+    rows = sentence.rows or [[str(i), t] + ["_"] * 8 for i, t in enumerate(sentence.tokens, 1)]
+    out = [c + "\n" for c in sentence.comments]
+    for i, row in enumerate(rows, 1):
+        r = list(row)
+        if heads is None:
+            r[0], r[6], r[7], r[8] = str(i), "_", "_", "_"
+        else:
+            h = heads[i - 1]
+            r[0], r[6], r[7], r[8] = str(i), str(int(h)), "root" if h == 0 else "dep", "_"
+        out.append("\t".join(r) + "\n")
+    return "".join(out) + "\n"
+
+
+#: DEPREL of the tokens punctuation removal left out, in ``grind parse`` output.
+REMOVED_DEPREL = "punct"
+
+
+def _conll_passthrough(sentence: Sentence, heads) -> str:
+    """A CoNLL-U/CoNLL-X sentence written back line for line (comments, IDs,
+    multiword-token ranges, empty nodes unchanged).  Kept tokens get HEAD =
+    the original ID of their head in ``heads`` and DEPREL ``root``/``dep``;
+    tokens punctuation removal left out get HEAD = the root word's ID and
+    DEPREL ``punct`` (not a prediction); DEPS becomes ``_`` on every token.
+    ``heads=None``: HEAD, DEPREL and DEPS ``_`` on every token."""
+    ids = [r[0] for r in sentence.rows]
+    pos = {x: k for k, x in enumerate(ids)}
+    root = None
+    if heads is not None:
+        root = next((ids[k] for k, h in enumerate(heads) if int(h) == 0), "0")
+    out = [c + "\n" for c in sentence.comments]
+    for row in sentence.raw:
+        r = list(row)
+        if not (r[0].isascii() and r[0].isdigit()):
+            out.append("\t".join(r) + "\n")            # multiword range or empty node: as read
+            continue
+        k = pos.get(r[0])
+        if heads is None:
+            r[6], r[7], r[8] = "_", "_", "_"
+        elif k is None:
+            r[6], r[7], r[8] = root, REMOVED_DEPREL, "_"
+        else:
+            h = int(heads[k])
+            r[6], r[7], r[8] = ("0", "root", "_") if h == 0 else (ids[h - 1], "dep", "_")
+        out.append("\t".join(r) + "\n")
+    return "".join(out) + "\n"
+
+
+def corpus_types(path: str, spec: CorpusSpec) -> set[str]:
+    """Every token type of ``path`` read with ``spec``'s format, column and
+    punctuation rule but *without* its length filter."""
+    from dataclasses import replace
+    return {t for s in iter_corpus(path, replace(spec, max_length=None, min_length=1)) for t in s.tokens}
+
+
+def read_tags(path: str) -> list[str]:
+    """Tags of a tag file: whitespace-separated (one a line or several), blank
+    lines and comment lines (starting with ``# ``, hash and space) skipped, so
+    the PTB tag ``#`` can be listed on its own.  InputError when none."""
+    name = "<stdin>" if path == "-" else path
+    tags = []
+    for _, ln in read_lines(path):
+        if ln.startswith("# "):
+            continue
+        tags += ln.split()
+    if not tags:
+        raise InputError(f"{name}: no tags (one a line or whitespace separated; '# ' starts a comment line)")
+    return list(dict.fromkeys(tags))

@@ -1,0 +1,115 @@
+"""Rule-count files: ``count LHS --> RHS ...``, keyed exactly like grammar rules.
+
+A count file carries its corpus statistics in the header (``# sentences:``,
+``# parsed:``, ``# words:``, ``# loglik:``) so that the files of shards add up
+(``grind sum``) to exactly what one ``grind estep`` over the whole corpus
+writes, log-likelihood included.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grind.errors import InputError
+from grind.formats.rules import COUNTS_HEADER, fingerprint_keys, read_rule_file, rule_key, rule_lines
+from grind.formats.textio import header_lines, open_out
+
+STATS = ("sentences", "parsed", "words", "loglik")
+
+
+@dataclass
+class Counts:
+    """Expected (or sampled) rule counts with the corpus statistics they came from."""
+
+    rules: list[tuple[str, tuple[str, ...]]]
+    values: np.ndarray
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def __add__(self, other: "Counts") -> "Counts":
+        """Union of the rule sets (in order of first appearance), values and stats summed."""
+        index = {rule_key(*r): i for i, r in enumerate(self.rules)}
+        rules = list(self.rules)
+        extra = [r for r in other.rules if rule_key(*r) not in index]
+        rules += extra
+        for r in extra:
+            index[rule_key(*r)] = len(index)
+        values = np.zeros(len(rules))
+        values[: len(self.values)] = self.values
+        np.add.at(values, [index[rule_key(*r)] for r in other.rules], other.values)
+        stats = {k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in STATS
+                 if k in self.stats or k in other.stats}
+        return Counts(rules, values, stats)
+
+    def fingerprint(self) -> str:
+        """:meth:`grind.grammars.grammar.Grammar.fingerprint` of the counted rules (in order)."""
+        return fingerprint_keys(rule_key(*r) for r in self.rules)
+
+    def aligned(self, grammar) -> np.ndarray:
+        """The count vector in ``grammar``'s rule order; a counted rule the grammar lacks is an error."""
+        out = np.zeros(len(grammar.rules))
+        for r, v in zip(self.rules, self.values):
+            k = rule_key(*r)
+            if k not in grammar.index:
+                raise InputError(f"counted rule {k} is not in the grammar")
+            out[grammar.index[k]] += v
+        return out
+
+
+def read_counts(path: str) -> Counts:
+    """A count file of ``grind estep`` / ``grind sum``.  InputError (naming the
+    file) unless its header says ``# weights: expected rule counts``, its
+    statistics are finite numbers, its counts finite and non-negative, and
+    (when the header has them) its number of rules and grammar fingerprint
+    match the rules read, which catches a truncated file."""
+    name = "<stdin>" if path == "-" else path
+    rules, values, _pc, meta = read_rule_file(path, layout="count")
+    kind = meta.get("weights")
+    if kind is None or not kind.startswith(COUNTS_HEADER):
+        has = f"its header says '# weights: {kind}'" if kind is not None else "it has no '# weights:' header line"
+        raise InputError(f"{name}: not a count file: {has}, not '# weights: {COUNTS_HEADER}' "
+                         "(count files come from grind estep or grind sum)")
+    stats = {}
+    for k in STATS:
+        if k in meta:
+            try:
+                stats[k] = float(meta[k])
+            except ValueError:
+                raise InputError(f"{name}: header '# {k}: {meta[k]}' is not a number") from None
+            if not math.isfinite(stats[k]) or (k != "loglik" and stats[k] < 0):
+                raise InputError(f"{name}: header '# {k}: {meta[k]}' must be a finite"
+                                 f"{'' if k == 'loglik' else ' non-negative'} number")
+    if "rules" in meta:
+        try:
+            n = int(meta["rules"])
+        except ValueError:
+            raise InputError(f"{name}: header '# rules: {meta['rules']}' is not a whole number") from None
+        if n != len(rules):
+            raise InputError(f"{name}: the header says {n} rules but the file has {len(rules)} "
+                             "(a truncated or edited count file?)")
+    c = Counts(rules, values, stats)
+    if "grammar" in meta and meta["grammar"] != c.fingerprint():
+        raise InputError(f"{name}: the rules read do not match the header's '# grammar: {meta['grammar']}' "
+                         f"fingerprint (they give {c.fingerprint()}): a truncated or edited count file?")
+    return c
+
+
+def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str) -> None:
+    """InputError (naming both files and ``hint``) unless the counts ``a`` have
+    the grammar fingerprint ``b_fp`` (the same rules in the same order)."""
+    if a.fingerprint() != b_fp:
+        raise InputError(f"{a_path} and {b_path} are not of the same grammar (rule fingerprints "
+                         f"{a.fingerprint()} and {b_fp}): {hint}")
+
+
+def write_counts(path: str, counts: Counts, **extra) -> None:
+    stats = {k: _fmt_stat(counts.stats[k]) for k in STATS if k in counts.stats}
+    with open_out(path) as f:
+        f.writelines(header_lines(weights=COUNTS_HEADER, **stats, rules=len(counts.rules),
+                                  grammar=counts.fingerprint(), **extra))
+        f.writelines(rule_lines(counts.rules, counts.values))
+
+
+def _fmt_stat(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 2**53 else repr(float(v))

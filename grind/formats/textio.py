@@ -1,0 +1,316 @@
+"""Reading and writing text: ``-`` is stdin/stdout, ``.gz``/``.xz``/``.bz2``
+are transparent, output files are written atomically (through symlinks; FIFOs
+and devices directly, see :func:`open_out`), and every output starts with a header.
+
+The header records the grind version, the command line and the seed, so any
+file says which command and options made it.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import lzma
+import os
+import shutil
+import stat
+import sys
+import tempfile
+
+from grind import __version__
+from grind.errors import InputError
+
+_run_info = {"argv": None, "seed": None}
+
+
+def set_run_info(argv=None, seed=None) -> None:
+    """Record the command line and seed for the headers of files written later."""
+    if argv is not None:
+        _run_info["argv"] = list(argv)
+    _run_info["seed"] = seed
+
+
+def header_lines(**extra) -> list[str]:
+    """``# grind VERSION``, ``# command: ...``, ``# seed: ...`` and ``# key: value`` lines."""
+    argv = _run_info["argv"] or sys.argv
+    cmd = " ".join(["grind"] + [_quote(a) for a in argv[1:]])
+    lines = [f"# grind {__version__}", f"# command: {cmd}", f"# seed: {_run_info['seed']}"]
+    lines += [f"# {k}: {v}" for k, v in extra.items() if v is not None]
+    return [ln + "\n" for ln in lines]
+
+
+def _quote(a: str) -> str:
+    return a if a and all(c.isalnum() or c in "-_./=:,+@%" for c in a) else repr(a)
+
+
+def open_binary(path: str):
+    """A byte stream for ``path`` (``-`` = stdin; ``.gz``/``.xz``/``.bz2`` decompressed)."""
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        if path.endswith(".gz"):
+            return gzip.open(path, "rb")
+        if path.endswith(".xz"):
+            return lzma.open(path, "rb")
+        if path.endswith(".bz2"):
+            import bz2
+            return bz2.open(path, "rb")
+        return open(path, "rb")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def read_lines(path: str):
+    """Yield (line number, line) of a UTF-8 text file; bad bytes name file and line."""
+    name = "<stdin>" if path == "-" else path
+    f = open_binary(path)
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]                      # a UTF-8 byte-order mark
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"{name}:{lineno}: not valid UTF-8 ({e.reason})") from None
+    except (OSError, EOFError, lzma.LZMAError) as e:  # also corrupt .gz/.xz/.bz2 data
+        raise InputError(f"{name}: cannot read: {e}") from None
+    finally:
+        if path != "-":
+            f.close()
+
+
+def quote_line(s: str, limit: int = 80) -> str:
+    """``repr`` of a line for an error message, cut to ``limit`` characters
+    (``'first 80…' (N characters)``) so a huge line is never quoted in full."""
+    s = s.strip()
+    if len(s) <= limit:
+        return repr(s)
+    return f"{s[:limit]!r}… ({len(s)} characters)"
+
+
+class StdoutClosed(Exception):
+    """stdout's reader has gone (``grind ... | head``): not an error, the
+    command line exits 0 quietly.  Not an OSError, so click does not turn it
+    into exit status 1."""
+
+
+def output_problem(path: str) -> str | None:
+    """Why grind could not write ``path``, or None: the one upfront check of an
+    output path, run before any work (so a long run does not fail at its end).
+
+    Checked: an empty name; a directory; a missing directory (also the target
+    directory of a dangling symlink); a file or device that is not writable; a
+    directory where no file can be created (probed by creating and deleting a
+    temporary file: os.access alone misses read-only file systems and ACLs)."""
+    if path == "":
+        return "empty file name"
+    if path == "-":
+        return None
+    if is_special(path):
+        return None if os.access(path, os.W_OK) else "permission denied"
+    if path.endswith(("/", os.sep, "/.", "/..")) or path in (".", ".."):
+        return "names a directory"
+    real = os.path.realpath(path)
+    if os.path.isdir(real):
+        return "is a directory"
+    if os.path.islink(real):
+        return "symlink loop"
+    d = os.path.dirname(real)
+    if not os.path.isdir(d):
+        via = f" (the symlink's target {real})" if os.path.islink(path) else ""
+        return f"no such directory: {d}{via}"
+    if os.path.exists(real) and not os.access(real, os.W_OK):
+        return "permission denied (file not writable)"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".grind-", dir=d)
+    except OSError as e:
+        return f"cannot create files in {d}: {e.strerror or e}"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def same_file(a: str, b: str) -> bool:
+    """True when output paths ``a`` and ``b`` name the same regular (or new) file."""
+    if "-" in (a, b) or not a or not b:
+        return False
+    return not is_special(a) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def is_special(path: str) -> bool:
+    """True for an existing FIFO, device or socket, symlinks followed
+    (``/dev/stdout`` on a pipe): written in place, never replaced."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _compressor(path: str, raw):
+    """``raw`` wrapped in the compressor that the suffix of ``path`` names (.gz, .xz, .bz2)."""
+    if path.endswith(".gz"):
+        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+    if path.endswith(".xz"):
+        return lzma.LZMAFile(raw, "wb")
+    if path.endswith(".bz2"):
+        import bz2
+        return bz2.BZ2File(raw, "wb")
+    return None
+
+
+class _Temp:
+    """A temporary file beside ``real`` that becomes ``real`` on :meth:`commit`.
+
+    Where the system allows (Linux ``O_TMPFILE``) the file has no name until
+    the commit links it, so even SIGKILL leaves nothing behind; elsewhere it is
+    a ``.grind-*`` file that :meth:`discard` removes."""
+
+    def __init__(self, real: str):
+        self.real, self.dir, self.name = real, os.path.dirname(real), None
+        self.mode = stat.S_IMODE(os.stat(real).st_mode) if os.path.exists(real) else None
+        try:
+            self.fd = os.open(self.dir, getattr(os, "O_TMPFILE") | os.O_RDWR, 0o600)
+        except (AttributeError, OSError):
+            self.fd, self.name = tempfile.mkstemp(prefix=".grind-", dir=self.dir)
+
+    def commit(self) -> None:
+        """Give the file its mode and rename it over ``real`` (atomic on POSIX)."""
+        if self.mode is None:
+            mask = os.umask(0)
+            os.umask(mask)
+            self.mode = 0o666 & ~mask
+        os.chmod(self.name or self.fd, self.mode)
+        if self.name is None:
+            self.name = self._link()
+        os.replace(self.name, self.real)
+        self.name = None
+        self.close()
+
+    def _link(self) -> str:
+        """A name for the anonymous file (via /proc/self/fd; else a copy)."""
+        for _ in range(100):
+            name = os.path.join(self.dir, f".grind-{os.urandom(6).hex()}")
+            try:
+                os.link(f"/proc/self/fd/{self.fd}", name, follow_symlinks=True)
+                return name
+            except FileExistsError:
+                continue
+            except OSError:
+                break
+        fd, name = tempfile.mkstemp(prefix=".grind-", dir=self.dir)
+        with os.fdopen(fd, "wb") as dst, os.fdopen(os.dup(self.fd), "rb") as src:
+            src.seek(0)
+            shutil.copyfileobj(src, dst)
+        os.chmod(name, self.mode)
+        return name
+
+    def discard(self) -> None:
+        if self.name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.name)
+            self.name = None
+        self.close()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+#: Open :func:`output_group` blocks: lists of written files waiting for their rename.
+_groups: list[list[_Temp]] = []
+
+
+@contextlib.contextmanager
+def output_group():
+    """Files written with :func:`open_out` inside this block are renamed into
+    place together when it ends without error, and none of them is if it
+    fails: a command with several outputs (``train -o G --trace T
+    --ln-params P``) replaces all or none.  (FIFOs, devices and ``-`` are
+    written directly, as always.)"""
+    pending: list[_Temp] = []
+    _groups.append(pending)
+    try:
+        yield
+        _groups.pop()
+        while pending:
+            try:
+                pending[0].commit()
+            except OSError as e:
+                raise InputError(f"cannot write {pending[0].real}: {e.strerror or e}") from None
+            pending.pop(0)
+    finally:
+        if _groups and _groups[-1] is pending:
+            _groups.pop()
+        for t in pending:
+            t.discard()
+
+
+@contextlib.contextmanager
+def open_out(path: str, binary: bool = False):
+    """A stream (text, or bytes with ``binary=True``) for writing ``path``.
+
+    * ``-`` is stdout, written directly.
+    * A symlink is followed to its final target, and the target is written as
+      below: the link stays a link.
+    * A FIFO, character or block device (``/dev/null``, ``/dev/stdout``) is
+      opened and written directly: no temporary file, never replaced.
+    * A regular file (or a new one) is written to a temporary file beside it
+      (unnamed where the system allows, else ``.grind-*``), renamed over it
+      only when the block ends without error (or, inside :func:`output_group`,
+      when the group does): a failed or interrupted run leaves the previous
+      content intact, and nobody ever sees a half-written file.  A new file
+      gets mode 0666 minus the umask; a replaced file keeps its mode.
+    * ``.gz``, ``.xz`` and ``.bz2`` names are compressed (not ``-``).
+
+    A failed write (disk full, I/O error, a FIFO's reader gone, ...) raises
+    :class:`InputError` ``cannot write PATH: REASON``; a closed stdout pipe
+    raises :class:`StdoutClosed`, which the command line exits 0 on quietly.
+    """
+    path = os.fspath(path)
+    if path == "-":
+        out = sys.stdout.buffer if binary else sys.stdout
+        try:
+            sys.stdout.flush()
+            yield out
+            out.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+        except OSError as e:
+            if e.filename is not None:
+                raise
+            raise InputError(f"cannot write <stdout>: {e.strerror or e}") from None
+        return
+    temp, in_body = None, False
+    try:
+        if is_special(path):
+            raw = open(path, "wb")
+        else:
+            temp = _Temp(os.path.realpath(path))
+            raw = os.fdopen(os.dup(temp.fd), "wb")
+        with raw:
+            stream = _compressor(path, raw) or raw
+            with stream:
+                in_body = True
+                if binary:
+                    yield stream
+                else:
+                    with io.TextIOWrapper(stream, encoding="utf-8") as f:
+                        yield f
+                in_body = False
+        if temp is not None:
+            if _groups:
+                _groups[-1].append(temp)
+            else:
+                temp.commit()
+            temp = None
+    except OSError as e:
+        if in_body and e.filename is not None:
+            raise  # not ours: the block failed on another file
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        if temp is not None:
+            temp.discard()

@@ -1,0 +1,141 @@
+"""Penn Treebank bracketed trees, one per line (or spread over lines, as in .mrg).
+
+A tree is a nested tuple ``(label, child, ...)`` whose leaves are token strings.
+"""
+from __future__ import annotations
+
+import re
+
+from grind.errors import InputError
+from grind.formats.textio import read_lines
+
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+
+#: PTB preterminals removed before bracket evaluation (traces, and punctuation with --remove-punct).
+TRACE_TAGS = frozenset(["-NONE-"])
+
+
+def parse_trees(text: str, where: str = "<trees>"):
+    """Yield every tree of a text holding one or more bracketed trees."""
+    stack, depth_start = [], None
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok == "(":
+            stack.append([])
+            if depth_start is None:
+                depth_start = m.start()
+        elif tok == ")":
+            if not stack:
+                raise InputError(f"{where}: unbalanced ')' at character {m.start()}")
+            node = stack.pop()
+            label = node[0] if node and isinstance(node[0], str) and len(node) > 1 else ""
+            children = node[1:] if label else node
+            tree = (label, *children)
+            if stack:
+                stack[-1].append(tree)
+            else:
+                yield _strip_empty_root(tree)
+                depth_start = None
+        else:
+            if not stack:
+                raise InputError(f"{where}: token {tok!r} outside brackets")
+            stack[-1].append(tok)
+    if stack:
+        raise InputError(f"{where}: unbalanced '(' (tree starting at character {depth_start})")
+
+
+def _strip_empty_root(tree):
+    """``( (S ...) )`` -> ``(S ...)``: the PTB's unlabelled outer bracket."""
+    while tree[0] == "" and len(tree) == 2 and isinstance(tree[1], tuple):
+        tree = tree[1]
+    return tree
+
+
+def read_trees(path: str) -> list:
+    """All trees of a file; ``#`` header lines are skipped."""
+    name = "<stdin>" if path == "-" else path
+    text = "".join(line for _, line in read_lines(path) if not line.startswith("#"))
+    return list(parse_trees(text, name))
+
+
+def format_tree(tree) -> str:
+    if isinstance(tree, str):
+        return tree
+    return "(" + " ".join([tree[0]] + [format_tree(c) for c in tree[1:]]) + ")"
+
+
+def leaves(tree) -> list[str]:
+    if isinstance(tree, str):
+        return [tree]
+    return [w for c in tree[1:] for w in leaves(c)]
+
+
+def preterminals(tree) -> list[tuple[str, str]]:
+    """(tag, word) of each leaf whose parent has only that leaf as child."""
+    if isinstance(tree, str):
+        return []
+    if len(tree) == 2 and isinstance(tree[1], str):
+        return [(tree[0], tree[1])]
+    return [p for c in tree[1:] for p in preterminals(c)]
+
+
+def prune(tree, drop_tag):
+    """The tree without preterminals whose tag satisfies ``drop_tag`` and without
+    constituents left empty; None if nothing is left."""
+    if isinstance(tree, str):
+        return tree
+    if len(tree) == 2 and isinstance(tree[1], str):
+        return None if drop_tag(tree[0]) else tree
+    kids = [k for k in (prune(c, drop_tag) for c in tree[1:]) if k is not None]
+    return (tree[0], *kids) if kids else None
+
+
+def spans(tree, start: int = 0):
+    """Yield (label, start, end) of every constituent (leaves excluded), pre-order."""
+    if isinstance(tree, str):
+        return
+    n = len(leaves(tree))
+    yield tree[0], start, start + n
+    pos = start
+    for c in tree[1:]:
+        if isinstance(c, str):
+            pos += 1
+        else:
+            yield from spans(c, pos)
+            pos += len(leaves(c))
+
+
+def derivation_tree(grammar, derivation, tokens):
+    """The tree of a derivation (rows (rule, start, end) in pre-order, see grind.kernels.contract)."""
+    rows = iter(derivation.tolist())
+
+    def build():
+        r, i, j = next(rows)
+        lhs, rhs = grammar.rules[r]
+        kids, pos = [], i
+        for sym in rhs:
+            if grammar.is_nonterminal(sym):
+                kid = build()
+                kids.append(kid)
+                pos += len(leaves(kid))
+            else:
+                kids.append(tokens[pos])
+                pos += 1
+        return (lhs, *kids)
+
+    return build()
+
+
+def tags_as_leaves(tree):
+    """Every preterminal (TAG word) becomes (TAG TAG): for grammars induced over tags."""
+    if isinstance(tree, str):
+        return tree
+    if len(tree) == 2 and isinstance(tree[1], str):
+        return (tree[0], tree[0])
+    return (tree[0], *(tags_as_leaves(c) for c in tree[1:]))
+
+
+def map_leaves(tree, f):
+    if isinstance(tree, str):
+        return f(tree)
+    return (tree[0], *(map_leaves(c, f) for c in tree[1:]))

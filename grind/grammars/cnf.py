@@ -1,0 +1,28 @@
+"""Grammars to train from scratch."""
+from __future__ import annotations
+
+import numpy as np
+
+from grind.errors import InputError
+from grind.grammars.grammar import Grammar
+
+
+def cnf_grammar(vocab, n_nonterminals: int, n_preterminals: int = 0, start: str = "ROOT") -> Grammar:
+    """A fully connected CNF grammar (all weights 1).
+
+    ROOT -> X_i;  X_i -> A B for all A, B in X ∪ PT;  and X_i -> w for every
+    word w (no preterminals) or PT_j -> w (with preterminals).
+    """
+    if not vocab:
+        raise InputError("the corpus has no words")
+    xs = [f"X{i}" for i in range(n_nonterminals)]
+    pts = [f"PT{j}" for j in range(n_preterminals)]
+    clash = ({start} | set(xs) | set(pts)) & set(vocab)
+    if clash:
+        raise InputError(f"corpus words clash with grammar symbols: {', '.join(sorted(clash)[:5])}")
+    kids = xs + pts
+    rules = [(start, (x,)) for x in xs]
+    rules += [(x, (a, b)) for x in xs for a in kids for b in kids]
+    for p in (pts or xs):
+        rules += [(p, (w,)) for w in vocab]
+    return Grammar(rules, np.ones(len(rules)), start)

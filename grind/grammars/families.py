@@ -1,0 +1,39 @@
+"""Tag families: which tags behave alike (nouns, verbs, ...), for the
+logistic-normal priors' covariance (``--cov families``) and shared experts
+(``--tie``).  The shipped maps (grind/data/families-upos.txt, families-ptb.txt)
+put every UPOS / PTB tag in one family."""
+from __future__ import annotations
+
+import os
+
+from grind.errors import InputError
+from grind.formats.textio import read_lines
+
+#: ``--families`` names of the shipped family files.
+FAMILY_FILES = {"upos": "families-upos.txt", "ptb": "families-ptb.txt"}
+
+
+def families_path(name: str) -> str:
+    """``upos`` / ``ptb`` -> the shipped family file; anything else is a path."""
+    if name in FAMILY_FILES:
+        return os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", FAMILY_FILES[name])
+    return name
+
+
+def read_families(path: str) -> dict:
+    """A family mapping file: ``TAG FAMILY`` per line; lines starting with
+    ``#`` are comments (no inline comments: ``#`` and ``$`` are PTB tags); a
+    leading backslash escapes a tag, so the PTB tag ``#`` is written ``\\#``.
+    A tag listed twice is an error."""
+    fam = {}
+    for lineno, line in read_lines(families_path(path)):
+        s = line.split()
+        if not s or s[0].startswith("#"):
+            continue
+        if len(s) != 2:
+            raise InputError(f"{path}:{lineno}: expected 'TAG FAMILY', got {line.strip()!r}")
+        tag = s[0][1:] if s[0].startswith("\\") and len(s[0]) > 1 else s[0]
+        if tag in fam:
+            raise InputError(f"{path}:{lineno}: tag {tag!r} is already in family {fam[tag]}")
+        fam[tag] = s[1]
+    return fam

@@ -1,0 +1,180 @@
+"""Grammars: a list of rules with one weight each (:class:`Grammar`), read from
+the rule-file format of :mod:`grind.formats.rules`.
+
+A symbol that is the left-hand side of some rule is a nonterminal; every other
+symbol is a terminal.  The start symbol is the first rule's LHS unless given.
+Weights are either rule probabilities or Dirichlet pseudo-counts; the file's
+``# weights:`` header line says which.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grind.errors import InputError
+from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, fingerprint_keys, format_weight,  # noqa: F401
+                                 read_rule_file, rule_key, rule_lines)
+
+def post_order(kids: dict):
+    """Depth-first over the graph ``kids`` (node -> list of children):
+    ``(nodes, children before parents; None)``, or ``(partial order, [a, b, ..., a])``
+    at the first cycle found."""
+    state, post = {}, []
+    for root in list(kids):
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(kids.get(root, ())))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[node] = 2
+                post.append(node)
+            elif state.get(nxt) == 1:
+                path = [n for n, _ in stack]
+                return post, path[path.index(nxt):] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(kids.get(nxt, ()))))
+    return post, None
+
+
+@dataclass
+class Grammar:
+    """A list of rules with one weight each (and optional pseudo-counts).
+
+    ``weights[r]`` belongs to ``rules[r] = (lhs, rhs)``.  ``meta`` keeps the
+    ``# key: value`` header lines of the file it was read from.
+    """
+
+    rules: list[tuple[str, tuple[str, ...]]]
+    weights: np.ndarray
+    start: str
+    pseudocounts: np.ndarray | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.weights = np.asarray(self.weights, dtype=np.float64)
+        self.index = {rule_key(*r): i for i, r in enumerate(self.rules)}
+        if len(self.index) != len(self.rules):
+            seen = set()
+            for r in self.rules:
+                k = rule_key(*r)
+                if k in seen:
+                    raise InputError(f"duplicate rule {k}")
+                seen.add(k)
+        self.nonterminals = sorted({lhs for lhs, _ in self.rules})
+        self._nts = nts = set(self.nonterminals)
+        if self.start not in nts:
+            raise InputError(f"start symbol {self.start!r} is not the left-hand side of any rule")
+        self.terminals = sorted({s for _, rhs in self.rules for s in rhs if s not in nts})
+        lhs_id = {a: i for i, a in enumerate(self.nonterminals)}
+        self.lhs = np.array([lhs_id[a] for a, _ in self.rules], dtype=np.int64)
+
+    def __len__(self):
+        return len(self.rules)
+
+    def keys(self) -> list[str]:
+        return [rule_key(*r) for r in self.rules]
+
+    def fingerprint(self) -> str:
+        """16 hex digits of the SHA-256 of the rule keys in order: two files
+        with the same fingerprint have the same rules in the same order."""
+        return fingerprint_keys(self.keys())
+
+    def weight_kind(self) -> str:
+        """What the weights are, from the ``# weights:`` header: ``pseudo-counts``,
+        ``unnormalised``, ``counts`` or ``probabilities`` (also when there is no header)."""
+        w = self.meta.get("weights", "")
+        if w.startswith(PSEUDO_COUNTS):
+            return "pseudo-counts"
+        if w.startswith("unnormalised") or w.startswith("unnormalized"):
+            return "unnormalised"
+        if w.startswith(COUNTS_HEADER):
+            return "counts"
+        return "probabilities"
+
+    def unnormalised_lhs(self, rtol: float = 1e-6):
+        """``(lhs, sum)`` of the first LHS whose weights are not all 0 and do
+        not sum to 1 (relative tolerance ``rtol``), or None."""
+        tot = np.bincount(self.lhs, weights=self.weights, minlength=len(self.nonterminals))
+        bad = np.flatnonzero((tot > 0) & (np.abs(tot - 1.0) > rtol))
+        if not len(bad):
+            return None
+        first = min(bad, key=lambda a: int(np.flatnonzero(self.lhs == a)[0]))
+        return self.nonterminals[first], float(tot[first])
+
+    def unary_cycle(self, positive_only: bool = True):
+        """A cycle of unary nonterminal rules ``A --> B`` (of positive weight when
+        ``positive_only``) as the list of its symbols ``[A, B, ..., A]``, or None."""
+        kids: dict[str, list[str]] = {}
+        for (a, rhs), w in zip(self.rules, self.weights):
+            if len(rhs) == 1 and rhs[0] in self._nts and (w > 0 or not positive_only):
+                kids.setdefault(a, []).append(rhs[0])
+        return post_order(kids)[1]
+
+    def is_nonterminal(self, sym: str) -> bool:
+        return sym in self._nts
+
+    def probabilities(self) -> np.ndarray:
+        """Rule probabilities: the weights, or for a file of Dirichlet
+        pseudo-counts (``# weights: Dirichlet pseudo-counts ...``) their
+        posterior mean alpha_r / sum_{R_A} alpha."""
+        if self.meta.get("weights", "").startswith(PSEUDO_COUNTS):
+            return self.normalize(self.weights)
+        return self.weights
+
+    def with_weights(self, weights, meta=None) -> "Grammar":
+        """The same rules with new weights (no pseudo-counts)."""
+        return Grammar(self.rules, np.asarray(weights, dtype=np.float64), self.start,
+                       None, dict(meta if meta is not None else self.meta))
+
+    def lhs_totals(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` over the rules of each rule's LHS, per rule."""
+        tot = np.bincount(self.lhs, weights=values, minlength=len(self.nonterminals))
+        return tot[self.lhs]
+
+    def normalize(self, values: np.ndarray) -> np.ndarray:
+        """theta_r = v_r / sum_{r' in R_A} v_r'.  A LHS whose values are all
+        zero keeps zeros (it is unreachable or unused)."""
+        tot = self.lhs_totals(values)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(tot > 0, values / np.where(tot > 0, tot, 1.0), 0.0)
+        return out
+
+
+def require_probabilities(grammar: Grammar, path: str, command: str = "this command") -> None:
+    """InputError unless ``grammar.probabilities()`` are rule probabilities: the
+    weights sum to 1 for every LHS (within 1e-6; an LHS of all-0 weights is
+    unused and allowed), or the file holds Dirichlet pseudo-counts (their
+    posterior mean is used).  A file whose header says its weights are
+    unnormalised, or are counts, is refused even where they happen to sum to 1."""
+    name = "<stdin>" if path == "-" else path
+    kind = grammar.weight_kind()
+    if kind == "pseudo-counts":
+        return
+    fix = (f"run 'grind init' to normalise them, or if they are Dirichlet pseudo-counts give the file "
+           f"the header line '# weights: {PSEUDO_COUNTS}'")
+    if kind in ("unnormalised", "counts"):
+        raise InputError(f"{name}: its header says '# weights: {grammar.meta['weights']}', but {command} "
+                         f"needs rule probabilities: {fix}")
+    bad = grammar.unnormalised_lhs()
+    if bad is not None:
+        lhs, tot = bad
+        raise InputError(f"{name}: the weights of the rules of {lhs} sum to {tot!r}, not 1, so they are not "
+                         f"probabilities ({command} needs them): {fix}")
+
+
+def read_grammar(path: str, start: str | None = None) -> Grammar:
+    rules, weights, pseudos, meta = read_rule_file(path)
+    pc = None
+    if any(p is not None for p in pseudos):
+        pc = np.array([p if p is not None else 0.0 for p in pseudos], dtype=np.float64)
+    start = start or meta.get("start") or rules[0][0]
+    try:
+        return Grammar(rules, weights, start, pc, meta)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None

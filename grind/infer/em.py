@@ -1,0 +1,89 @@
+"""Inside-outside EM and MAP-EM for PCFGs (and the DMV, through the same kernel contract).
+
+E-step: expected rule counts E[f_r] under the current weights theta (the
+kernel).  M-step (MAP with a symmetric Dirichlet(alpha) prior per LHS):
+
+    theta_r  proportional to  max(0, E[f_r] + alpha - 1),   r in R_A
+
+alpha = 1 is maximum likelihood.  A LHS whose adjusted counts are all zero
+(unused by every parseable sentence) keeps its previous weights, so the
+objective log P(w | theta) + log P(theta | alpha) never decreases.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from grind.errors import NumericalError
+from grind.infer.training import Step
+
+
+def map_estimate(grammar, counts: np.ndarray, alpha=1.0, previous=None) -> np.ndarray:
+    """theta_r = max(0, E[f_r] + alpha - 1) / sum_{r' in R_A} max(0, E[f_r'] + alpha - 1)."""
+    if not np.all(np.isfinite(counts)):
+        raise NumericalError("expected counts contain NaN or infinity")
+    adj = np.maximum(0.0, counts + (alpha - 1.0))
+    theta = grammar.normalize(adj)
+    if previous is not None:
+        unused = grammar.lhs_totals(adj) <= 0
+        theta[unused] = np.asarray(previous)[unused]
+    return theta
+
+
+def log_dirichlet_prior(grammar, theta: np.ndarray, alpha) -> float:
+    """sum_r (alpha_r - 1) log theta_r (up to a constant); 0 for alpha = 1."""
+    a = np.broadcast_to(np.asarray(alpha, dtype=np.float64), theta.shape)
+    use = (theta > 0) & (a != 1.0)
+    return float(np.sum((a[use] - 1.0) * np.log(theta[use])))
+
+
+class EM:
+    """Inside-outside EM / MAP-EM as a training-loop algorithm (see grind.infer.training)."""
+
+    name = "em"
+    output = "probabilities"
+
+    def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        self.g, self.estep, self.prior = grammar, estep, prior
+        self.iterations, self.tolerance = cfg.iterations, cfg.tolerance
+        self.theta = np.asarray(theta0, dtype=np.float64)
+        self.it, self.prev, self.done = 0, None, False
+        self.n = len(estep.parser.sentences)
+
+    def step(self):
+        if self.done or self.it >= self.iterations:
+            return None
+        counts, logz = self.estep(self.theta)
+        ok = np.isfinite(logz)
+        if not ok.any():
+            raise NumericalError("no sentence has a parse of positive probability")
+        loglik = float(logz[ok].sum())
+        obj = loglik + log_dirichlet_prior(self.g, self.theta, self.prior)
+        self.theta = map_estimate(self.g, counts, self.prior, previous=self.theta)
+        self.it += 1
+        if self.prev is not None and abs(obj - self.prev) <= self.tolerance * abs(self.prev):
+            self.done = True
+        self.prev = obj
+        return Step(self.it, obj, self.it * self.n, extra={"loglik": loglik, "parsed": int(ok.sum())})
+
+    def weights(self):
+        return self.theta
+
+    mean = weights
+
+    def get_state(self):
+        return {"theta": self.theta, "it": self.it, "prev": self.prev, "done": self.done}
+
+    def set_state(self, s):
+        self.theta = np.array(s["theta"], dtype=np.float64)
+        self.it, self.prev, self.done = int(s["it"]), s["prev"], bool(s["done"])
+
+
+def run(parser, grammar, theta, iterations=50, tolerance=1e-6, alpha=1.0):
+    """EM from theta on the parser's corpus; returns (theta, trace)."""
+    from types import SimpleNamespace
+
+    from grind.infer.training import ShardedEstep, train
+    cfg = SimpleNamespace(iterations=iterations, tolerance=tolerance)
+    algo = EM(grammar, ShardedEstep(parser), alpha, theta, cfg)
+    trace = train(algo, np.random.default_rng(0))
+    return algo.theta, trace

@@ -1,0 +1,156 @@
+"""Streaming variational Bayes for PCFGs (Broderick et al. 2013; Pate & Johnson
+2016, Alg. 2): one pass over a stream of minibatches, each read, fitted and
+forgotten, so the corpus never has to fit in memory.
+
+Broderick et al. (2013, §2) apply Bayes' rule one minibatch at a time,
+p(theta | C_1..C_b) ∝ p(C_b | theta) p(theta | C_1..C_{b-1}), replacing each
+exact posterior by its mean-field approximation: the posterior after
+minibatches 1..b-1, Dirichlet(alpha_hat), is the prior of minibatch b.  With
+the prior alpha (initially alpha_hat = alpha), minibatch b is fitted by batch
+VB (Pate & Johnson 2016, Alg. 1 = :mod:`grind.infer.vb`) on b alone with alpha_hat
+as its prior (Alg. 2), ``cfg.batch_iterations`` = K iterations of
+
+    pi_r       = exp(psi(alpha_b,r) - psi(sum_{r' in R_A} alpha_b,r'))
+    alpha_b    = alpha_hat + E_pi[f on b]
+
+from alpha_b = alpha_hat, after which alpha_hat <- alpha_b: the pseudo-counts
+accumulate, alpha_hat = alpha + sum over minibatches of their expected counts.
+
+Initialisation: the first minibatch starts, like :class:`grind.infer.vb.VB`, from
+the initial grammar theta0: alpha_b = alpha + E_theta0[f on b] (one extra
+E-step), then its K iterations.  So a single minibatch holding the whole
+corpus gives exactly batch VB after K iterations.  Later minibatches start
+from pi = vb_weights(alpha_hat), the weights of the posterior so far.
+
+Objective of a step: the minibatch's VB bound before its last update
+(:mod:`grind.infer.vb`, with alpha_hat in place of alpha as the prior),
+
+    L_b = sum_{s in b} log Z_s(pi) - sum_A KL(Dir(alpha_b,A) || Dir(alpha_hat_A)),
+
+a lower bound on log of the marginal likelihood of minibatch b under the
+prior Dirichlet(alpha_hat), i.e. on log p(w_b | w_1..w_{b-1}) with the
+approximate posterior; minibatches differ, so the trace is not monotone.
+
+The corpus is read with :func:`grind.formats.corpus.iter_corpus` (first minibatch
+``cfg.first_batch`` sentences, default ``cfg.batch``; then ``cfg.batch``).
+Sentences the parser cannot handle (unknown word, ...) or without a derivation
+of positive weight are reported and contribute no counts.  The state is
+alpha_hat and the number of sentences consumed; a resumed run reopens the file
+and skips that many sentences.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from grind import log
+from grind.formats.corpus import iter_corpus
+from grind.kernels.select import make_parser
+from grind.infer.training import ShardedEstep, Step
+from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
+
+#: At most this many unparseable sentences are named per minibatch.
+MAX_REPORTED = 10
+
+
+class StreamingVB:
+    """Streaming VB over ``cfg.corpus`` read with ``cfg.spec`` (``estep`` is unused)."""
+
+    name = "streaming"
+    output = "pseudo-counts"
+
+    def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        self.g, self.prior = grammar, np.asarray(prior, dtype=np.float64)
+        self.theta0 = np.asarray(theta0, dtype=np.float64)
+        self.path, self.spec = cfg.corpus, cfg.spec
+        self.batch, self.first_batch = cfg.batch, getattr(cfg, "first_batch", None) or cfg.batch
+        self.iterations = cfg.batch_iterations
+        self.kernel, self.jobs = getattr(cfg, "kernel", "auto"), getattr(cfg, "jobs", 1)
+        self.alpha_hat = self.prior.copy()
+        self.it, self.consumed, self.done = 0, 0, False
+        self._stream = None
+
+    def step(self):
+        if self.done:
+            return None
+        sents = self._read(self.first_batch if self.it == 0 else self.batch)
+        if not sents:
+            self.done = True
+            return None
+        self.lost = 0
+        self.alpha_hat, bound, parsed = self._fit(sents)
+        self.it += 1
+        self.consumed += len(sents)
+        extra = {"underflow_lost": self.lost} if self.lost else {}
+        return Step(self.it, bound, self.consumed, extra={"batch": len(sents), "parsed": parsed, **extra})
+
+    def _read(self, size):
+        """The next ``size`` sentences of the stream (fewer at its end)."""
+        if self._stream is None:
+            self._stream = iter_corpus(self.path, self.spec)
+            for _ in itertools.islice(self._stream, self.consumed):
+                pass
+        return list(itertools.islice(self._stream, size))
+
+    def _fit(self, sents):
+        """Alg. 2's inner loop on one minibatch: ``(alpha_b, bound, #parsed)``."""
+        parser = make_parser(self.g, [s.tokens for s in sents], self.kernel)
+        estep, base = ShardedEstep(parser, self.jobs), self.alpha_hat
+        idx = np.array([i for i in range(len(sents)) if i not in parser.failures], dtype=np.int64)
+        if not idx.size:
+            _report(sents, [(i, parser.failures[i]) for i in range(len(sents))])
+            return base, 0.0, 0
+        local, first = base, self.it == 0
+        if first:
+            local = base + estep(self.theta0, idx)[0]
+        for k in range(self.iterations):
+            counts, logz, lost, inexact = vb_estep(estep, self.g, local, idx)
+            if k == 0:
+                _report(sents, _unparsed(parser, idx, logz, lost))
+            self.lost = len(lost)
+            if k == 0 and (len(lost) or len(inexact)):
+                # Never silent: sentences whose every derivation needs a rule of
+                # underflowing weight (alpha_hat ~ alpha <= 1e-3 for rules unseen so
+                # far) are counted and named; see grind.infer.vb.vb_estep.
+                log.warn(underflow_message(self.g, local, self.prior, lost, inexact, len(sents),
+                                           f"minibatch {self.it + 1}, iteration {k + 1}: "))
+            ok = np.isfinite(logz)
+            bound = float(logz[ok].sum()) - kl_dirichlet(self.g, local, base)
+            local = base + counts
+        return local, bound, int(ok.sum())
+
+    def weights(self):
+        """The posterior pseudo-counts alpha_hat."""
+        return self.alpha_hat
+
+    def mean(self):
+        return posterior_mean(self.g, self.alpha_hat)
+
+    def get_state(self):
+        return {"alpha_hat": self.alpha_hat, "it": self.it, "consumed": self.consumed, "done": self.done}
+
+    def set_state(self, s):
+        self.alpha_hat = np.array(s["alpha_hat"], dtype=np.float64)
+        self.it, self.consumed, self.done = int(s["it"]), int(s["consumed"]), bool(s["done"])
+        self._stream = None
+
+
+def _unparsed(parser, idx, logz, lost=()):
+    """``(position, reason)`` of the minibatch's sentences without a parse."""
+    bad = [(i, why) for i, why in parser.failures.items()]
+    lost = set(int(k) for k in lost)
+    bad += [(int(idx[k]), "every derivation needs a rule whose VB weight underflows to 0" if k in lost
+             else "no derivation has positive probability") for k in np.flatnonzero(~np.isfinite(logz))]
+    return sorted(bad)
+
+
+def _report(sents, bad):
+    """Warn about the unparseable sentences of a minibatch (they are skipped)."""
+    for k, (i, why) in enumerate(bad):
+        if k == MAX_REPORTED:
+            log.warn(f"... and {len(bad) - MAX_REPORTED} more")
+            break
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
+    if bad:
+        log.warn(f"{len(bad)} of {len(sents)} sentences of this minibatch have no parse and were skipped")

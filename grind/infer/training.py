@@ -1,0 +1,423 @@
+"""What every training run shares: the Dirichlet prior, the sharded E-step,
+the trace, held-out evaluation, checkpoints.
+
+An algorithm is a class with explicit state (numpy arrays and scalars) and a
+``step()`` that advances it by one iteration / minibatch / sweep and returns
+a :class:`Step`, or ``None`` when it is done.  The driver :func:`train` does
+everything else, so a resumed run (state + random generator restored from a
+checkpoint) ends bit-identical to an uninterrupted one.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+import zipfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grind import log
+from grind.errors import InputError, NumericalError
+from grind.grammars.grammar import read_grammar, rule_key
+from grind.formats.textio import is_special, open_out
+
+#: E-step shard size: counts are summed shard by shard in corpus order, so the
+#: result is the same whatever the number of worker threads.
+SHARD = 256
+
+
+@dataclass
+class Step:
+    """One line of the trace."""
+
+    step: int
+    objective: float
+    sentences: int            # sentences parsed so far (cumulative)
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def prior_vector(grammar, alpha: str | float) -> np.ndarray:
+    """Per-rule Dirichlet hyperparameters: a number (symmetric) or a grammar
+    file whose weights (or pseudo-count column) are the pseudo-counts."""
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        a = _prior_file(grammar, str(alpha))
+    a = np.broadcast_to(np.asarray(a, dtype=np.float64), (len(grammar),)).copy()
+    if not np.all(a > 0) or not np.all(np.isfinite(a)):
+        raise InputError("Dirichlet hyperparameters must be finite and positive")
+    return a
+
+
+def _prior_file(grammar, path: str) -> np.ndarray:
+    """Pseudo-counts of ``grammar``'s rules from a grammar file (matched by rule key)."""
+    pg = read_grammar(path)
+    vals = pg.pseudocounts if pg.pseudocounts is not None else pg.weights
+    out = np.full(len(grammar), np.nan)
+    for k, v in zip(pg.keys(), vals):
+        if k in grammar.index:
+            out[grammar.index[k]] = v
+    missing = np.flatnonzero(np.isnan(out))
+    if missing.size:
+        raise InputError(f"{path}: no pseudo-count for rule {rule_key(*grammar.rules[missing[0]])}")
+    return out
+
+
+class ShardedEstep:
+    """``parser.inside_outside`` over fixed shards, summed in shard order.
+
+    ``jobs`` threads run shards at once (the kernels release the GIL); the sum
+    order does not depend on ``jobs``, so neither does the result.
+    """
+
+    def __init__(self, parser, jobs: int = 1, shard: int = SHARD):
+        self.parser, self.jobs, self.shard = parser, max(1, jobs), shard
+
+    def __call__(self, weights, idx=None):
+        idx = self.parser._idx(idx)
+        shards = [idx[i:i + self.shard] for i in range(0, len(idx), self.shard)] or [idx]
+        if self.jobs == 1 or len(shards) == 1:
+            parts = [self.parser.inside_outside(weights, s) for s in shards]
+        else:
+            with ThreadPoolExecutor(self.jobs) as ex:
+                parts = list(ex.map(lambda s: self.parser.inside_outside(weights, s), shards))
+        counts = np.zeros(len(self.parser.grammar))
+        for c, _ in parts:
+            counts += c
+        logz = np.concatenate([z for _, z in parts])
+        if np.isnan(logz).any() or not np.all(np.isfinite(counts)):
+            raise NumericalError("the E-step produced NaN: the weights are invalid")
+        return counts, logz
+
+
+def heldout(parser, theta, sents=None) -> dict:
+    """Predictive log probability of held-out sentences under theta (the
+    posterior mean for Bayesian runs), per-word perplexity, and directed
+    accuracy of Viterbi trees when the sentences carry gold heads."""
+    _, logz = parser.inside_outside(theta)
+    ok = np.isfinite(logz)
+    words = sum(len(s) for s, k in zip(parser.sentences, ok) if k)
+    out = {"dev_logprob": float(logz[ok].sum()), "dev_parsed": int(ok.sum()),
+           "dev_perplexity": float(np.exp(-logz[ok].sum() / words)) if words else float("nan")}
+    if sents is not None and all(s.heads is not None for s in sents) and hasattr(parser, "viterbi_heads"):
+        heads, _ = parser.viterbi_heads(theta)
+        right = sum(int(np.sum(np.asarray(h) == g.heads)) for h, g in zip(heads, sents) if h is not None)
+        out["dev_directed"] = right / max(1, sum(len(s) for s in sents))
+    return out
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+#: Prefix of the arrays of the held-out best state (--early-stop) in a checkpoint.
+BEST_PREFIX = "best:"
+
+
+def save_checkpoint(path, algo, rng, trace, meta, best=None):
+    """State arrays, scalars, the generator's state and the trace in one .npz,
+    written to a temporary file and renamed: an interrupted run keeps the last
+    complete checkpoint.
+
+    ``best`` is ``(dev log probability, state)`` of an --early-stop run at its
+    last held-out evaluation (see :func:`train`), or None: the state's arrays
+    go in as ``best:KEY``, the score and the scalars in the header's ``best``
+    (absent without one, as in checkpoints of older grinds).
+    """
+    arrays, scalars = {}, {}
+    for k, v in algo.get_state().items():
+        (arrays if isinstance(v, np.ndarray) else scalars)[k] = v
+    head = {"meta": meta, "scalars": scalars, "rng": rng.bit_generator.state,
+            "trace": [[s.step, s.objective, s.sentences, s.seconds, s.extra] for s in trace]}
+    if best is not None:
+        best_scalars = {}
+        for k, v in best[1].items():
+            if isinstance(v, np.ndarray):
+                arrays[BEST_PREFIX + k] = v
+            else:
+                best_scalars[k] = v
+        head["best"] = {"dev_logprob": best[0], "scalars": best_scalars}
+    header = json.dumps(head, default=_jsonable)
+    with open_out(path, binary=True) as f:  # atomic; a symlink is written through
+        if is_special(path):             # a device or FIFO: zipfile cannot seek in it
+            buf = io.BytesIO()
+            np.savez(buf, __header__=np.array(header), **arrays)
+            f.write(buf.getvalue())
+        else:
+            np.savez(f, __header__=np.array(header), **arrays)
+
+
+#: ``train`` options that may differ on --resume: when to stop (--iterations,
+#: --tolerance, --epochs), how to run (--jobs: results do not depend on it)
+#: and what else to write (-o, --trace, --checkpoint, --checkpoint-every,
+#: --ln-params, --joint-output), and held-out evaluation (--dev, --eval-every)
+#: unless --early-stop makes it decide the result.  Everything else is recorded.
+RESUMABLE_OPTIONS = frozenset({"iterations", "tolerance", "epochs", "jobs", "output", "trace_path", "ckpt",
+                               "checkpoint_every", "resume", "ln_params", "joint_output", "dev_path",
+                               "eval_every"})
+
+#: Version of the checkpoint's ``meta`` with every result-changing option.
+META_VERSION = 2
+
+#: What a damaged checkpoint raises while being read.
+_CORRUPT = (zipfile.BadZipFile, KeyError, ValueError, EOFError, TypeError, IndexError, AttributeError,
+            zlib.error)
+
+
+def fingerprint_array(a) -> str:
+    """16 hex digits of the SHA-256 of an array's float64 bytes."""
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes()).hexdigest()[:16]
+
+
+def fingerprint_file(path) -> str:
+    """``sha256:`` and 16 hex digits of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def fingerprint_sentences(token_lists) -> str:
+    """``sha256:`` and 16 hex digits over the sentences' tokens (any iterable; read once)."""
+    h = hashlib.sha256()
+    n = 0
+    for toks in token_lists:
+        h.update("\t".join(toks).encode("utf-8"))
+        h.update(b"\n")
+        n += 1
+    return f"{n} sentences, sha256:{h.hexdigest()[:16]}"
+
+
+def _grammar_fingerprint(g) -> str:
+    if hasattr(g, "fingerprint"):
+        return g.fingerprint()
+    return hashlib.sha256("".join(k + "\n" for k in g.keys()).encode("utf-8")).hexdigest()[:16]
+
+
+def run_meta(params: dict, flags: dict, *, grammar, theta0, prior, corpus_fp: str, algo: str, spec_text: str):
+    """The checkpoint ``meta`` of a ``grind train`` run: every option that can
+    change the result, by its command-line name, files by content.
+
+    ``params`` are the command's parameters (click's ``ctx.params``), ``flags``
+    maps parameter names to option names; options in :data:`RESUMABLE_OPTIONS`
+    are left out (with --early-stop, --dev and --eval-every are kept).  The
+    grammar is recorded by its rule set, start symbol and initial weights, the
+    corpus by its sentences, --alpha by its value or (a file) the per-rule
+    pseudo-counts it gives; other options naming an existing file by content.
+    """
+    early = bool(params.get("early_stop"))
+    opts = {}
+    for name, value in params.items():
+        if name in ("grammar", "corpus", "alpha", "start") or (name in RESUMABLE_OPTIONS and not (
+                early and name in ("dev_path", "eval_every"))):
+            continue
+        if isinstance(value, (list, tuple)):
+            value = [_file_or_value(v) for v in value]
+        else:
+            value = _file_or_value(value)
+        opts[flags.get(name, name)] = value
+    try:
+        alpha = repr(float(params["alpha"]))
+    except (TypeError, ValueError):
+        alpha = f"a file of pseudo-counts {fingerprint_array(prior)}"
+    opts["--alpha"] = alpha
+    if algo in ("gibbs", "hastings") and float(params.get("temp_start") or 1.0) > 1.0:
+        # the annealing schedule spans --anneal-sweeps, else --iterations
+        opts["annealing sweeps"] = params.get("anneal_sweeps") or params.get("iterations")
+    opts["grammar rules"] = f"{len(grammar)} rules, {_grammar_fingerprint(grammar)}"
+    opts["start symbol"] = grammar.start
+    opts["initial weights"] = fingerprint_array(theta0)
+    opts["corpus"] = corpus_fp
+    meta = {"version": META_VERSION, "algorithm": algo, "rules": len(grammar),
+            "corpus": f"{params.get('corpus')} {spec_text}", "options": opts}
+    return json.loads(json.dumps(meta, default=_jsonable))      # as it comes back from a checkpoint
+
+
+def _file_or_value(v):
+    if isinstance(v, str) and v not in ("", "-") and os.path.isfile(v):
+        return f"a file, {fingerprint_file(v)}"
+    return v
+
+
+def _read_checkpoint(path, arrays=True):
+    """``(header, arrays)`` of a checkpoint, or InputError."""
+    try:
+        z = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
+    except _CORRUPT as e:
+        raise InputError(f"{path}: not a grind checkpoint (truncated or corrupt): {e}") from None
+    try:
+        if not hasattr(z, "files"):
+            raise ValueError("a .npy array, not an .npz archive")
+        with z:
+            header = json.loads(str(z["__header__"]))
+            for k in ("meta", "scalars", "rng", "trace"):
+                header[k]
+            data = {k: z[k] for k in z.files if k != "__header__"} if arrays else {}
+    except (*_CORRUPT, OSError) as e:
+        raise InputError(f"{path}: not a grind checkpoint (truncated or corrupt): {type(e).__name__}: {e}") from None
+    return header, data
+
+
+def check_checkpoint(path, meta, saved=None):
+    """InputError unless the checkpoint at ``path`` was made with ``meta``'s options.
+
+    See :func:`load_checkpoint`; ``saved`` is the checkpoint's meta when already read.
+    """
+    if saved is None:
+        saved = _read_checkpoint(path, arrays=False)[0]["meta"]
+    if not isinstance(saved, dict):
+        raise InputError(f"{path}: not a grind checkpoint (truncated or corrupt): no meta")
+    mine, theirs = meta.get("options"), saved.get("options")
+    if saved.get("algorithm") != meta.get("algorithm"):
+        _differs(path, "--algo", saved.get("algorithm"), meta.get("algorithm"))
+    if mine is not None and theirs is not None:
+        for k in list(mine) + [k for k in theirs if k not in mine]:
+            if mine.get(k, "(not recorded)") != theirs.get(k, "(not recorded)"):
+                _differs(path, k, theirs.get(k, "(not recorded)"), mine.get(k, "(not recorded)"))
+        return
+    if mine is not None:
+        log.warn(f"{path}: a checkpoint of an older grind: only the algorithm, rule count and corpus "
+                 "can be checked, not --alpha, --seed or the other options; make sure they are the same")
+    for k in ("rules", "corpus"):
+        if saved.get(k) != meta.get(k):
+            _differs(path, k, saved.get(k), meta.get(k))
+
+
+def _differs(path, what, theirs, mine):
+    raise InputError(f"{path}: cannot resume: {what} was {theirs!r} for the checkpoint, this run has {mine!r} "
+                     "(start a new run, or resume with the checkpoint's value)")
+
+
+def load_checkpoint(path, algo, rng, meta, with_best=False):
+    """Restore ``algo``'s state, the generator and the trace from ``path``;
+    returns the trace, or with ``with_best`` ``(trace, best)``: ``best`` is
+    the ``(dev log probability, state)`` of an --early-stop run's last
+    held-out evaluation as :func:`save_checkpoint` stored it, None when the
+    checkpoint holds none (no evaluation yet, no --early-stop, an older grind).
+
+    The checkpoint's meta must match ``meta`` (see :func:`run_meta`), else
+    InputError naming the first differing option, the checkpoint's value and
+    this run's.  May differ on resume (:data:`RESUMABLE_OPTIONS`):
+    --iterations, --tolerance, --epochs (when to stop: a longer run is the
+    point of resuming; note that a run that already stopped by --tolerance
+    stays stopped), --jobs, -o, --trace, --checkpoint, --checkpoint-every,
+    --ln-params, --joint-output, and --dev / --eval-every without
+    --early-stop.  Everything else must be the same: --algo, --alpha (value,
+    or a prior file's pseudo-counts), --seed, --kernel, the corpus options
+    and the corpus's sentences, the grammar's rules, start symbol and
+    initial weights, every algorithm option (--batch, --tau, --kappa,
+    --update, --temp-start, --model, --cov, --families, --tie..., --mix-...,
+    files by content), the annealing length of annealed gibbs / hastings,
+    and with --early-stop the --dev sentences and --eval-every.  An option
+    added to ``grind train`` later is recorded unless added to the list.
+
+    A checkpoint of an older grind (meta without the options) is accepted
+    with a warning when its algorithm, rule count and corpus match: the run
+    it belongs to would otherwise be lost.  A truncated or corrupt file is
+    an InputError ``PATH: not a grind checkpoint (truncated or corrupt)``.
+    """
+    header, arrays = _read_checkpoint(path)
+    check_checkpoint(path, meta or {}, header["meta"])
+    state = dict(header["scalars"])
+    state.update((k, v) for k, v in arrays.items() if not k.startswith(BEST_PREFIX))
+    best = None
+    try:
+        steps = [Step(a, b, c, d, e) for a, b, c, d, e in header["trace"]]
+        if header.get("best") is not None:
+            best_state = dict(header["best"]["scalars"])
+            best_state.update((k[len(BEST_PREFIX):], v) for k, v in arrays.items() if k.startswith(BEST_PREFIX))
+            best = (float(header["best"]["dev_logprob"]), best_state)
+        algo.set_state(state)
+        rng.bit_generator.state = header["rng"]
+    except (*_CORRUPT, RuntimeError) as e:
+        raise InputError(f"{path}: not a grind checkpoint (truncated or corrupt): {type(e).__name__}: {e}") from None
+    return (steps, best) if with_best else steps
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(type(v))
+
+
+# ----------------------------------------------------------------------------- the driver
+
+def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_every=0,
+          resume=False, meta=None, on_step=None, early_stop=False):
+    """Run ``algo`` to the end; returns the trace (list of Step).
+
+    Every ``eval_every`` steps ``eval_fn(algo)`` adds held-out figures to the
+    step; every ``checkpoint_every`` steps (and at the end) the state goes to
+    ``checkpoint``.  Wall time in the trace excludes evaluation.  With
+    ``early_stop``, the run ends when the held-out log probability decreases
+    and the algorithm goes back to its state at the previous evaluation
+    (Cohen & Smith 2010, Algorithm 1).
+    """
+    meta = meta or {}
+    best = None                       # (dev log probability, state) at the last evaluation
+    trace = []
+    if resume:
+        trace, best = load_checkpoint(checkpoint, algo, rng, meta, with_best=True)
+        if not early_stop:
+            best = None
+        log.info(f"resumed from {checkpoint} after step {trace[-1].step if trace else 0}")
+    t0 = time.perf_counter() - (trace[-1].seconds if trace else 0.0)
+    progress = log.bar(desc=getattr(algo, "name", "train"), unit="step")
+    # A run that early-stopped is over: its checkpoint holds the kept state, not
+    # one to continue from.  The held-out best of an unfinished early-stop run is
+    # in the checkpoint (with the state), so a resumed run stops where the
+    # uninterrupted one does; a checkpoint of an older grind has none, and that
+    # resume may stop later.
+    while not (early_stop and trace and str(trace[-1].extra.get("stopped", "")).startswith("held-out")):
+        st = algo.step()
+        if st is None:
+            break
+        progress.update()
+        progress.set_postfix_str(f"objective {st.objective:.6g}")
+        st.seconds = time.perf_counter() - t0
+        if eval_fn and eval_every and st.step % eval_every == 0:
+            e0 = time.perf_counter()
+            st.extra.update(eval_fn(algo))
+            t0 += time.perf_counter() - e0
+            if early_stop:
+                dev = st.extra["dev_logprob"]
+                if best is not None and dev < best[0]:
+                    algo.set_state(best[1])
+                    st.extra["stopped"] = "held-out log probability decreased; kept the previous state"
+                    trace.append(st)
+                    log.info(f"step {st.step}: held-out log probability fell ({dev:.4f} < {best[0]:.4f}); "
+                             f"stopping with the state of step {st.step - eval_every}")
+                    break
+                best = (dev, _copy_state(algo.get_state()))
+        trace.append(st)
+        if on_step:
+            on_step(st)
+        if checkpoint and checkpoint_every and st.step % checkpoint_every == 0:
+            save_checkpoint(checkpoint, algo, rng, trace, meta, best)
+    progress.close()
+    if checkpoint:
+        save_checkpoint(checkpoint, algo, rng, trace, meta, best)
+    return trace
+
+
+def _copy_state(state: dict) -> dict:
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}
+
+
+def write_trace(path, trace):
+    """The trace as TSV: step, objective, sentences parsed, seconds, then extras."""
+    from grind.formats.textio import header_lines
+    extra = sorted({k for s in trace for k in s.extra})
+    with open_out(path) as f:
+        f.writelines(header_lines())
+        f.write("\t".join(["step", "objective", "sentences", "seconds"] + extra) + "\n")
+        for s in trace:
+            vals = [str(s.step), repr(s.objective), str(s.sentences), f"{s.seconds:.3f}"]
+            f.write("\t".join(vals + [repr(s.extra[k]) if k in s.extra else "" for k in extra]) + "\n")

@@ -1,0 +1,1 @@
+"""Chart kernels behind one contract (weights in, expected counts and log Z out; Viterbi and sampled trees)."""

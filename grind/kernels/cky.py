@@ -1,0 +1,420 @@
+"""The general CKY chart parser: any PCFG, compiled once for the C kernel.
+
+A grammar is rewritten into internal rules over integer symbols:
+
+* ``A --> B C`` (binary over nonterminals) stays; ``A --> X1 .. Xk`` with k > 2
+  becomes ``A --> X1 @1``, ``@1 --> X2 @2``, ..., ``@ --> X(k-1) Xk`` with
+  fresh intermediates ``@`` unique to the rule and weight 1, so that
+  E[f_{A -> X1..Xk}] is the expected count of its top rule;
+* a terminal ``t`` among nonterminals (``A --> B t``) becomes a wrapper symbol
+  ``<t>`` with the lexical rule ``<t> --> t`` of weight 1;
+* ``A --> B`` (unary) rules are applied per span after the binary and
+  lexical ones, child before parent (a topological order; a cycle is an
+  :class:`~grind.errors.InputError`);
+* ``A --> t1 .. tk`` (all terminals, any k >= 1) are matched against every
+  sentence once, here, giving (start, end, rule) triples.
+
+Two kernels compute the same quantities (see csrc/cky.pyx for the math): a
+dense one built on BLAS GEMMs over all spans of a width, for grammars whose
+binary rules fill most (left, right) child pairs, and a sparse one looping
+over rules indexed by their left child.  ``path="auto"`` picks by density.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from grind.errors import InputError, NumericalError
+from grind.grammars.grammar import post_order
+from grind.kernels.contract import ChartParser
+
+try:
+    from grind.kernels import _cky
+except ImportError as e:              # pragma: no cover - unbuilt checkout
+    _cky = None
+    _IMPORT_ERROR = e
+
+PATHS = ("auto", "dense", "sparse")
+
+
+class CKYParser(ChartParser):
+    """A grammar compiled for a corpus of tokenised sentences.
+
+    ``path``: ``"dense"`` (BLAS over all spans of a width), ``"sparse"`` (rules
+    indexed by left child) or ``"auto"``: dense when the binary rules fill at
+    least ``dense_threshold`` of the entries of the dense kernel's W (the
+    attribute ``density``; the chosen kernel is the attribute ``path``).
+    ``chunk_mb``: chart memory per batch of sentences (default 2 dense, 8
+    sparse); ``gemm_kb``: size of the batched GEMM operands.  Both only tune
+    speed.  ``failures`` maps a sentence index to why it can never parse
+    (empty, unknown word, a word no lexical rule covers; positions 1-based).
+
+    Math (csrc/cky.pyx): inside
+    beta_ij(A) = sum_{A->t_i..t_j-1} w + sum_{A->BC} w sum_k beta_ik(B) beta_kj(C)
+    + sum_{A->B} w beta_ij(B); outside alpha as its adjoint; log Z =
+    log beta_0n(start); E[f_r] = w_r d log Z / d w_r = sum over the
+    positions of r of alpha(parent) w_r prod beta(children) / Z.
+    """
+
+    def __init__(self, grammar, sentences, path: str = "auto", chunk_mb: float | None = None,
+                 dense_threshold: float = 0.06, gemm_kb: float = 1024):
+        if _cky is None:
+            raise ImportError(f"grind.kernels._cky is not built ({_IMPORT_ERROR}); run "
+                              "`GRIND_KERNELS=cky python setup.py build_ext --inplace`")
+        if path not in PATHS:
+            raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+        self.grammar = grammar
+        self.sentences = [list(s) for s in sentences]
+        self.failures = {}
+        comp = _Compiled(grammar)
+        comp.gemm_doubles = int(gemm_kb * 128)
+        self._c = comp
+        self.density = comp.density
+        self.path = comp.choose_path(path, dense_threshold)
+        if chunk_mb is None:
+            chunk_mb = 2.0 if self.path == "dense" else 8.0
+        self._budget = max(1, int(chunk_mb * 2**20 / 8))
+        corpus = self._match(comp)
+        self._kernel = _cky.Kernel(comp.arrays(self.path == "dense"), corpus)
+
+    # -- the ChartParser contract ------------------------------------------
+
+    def inside_outside(self, weights, idx=None):
+        """Expected rule counts and log Z (see :class:`grind.kernels.contract.ChartParser`)."""
+        idx = self._idx(idx)
+        ok, run = self._runnable(idx)
+        ws = self._weights(weights, log=False)
+        cb, cu, cl, G, lz = self._kernel.inside_outside(ws, run, self._budget)
+        c = self._c
+        if self.path == "dense" and c.dpos.size:
+            cb = np.bincount(c.drule, weights=ws[3][c.dpos] * G[c.dpos], minlength=len(c.bins))
+        counts = c.original_counts(cb, cu, cl)
+        logz = np.full(len(idx), -np.inf)
+        logz[ok] = lz
+        return counts, logz
+
+    def viterbi(self, weights, idx=None):
+        """Best derivation of each sentence and its log weight (None / -inf if none)."""
+        idx = self._idx(idx)
+        ok, run = self._runnable(idx)
+        rows, off, n_rows, score = self._kernel.viterbi(self._weights(weights, log=True), run,
+                                                        self._caps[run])
+        logp = np.full(len(idx), -np.inf)
+        logp[ok] = score
+        return self._derivations(len(idx), ok, rows, off, n_rows), logp
+
+    def sample(self, weights, rng, idx=None):
+        """One derivation per sentence from P(t | s, w); one seed per requested sentence
+        is drawn from ``rng`` in order, so results are reproducible given ``rng``."""
+        idx = self._idx(idx)
+        seeds = rng.integers(2**63, size=len(idx), dtype=np.int64).astype(np.uint64)
+        ok, run = self._runnable(idx)
+        rows, off, n_rows, _ = self._kernel.sample(self._weights(weights, log=False), run,
+                                                   self._caps[run], seeds[ok], self._budget)
+        return self._derivations(len(idx), ok, rows, off, n_rows)
+
+    def work_per_sentence(self, length: int) -> int:
+        """Multiply-adds of one inside-outside pass over a sentence of ``length``
+        tokens (every span non-empty).  Dense: per span and block, 4 K nl nr
+        (M twice, two pushes) + 3 R nl nr (W M, W^T alpha, counts); sparse:
+        4 per binary rule and split (inside; outside: two pushes and the count)."""
+        splits = (length + 1) * length * (length - 1) // 6
+        c = self._c
+        if self.path != "dense":
+            return 4 * len(c.bins) * splits
+        R, total = c.r1 - c.r0, 0
+        for w in range(2, length + 1):
+            for b, ((ll, lh), (rl, rh)) in enumerate(c.ranges):
+                ks = sum(_class_splits(cl, w) for cl in range(4) if c.block_of[cl] == b)
+                if ks and (lh - ll) * (rh - rl):
+                    total += (length - w + 1) * (lh - ll) * (rh - rl) * (4 * ks + 3 * R)
+        return total
+
+    # -- internals -----------------------------------------------------------
+
+    def _runnable(self, idx):
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self.sentences)):
+            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
+        failed = np.zeros(len(self.sentences), dtype=bool)
+        failed[np.fromiter(self.failures, dtype=np.int64, count=len(self.failures))] = True
+        ok = ~failed[idx]
+        return ok, np.ascontiguousarray(idx[ok], dtype=np.int64)
+
+    def _weights(self, weights, log: bool):
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(self.grammar),):
+            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise NumericalError("rule weights must be finite and non-negative")
+        return self._c.kernel_weights(w, self.path == "dense", log)
+
+    def _derivations(self, n, ok, rows, off, n_rows):
+        out = [None] * n
+        for q, pos in enumerate(np.flatnonzero(ok)):
+            if n_rows[q] >= 0:
+                out[pos] = rows[off[q]:off[q] + n_rows[q]].copy()
+        return out
+
+    def _match(self, comp):
+        """Lexical matches of every sentence: per start position, (end, lexical rule)."""
+        terms = set(self.grammar.terminals)
+        lengths = sorted(comp.lex_index_lengths)
+        length, pos_off, mptr, m_end, m_rule = [], [], [], [], []
+        for s, sent in enumerate(self.sentences):
+            n = len(sent)
+            length.append(n)
+            pos_off.append(len(mptr))
+            reason = _unknown(sent, terms)
+            reach = 0                       # end of the furthest match so far
+            for p in range(n):
+                mptr.append(len(m_end))
+                if reason:
+                    continue
+                for k in lengths:
+                    if p + k > n:
+                        break
+                    ids = comp.lex_index.get(tuple(sent[p:p + k]))
+                    if ids:
+                        m_end.extend([p + k] * len(ids))
+                        m_rule.extend(ids)
+                        reach = max(reach, p + k)
+                if reach <= p:
+                    reason = f"no lexical rule covers word {sent[p]!r} at position {p + 1}"
+            mptr.append(len(m_end))
+            if reason:
+                self.failures[s] = reason
+        self._caps = np.array([(2 * n - 1) * (comp.max_chain + 1) + 1 for n in length],
+                              dtype=np.int64)
+        return {"length": np.array(length, dtype=np.intc), "pos_off": np.array(pos_off, dtype=np.int64),
+                "mptr": np.array(mptr, dtype=np.intc), "m_end": np.array(m_end, dtype=np.intc),
+                "m_rule": np.array(m_rule, dtype=np.intc)}
+
+
+def _unknown(sent, terms):
+    if not sent:
+        return "empty sentence"
+    for p, t in enumerate(sent):
+        if t not in terms:
+            return f"unknown word {t!r} at position {p + 1}"
+    return None
+
+
+class _Compiled:
+    """Internal rules over ordered symbols and the dense block layout."""
+
+    def __init__(self, grammar):
+        self.grammar = grammar
+        names, bins, uns, lexs = _internal_rules(grammar)
+        uns = [uns[u] for u in _unary_order(names, uns)]
+        order = _symbol_order(names, bins, uns, lexs)
+        pos = np.empty(len(names), dtype=np.int64)
+        pos[order] = np.arange(len(names))
+        self.names = [names[o] for o in order]
+        self.S = len(names)
+        self.start = int(pos[names.index(grammar.start)])
+        self.bins = [(int(pos[a]), int(pos[b]), int(pos[c]), r) for a, b, c, r in bins]
+        self.uns = [(int(pos[a]), int(pos[b]), r) for a, b, r in uns]
+        self.lexs = [(int(pos[a]), toks, r) for a, toks, r in lexs]
+        self.lex_index = defaultdict(list)
+        for l, (_, toks, _) in enumerate(self.lexs):
+            self.lex_index[toks].append(l)
+        self.lex_index = dict(self.lex_index)
+        self.lex_index_lengths = {len(t) for t in self.lex_index}
+        self.max_chain = _longest_chain(self.S, self.uns)
+        self.ph, self.w1, self.ch, binlhs = _classes(self.S, self.bins, self.uns, self.lexs)
+        at = np.flatnonzero(binlhs)
+        self.r0, self.r1 = (int(at.min()), int(at.max()) + 1) if at.size else (0, 0)
+        self._dense_layout()
+        self.orig = [np.array([r[-1] for r in rs], dtype=np.int64) for rs in (self.bins, self.uns, self.lexs)]
+
+    def _dense_layout(self):
+        """Blocks of W: children over one token come from W1C, over several from PHC."""
+        phc = _range(self.ph & self.ch)
+        w1c = _range(self.w1 & self.ch)
+        allc = _range((self.ph | self.w1) & self.ch)
+        P, n1, Sc = phc[1] - phc[0], w1c[1] - w1c[0], allc[1] - allc[0]
+        if P * P + 2 * P * n1 < Sc * Sc:
+            ranges = [(w1c, w1c), (w1c, phc), (phc, w1c), (phc, phc)]
+            block_of = [0, 1, 2, 3]
+        else:
+            ranges = [(allc, allc)] + [((0, 0), (0, 0))] * 3
+            block_of = [0, 0, 0, 0]
+        R = self.r1 - self.r0
+        sizes = [(l[1] - l[0]) * (r[1] - r[0]) if R else 0 for l, r in ranges]
+        block_of = [b if sizes[b] else -1 for b in block_of]
+        self.ranges, self.block_of = ranges, block_of
+        self.coff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        wcols = int(self.coff[-1])
+        self.wsize = R * wcols
+        abc = np.array([r[:3] for r in self.bins], dtype=np.int64).reshape(-1, 3)
+        a, b, c = abc.T
+        dpos, drule = [], []
+        for k, ((ll, lh), (rl, rh)) in enumerate(ranges):
+            at = np.flatnonzero((ll <= b) & (b < lh) & (rl <= c) & (c < rh)) if sizes[k] else []
+            dpos.append((a[at] - self.r0) * wcols + self.coff[k] + (b[at] - ll) * (rh - rl) + (c[at] - rl))
+            drule.append(at)
+        self.dpos = np.concatenate(dpos).astype(np.int64)
+        self.drule = np.concatenate(drule).astype(np.int64)
+        self.density = len(self.dpos) / max(1, self.wsize)
+
+    def choose_path(self, path, threshold):
+        if not self.bins or not self.dpos.size:
+            return "sparse"
+        if path == "auto":
+            return "dense" if self.density >= threshold else "sparse"
+        return path
+
+    def arrays(self, dense: bool) -> dict:
+        bins = np.array([r[:3] for r in self.bins], dtype=np.intc).reshape(-1, 3)
+        uns = np.array([r[:2] for r in self.uns], dtype=np.intc).reshape(-1, 2)
+        left_rule = np.lexsort((bins[:, 2], bins[:, 1]))
+        lhs_rule = np.argsort(bins[:, 0], kind="stable")
+        unp_rule = np.argsort(uns[:, 0], kind="stable")
+        return {
+            "S": self.S, "start": self.start, "r0": self.r0, "r1": self.r1, "dense": int(dense),
+            "gemm_doubles": self.gemm_doubles, "max_lex": max(self.lex_index_lengths, default=1),
+            "bin_lhs": bins[:, 0], "bin_left": bins[:, 1], "bin_right": bins[:, 2],
+            "left_ptr": _ptr(bins[:, 1], self.S), "left_rule": left_rule,
+            "left_lhs": bins[left_rule, 0], "left_right": bins[left_rule, 2],
+            "lhs_ptr": _ptr(bins[:, 0], self.S), "lhs_rule": lhs_rule,
+            "un_parent": uns[:, 0], "un_child": uns[:, 1],
+            "unp_ptr": _ptr(uns[:, 0], self.S), "unp_rule": unp_rule,
+            "lex_lhs": np.array([r[0] for r in self.lexs], dtype=np.intc),
+            "bin_orig": self.orig[0], "un_orig": self.orig[1], "lex_orig": self.orig[2],
+            "rid": self._rule_ids() if dense else np.full(1, -1, dtype=np.intc), "block_of": self.block_of,
+            "left_range": [l for l, _ in self.ranges], "right_range": [r for _, r in self.ranges],
+            "coff": [int(x) for x in self.coff],
+        }
+
+    def _rule_ids(self) -> np.ndarray:
+        """Binary rule of each cell of the dense weight matrix W, -1 for none
+        (built only for the dense path: W has R * wcols cells)."""
+        rid = np.full(max(1, self.wsize), -1, dtype=np.intc)
+        rid[self.dpos] = self.drule
+        return rid
+
+    def kernel_weights(self, w, dense: bool, log: bool) -> list:
+        """[bin, un, lex, W, log bin, log un, log lex, log W] for the kernel."""
+        parts = []
+        for orig in self.orig:
+            x = np.ones(max(1, len(orig)))
+            x[:len(orig)][orig >= 0] = w[orig[orig >= 0]]
+            parts.append(x)
+        W = np.zeros(max(1, self.wsize) if dense else 1)
+        if dense:
+            W[self.dpos] = parts[0][self.drule]
+        parts.append(W)
+        if log:
+            with np.errstate(divide="ignore"):
+                parts += [np.log(x) for x in parts]
+        else:
+            parts += parts
+        return parts
+
+    def original_counts(self, cb, cu, cl) -> np.ndarray:
+        counts = np.zeros(len(self.grammar))
+        for orig, c in zip(self.orig, (cb, cu, cl)):
+            keep = orig >= 0
+            counts[orig[keep]] = c[:len(orig)][keep]
+        return counts
+
+
+def _internal_rules(grammar):
+    """Binary, unary and lexical rules over symbol ids: the grammar's nonterminals,
+    then binarisation intermediates and terminal wrappers as they are created."""
+    names = list(grammar.nonterminals)
+    sym = {a: i for i, a in enumerate(names)}
+    bins, uns, lexs, wrap = [], [], [], {}
+
+    def wrapper(t):
+        if t not in wrap:
+            wrap[t] = len(names)
+            names.append(f"<{t}>")
+            lexs.append((wrap[t], (t,), -1))
+        return wrap[t]
+
+    for r, (lhs, rhs) in enumerate(grammar.rules):
+        a = sym[lhs]
+        if not any(grammar.is_nonterminal(x) for x in rhs):
+            lexs.append((a, tuple(rhs), r))
+            continue
+        kids = [sym[x] if grammar.is_nonterminal(x) else wrapper(x) for x in rhs]
+        if len(kids) == 1:
+            uns.append((a, kids[0], r))
+            continue
+        orig = r
+        for p, x in enumerate(kids[:-2]):
+            names.append(f"{lhs}@{r}.{p + 1}")
+            bins.append((a, x, len(names) - 1, orig))
+            a, orig = len(names) - 1, -1
+        bins.append((a, kids[-2], kids[-1], orig))
+    return names, bins, uns, lexs
+
+
+def _unary_order(names, uns):
+    """Unary rule indices, children before parents; InputError naming a cycle."""
+    kids = defaultdict(list)
+    for a, b, _ in uns:
+        kids[a].append(b)
+    post, cyc = post_order(kids)
+    if cyc:
+        raise InputError("unary cycle: " + " --> ".join(names[x] for x in cyc))
+    rank = {x: i for i, x in enumerate(post)}
+    return sorted(range(len(uns)), key=lambda u: rank[uns[u][1]])
+
+
+def _classes(S, bins, uns, lexs):
+    """Per symbol: may be non-zero over several tokens (ph) / one token (w1), is a child of
+    a binary rule (ch), is the left-hand side of one (bl).  ``uns`` in topological order."""
+    ph, w1, ch, bl = (np.zeros(S, bool) for _ in range(4))
+    for a, b, c, _ in bins:
+        ph[a] = bl[a] = ch[b] = ch[c] = True
+    for a, toks, _ in lexs:
+        (w1 if len(toks) == 1 else ph)[a] = True
+    for a, b, _ in uns:
+        ph[a] |= ph[b]
+        w1[a] |= w1[b]
+    return ph, w1, ch, bl
+
+
+def _symbol_order(names, bins, uns, lexs):
+    """Symbols ordered so the dense kernel's row and child ranges are contiguous:
+    phrase-only non-children, phrase-and-word non-children, phrase-only children,
+    phrase-and-word children, word-only children, word-only non-children, dead."""
+    ph, w1, ch, bl = _classes(len(names), bins, uns, lexs)
+
+    def key(x):
+        if not (ph[x] or w1[x]):
+            return (6, 0, x)
+        if not ch[x]:
+            g = 0 if not w1[x] else (1 if ph[x] else 5)
+        else:
+            g = 2 if not w1[x] else (3 if ph[x] else 4)
+        sub = int(bl[x]) if g == 0 else int(not bl[x])
+        return (g, sub, x)
+
+    return sorted(range(len(names)), key=key)
+
+
+def _longest_chain(S, uns):
+    """Most unary rules on one path (uns in topological order)."""
+    depth = np.zeros(S, dtype=np.int64)
+    for a, b, _ in uns:
+        depth[a] = max(depth[a], depth[b] + 1)
+    return int(depth.max()) if S else 0
+
+
+def _range(mask):
+    at = np.flatnonzero(mask)
+    return (int(at.min()), int(at.max()) + 1) if at.size else (0, 0)
+
+
+def _ptr(keys, S):
+    return np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=S))]).astype(np.intc)
+
+
+def _class_splits(cl: int, w: int) -> int:
+    """Splits of a width-w span whose child widths fall in class cl
+    ((left > 1) * 2 + (right > 1))."""
+    return [int(w == 2), int(w >= 3), int(w >= 3), max(0, w - 3)][cl]

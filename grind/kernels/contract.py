@@ -1,0 +1,66 @@
+"""The one contract between inference algorithms and chart kernels.
+
+    rule weights in  ->  expected rule counts and log partition out
+                         (+ Viterbi derivations and sampled derivations)
+
+Every algorithm (EM, VB, CVB, samplers, priors) talks to a grammar only
+through a :class:`ChartParser` built for a fixed corpus; the kernels behind it
+(the general CKY kernel, the split-head DMV kernel) know nothing of priors.
+
+A *derivation* is an ``int64`` array of shape ``(n_nodes, 3)`` whose rows are
+``(rule, start, end)`` in pre-order: the rule (an index into
+``grammar.rules``) used at a node and the token span ``[start, end)`` it
+covers.  ``np.bincount(d[:, 0], minlength=len(grammar))`` is its rule-count
+vector.
+"""
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+
+
+class ChartParser(abc.ABC):
+    """A grammar's rule set compiled for one corpus of tokenised sentences.
+
+    ``failures`` maps the index of each sentence that cannot be parsed for a
+    reason known before any weights are seen (an unknown word, a sentence too
+    long) to that reason; those sentences get log Z = -inf and no counts.
+    Sentences whose every derivation has zero weight also get -inf.
+    """
+
+    grammar: object
+    sentences: list
+    failures: dict
+
+    @abc.abstractmethod
+    def inside_outside(self, weights: np.ndarray, idx=None):
+        """Expected rule counts and log partition of sentences ``idx`` (all if None).
+
+        Returns ``(counts, logz)``: ``counts[r] = sum_s E[f_r | w_s]`` over the
+        parseable sentences (float64, one entry per grammar rule) and
+        ``logz[s] = log sum_t prod_r weights[r]^{f_r(t)}`` (``-inf`` when
+        sentence ``s`` has no derivation of positive weight).  Weights need not
+        be normalised (VB passes sub-normalised weights).
+        """
+
+    @abc.abstractmethod
+    def viterbi(self, weights: np.ndarray, idx=None):
+        """Best derivation of each sentence: ``(derivations, logprob)``, ``None`` where unparseable."""
+
+    @abc.abstractmethod
+    def sample(self, weights: np.ndarray, rng: np.random.Generator, idx=None):
+        """One derivation per sentence drawn from ``P(t | w_s, weights)``; ``None`` where unparseable."""
+
+    def _idx(self, idx):
+        return np.arange(len(self.sentences)) if idx is None else np.asarray(idx, dtype=np.int64)
+
+
+def derivation_counts(derivations, n_rules: int) -> np.ndarray:
+    """Rule-count vector f(t) summed over derivations (``None`` entries skipped)."""
+    c = np.zeros(n_rules, dtype=np.float64)
+    for d in derivations:
+        if d is not None:
+            c += np.bincount(d[:, 0], minlength=n_rules)
+    return c

@@ -1,0 +1,240 @@
+"""The split-head DMV kernel behind the :class:`~grind.kernels.contract.ChartParser` contract.
+
+For a grammar of the scheme in :mod:`grind.grammars.dmv`, Eisner's split-head dynamic
+program (Eisner 1996; Eisner & Satta 1999; Johnson 2007) computes exactly the
+inside/outside quantities of CKY on the 2n split tokens, in O(n^3) per
+sentence.  With A(h,d) = choose(d|h,dir) Y(d) and s/n the STOP/¬STOP weights::
+
+    CL_v(h,a) = nL_v(h) sum_{d=a}^{h-1} CL_0(d,a) I(h,d)      (CL_v(h,h) = sL_v(h))
+    CR_v(h,b) = nR_v(h) sum_{d=h+1}^{b} I(h,d) CR_0(d,b)      (CR_v(h,h) = sR_v(h))
+    I(h,d<h)  = A(h,d) sum_m CR_0(d,m) CL_1(h,m+1)             (L'_h --> Y_d L_h)
+    I(h,d>h)  = A(h,d) sum_m CR_1(h,m) CL_0(d,m+1)             (R'_h --> R_h Y_d)
+    Z         = sum_r root(r) Y(r) CL_0(r,0) CR_0(r,n-1)
+
+and E[f_r] = sum over the items built with rule r of inside * outside / Z
+(outside = dZ/d item, by reverse-mode differentiation of these sums).
+The whole corpus runs in one nogil call (csrc/dmv.pyx).  Derivations are
+those the CKY kernel returns on the split sentence: rows ``(rule, start,
+end)`` in pre-order over split positions 0..2n.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from grind.kernels import _dmv
+from grind.grammars.dmv import CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_grammar, split_token  # noqa: F401 (re-export)
+from grind.kernels.eisner import eisner
+from grind.errors import NumericalError
+from grind.kernels.contract import ChartParser
+
+__all__ = ["DMVParser", "is_dmv_grammar"]
+_CHUNK = 1 << 22          # arc-table pairs looked up at once
+FLUSH = 1e-200            # smaller weights count as 0 (see DMVParser._weights)
+
+
+class DMVParser(ChartParser):
+    """A DMV grammar compiled for a corpus of head-type sentences.
+
+    ``sentences``: lists of head types (POS tags or words), not split; a
+    sentence given as split tokens ``x_l x_r ...`` is accepted too.  The
+    static rule tables (10 rules a token, n^2 choose rules a sentence, -1 for
+    an impossible arc) are built once here; every call only gathers weights.
+    """
+
+    def __init__(self, grammar, sentences):
+        self.grammar = grammar
+        self.sentences = [list(s) for s in sentences]
+        self.index = ix = dmv_index(grammar)
+        self.failures = {}
+        ids = [self._type_ids(k, s) for k, s in enumerate(self.sentences)]
+        self.lengths = np.array([len(x) for x in ids], dtype=np.int64)
+        self.tok_off = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+        self.arc_off = np.concatenate([[0], np.cumsum(self.lengths ** 2)]).astype(np.int64)
+        flat = np.concatenate(ids + [np.zeros(0, np.int64)]).astype(np.int64)
+        bad = np.zeros(len(ids), dtype=np.uint8)
+        bad[list(self.failures)] = 1
+        tok_rules = ix.type_rules[np.maximum(flat, 0)]
+        tok_rules[flat < 0] = -1
+        self._core = _dmv.Corpus(self.tok_off, self.arc_off, tok_rules.ravel(),
+                                 self._arc_table(flat), bad)
+
+    def _type_ids(self, k, sent):
+        tid = self.index.type_id
+        if not sent:
+            self.failures[k] = "empty sentence"
+        elif any(t not in tid for t in sent):
+            un = _unsplit(sent, tid)
+            if un is not None:
+                self.sentences[k] = sent = un
+            else:
+                pos, bad = next((p, t) for p, t in enumerate(sent, 1) if t not in tid)
+                self.failures[k] = (f"unknown word {bad!r} at position {pos}: the grammar has no head "
+                                    f"type (tag) {bad!r}; see make-grammar dmv --tags/--tags-from")
+                return np.full(len(sent), -1, dtype=np.int64)
+        return np.array([tid[t] for t in sent], dtype=np.int64)
+
+    def _arc_table(self, flat):
+        """arc_rules[arc_off[s] + h n + d] = choose rule of arc h -> d, -1 if none."""
+        P = int(self.arc_off[-1])
+        out = np.empty(P, dtype=np.int32)
+        sid_all = np.repeat(np.arange(len(self.lengths)), self.lengths ** 2)
+        for lo in range(0, P, _CHUNK):
+            sid = sid_all[lo:lo + _CHUNK]
+            p = np.arange(lo, lo + len(sid)) - self.arc_off[sid]
+            n, o = self.lengths[sid], self.tok_off[sid]
+            h, d = o + p // n, o + p % n
+            r = self.index.arc_rules(flat[h], flat[d], d > h)
+            r[(h == d) | (flat[h] < 0) | (flat[d] < 0)] = -1
+            out[lo:lo + len(sid)] = r
+        return out
+
+    # -- the contract ---------------------------------------------------------
+
+    def _idx(self, idx):
+        idx = np.ascontiguousarray(super()._idx(idx), dtype=np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self.sentences)):
+            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
+        return idx
+
+    def _weights(self, weights):
+        """The weights as the kernel takes them.  Weights below FLUSH are set to
+        0: the kernel's power-of-two scaling cannot mix them with ordinary
+        weights (it returned NaN), and a tree that needs one weighs less than
+        FLUSH times one that does not.  A sentence all of whose trees need one
+        gets log Z = -inf and is reported as unparseable."""
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        if w.shape != (len(self.grammar),):
+            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        tiny = (w > 0) & (w < FLUSH)
+        return np.where(tiny, 0.0, w) if tiny.any() else w
+
+    def _check(self, logz, idx):
+        bad = np.isnan(logz)
+        if bad.any():
+            s = int(idx[np.flatnonzero(bad)[0]])
+            raise NumericalError(f"DMV kernel: non-finite inside probability for sentence {s} "
+                                 "(NaN/inf weights, or a sentence too long for scaled arithmetic)")
+
+    def inside_outside(self, weights, idx=None):
+        """Expected rule counts and log Z (see :meth:`ChartParser.inside_outside`)."""
+        idx = self._idx(idx)
+        counts = np.zeros(len(self.grammar), dtype=np.float64)
+        logz = np.empty(len(idx), dtype=np.float64)
+        self._core.inside_outside(self._weights(weights), idx, counts, logz)
+        self._check(logz, idx)
+        return counts, logz
+
+    def arc_posteriors(self, weights, idx=None, failed=None):
+        """``P(head of j = i | sentence)`` as (n+1, n) arrays (row 0 = root,
+        row i = word i, 1-based); ``None`` where the sentence has no tree.
+        A sentence whose chart leaves floating-point range raises
+        NumericalError, or, given a list ``failed``, gets ``None`` and its
+        position in ``idx`` appended to ``failed``."""
+        idx = self._idx(idx)
+        sizes = (self.lengths[idx] + 1) * self.lengths[idx]
+        off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        post = np.zeros(max(int(off[-1]), 1), dtype=np.float64)
+        logz = np.empty(len(idx), dtype=np.float64)
+        self._core.inside_outside(self._weights(weights), idx, None, logz, post, off[:-1])
+        if failed is None:
+            self._check(logz, idx)
+        else:
+            failed.extend(np.flatnonzero(np.isnan(logz)).tolist())
+        n = self.lengths[idx]
+        return [post[off[k]:off[k + 1]].reshape(n[k] + 1, n[k]) if logz[k] > -np.inf else None
+                for k in range(len(idx))]
+
+    def _trees(self, weights, idx, seeds):
+        idx = self._idx(idx)
+        n = self.lengths[idx]
+        row_off = np.concatenate([[0], np.cumsum(np.maximum(5 * n - 1, 0))]).astype(np.int64)
+        head_off = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+        rows = np.zeros((max(int(row_off[-1]), 1), 3), dtype=np.int64)
+        heads = np.zeros(max(int(head_off[-1]), 1), dtype=np.int32)
+        score = np.empty(len(idx), dtype=np.float64)
+        self._core.trees(self._weights(weights), idx, rows.reshape(-1), row_off[:-1], score,
+                         heads, head_off[:-1], seeds)
+        self._check(score, idx)
+        ok = score > -np.inf
+        derivs = [rows[row_off[k]:row_off[k + 1]] if ok[k] else None for k in range(len(idx))]
+        hs = [heads[head_off[k]:head_off[k + 1]].astype(np.int64) if ok[k] else None
+              for k in range(len(idx))]
+        return derivs, hs, score
+
+    def viterbi(self, weights, idx=None):
+        """Best derivation of each sentence and its log weight (``None`` / -inf if none)."""
+        derivs, _, score = self._trees(weights, idx, None)
+        return derivs, score
+
+    def viterbi_heads(self, weights, idx=None):
+        """Heads (1-based, 0 = root) of each Viterbi tree, and its log weight."""
+        _, hs, score = self._trees(weights, idx, None)
+        return hs, score
+
+    def sample(self, weights, rng, idx=None):
+        """One derivation per sentence from P(t | w_s); the kernel's xoshiro256**
+        generator is seeded per sentence from ``rng.integers(2**63)`` in order."""
+        return self.sample_trees(weights, rng, idx)[0]
+
+    def sample_trees(self, weights, rng, idx=None):
+        """``(derivations, heads, logz)`` of one sampled tree per sentence."""
+        k = len(self._idx(idx))
+        seeds = rng.integers(2 ** 63, size=k, dtype=np.int64).astype(np.uint64)
+        return self._trees(weights, idx, seeds)
+
+    def zero_types(self, weights) -> set[str]:
+        """Head types that can appear in no tree under ``weights``: their
+        ``Y_h --> L0_h R0_h`` rule weighs 0, or neither a root rule nor any
+        choose rule with them as dependent has positive weight (e.g. a tag no
+        training sentence had, after EM from the harmonic initialiser)."""
+        w = self._weights(weights)
+        ix, T = self.index, len(self.index.types)
+        tr = ix.type_rules
+        y, root = tr[:, SLOT["Y"]], tr[:, SLOT["root"]]
+        ok_y = (y >= 0) & (w[np.maximum(y, 0)] > 0)
+        reach = (root >= 0) & (w[np.maximum(root, 0)] > 0)
+        ch = (ix.kind >= CHOOSE_L) & (w > 0)
+        reach[np.unique(ix.dep[ch])] = True
+        return {ix.types[t] for t in range(T) if not (ok_y[t] and reach[t])}
+
+    def explain(self, k, weights, zero=None) -> str:
+        """Why sentence ``k`` has no parse, naming the first offending token."""
+        if k in self.failures:
+            return self.failures[k]
+        zero = self.zero_types(weights) if zero is None else zero
+        for pos, t in enumerate(self.sentences[k], 1):
+            if t in zero:
+                return f"{t!r} at position {pos} has probability 0 under this grammar (no training sentence had it?)"
+        return "no derivation has positive probability"
+
+    def mbr_heads(self, weights, idx=None, fallback=None):
+        """Minimum-Bayes-risk trees: the projective tree maximising the sum of
+        arc posteriors (Eisner's algorithm over :meth:`arc_posteriors`).
+        Given a list ``fallback``: a sentence whose posteriors leave
+        floating-point range (a long sentence whose best tree is below
+        ~e^-700 relative to its parts) gets its Viterbi tree (computed in log
+        space) and its index is appended to ``fallback``; without it such a
+        sentence raises NumericalError."""
+        idx = self._idx(idx)
+        failed = None if fallback is None else []
+        heads = [None if p is None else eisner(p) for p in self.arc_posteriors(weights, idx, failed)]
+        if failed:
+            vit, _ = self.viterbi_heads(weights, idx[failed])
+            for k, h in zip(failed, vit):
+                heads[k] = h
+            fallback.extend(int(idx[k]) for k in failed)
+        return heads
+
+
+def _unsplit(sent, tid):
+    """``[x_l, x_r, ...]`` -> ``[x, ...]`` when every pair is a known split head."""
+    if len(sent) % 2:
+        return None
+    out = []
+    for a, b in zip(sent[::2], sent[1::2]):
+        sa, sb = split_token(a), split_token(b)
+        if not (sa and sb and sa == (sb[0], "l") and sb[1] == "r" and sa[0] in tid):
+            return None
+        out.append(sa[0])
+    return out
+
