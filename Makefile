@@ -4,10 +4,10 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.grind-installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo lint test bench clean
 
 # A virtualenv with grind installed in editable mode, its Cython kernels compiled.
-$(STAMP): setup.py pyproject.toml $(wildcard csrc/*.pyx csrc/*.pxd)
+$(STAMP): setup.py pyproject.toml $(wildcard csrc/*.pyx csrc/*.pxd csrc/*.h)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
@@ -19,7 +19,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" bash bin/demo
 
-test: $(STAMP)
+# Static checks (a few seconds; settings in pyproject.toml [tool.ruff] and [tool.mypy]).
+lint: $(STAMP)
+	status=0; $(BIN)/ruff check grind tests || status=1; $(BIN)/mypy || status=1; exit $$status
+
+# lint, then the test suite.
+test: lint
 	$(BIN)/python -m pytest -q
 
 # E-step throughput against references measured in the same run (one core).
@@ -27,4 +32,4 @@ bench: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m grind.bench
 
 clean:
-	rm -rf build demo-out bench-out grind/*.so grind/kernels/*.so csrc/*.c *.egg-info
+	rm -rf build demo-out bench-out .mypy_cache .ruff_cache grind/*.so grind/kernels/*.so csrc/*.c *.egg-info

@@ -3,6 +3,7 @@
 GRIND_KERNELS=cky builds only the named kernels (comma-separated).  Set GRIND_NATIVE=0 to build without -march=native (for a binary moved to
 another machine); the default optimises for the building machine.
 """
+import glob
 import os
 
 import numpy
@@ -18,6 +19,7 @@ def kernel(name):
         f"grind.kernels._{name}",
         [f"csrc/{name}.pyx"],
         include_dirs=[numpy.get_include(), "csrc"],
+        depends=sorted(glob.glob("csrc/*.pxd") + glob.glob("csrc/*.h")),   # rebuild when they change
         extra_compile_args=cflags,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

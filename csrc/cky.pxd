@@ -1,6 +1,6 @@
 # C-level declarations of the general CKY kernel (csrc/cky.pyx -> grind._cky).
 #
-# Cimported by csrc/cky.pyx as `cky` (types only).
+# Cimported by csrc/cky.pyx as `cky` (types and the C helpers of cky_kernels.h).
 #
 # Symbols are ints 0..S-1 (the grammar's nonterminals, binarisation
 # intermediates and terminal wrappers); a chart cell is a float64 vector of
@@ -9,6 +9,33 @@
 # construction).  ``*_orig`` maps an internal rule to the grammar's rule index
 # (-1 for the weight-1 helper rules, which emit no derivation row).
 from libc.stdint cimport int64_t, uint64_t
+
+
+# C helpers (csrc/cky_kernels.h): small register-tiled matrix products, the
+# sparse path's LANES-wide loops, power-of-two scaling.
+cdef extern from "cky_kernels.h":
+    void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                   const double *B, int64_t ldb, const double *f, const double *g,
+                   double *C, int64_t ldc, int acc) noexcept nogil
+    void grind_abt(int K, int m, int n, const double *A, int64_t lda,
+                   const double *B, int64_t ldb, const double *g, double *C, int64_t ldc) noexcept nogil
+    double grind_vmax(const double *x, int n) noexcept nogil
+    void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const int *right,
+                         const double *wl, int r0, const double *LT, const double *RT,
+                         const char *nzL, const char *nzR, double *outT) noexcept nogil
+    void grind_sparse_out(int S, int K, const int *ptr, const int *lhs, const int *right,
+                          const double *wl, int r0, const double *LT,
+                          const double *RT, const char *nzL, const char *nzR,
+                          const double *aT, const char *nzA, double *PL, double *PR,
+                          double *cnt) noexcept nogil
+    char grind_any(const double *x, int64_t n) noexcept nogil
+    enum: GRIND_LANES
+    void grind_scatter(int S, const double *f, const double **src, double *dst, int64_t stride,
+                       char *nz) noexcept nogil
+    double grind_pow2(double d) noexcept nogil
+    double grind_expo(double x) noexcept nogil
+    void grind_scal(int n, double a, double *x) noexcept nogil
+    void grind_transpose(int m, int n, const double *a, double *t) noexcept nogil
 
 
 cdef struct Gram:

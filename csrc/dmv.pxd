@@ -1,6 +1,8 @@
 # Declarations of the split-head DMV kernel (csrc/dmv.pyx cimports the types;
 # Cython builds it as grind._dmv, so this file is cimported as `dmv`).
 
+from rng cimport grind_rng
+
 ctypedef long long i64
 ctypedef unsigned long long u64
 
@@ -37,12 +39,6 @@ cdef struct Work:
     int *ch
     int *stack
 
-cdef struct Rng:
-    u64 s0
-    u64 s1
-    u64 s2
-    u64 s3
-
 # Kernel functions (csrc/dmv.pyx), all nogil:
 #   cdef Work *work_new(Py_ssize_t nmax) noexcept nogil
 #   cdef void work_free(Work *w) noexcept nogil
@@ -54,5 +50,5 @@ cdef struct Rng:
 #   cdef void outside(Work *w, Py_ssize_t n) noexcept nogil
 #   cdef void logify(Work *w, Py_ssize_t n) noexcept nogil
 #   cdef double viterbi(Work *w, Py_ssize_t n, int *root) noexcept nogil
-#   cdef void traverse(Work *w, Py_ssize_t n, int root, Rng *g) noexcept nogil
+#   cdef void traverse(Work *w, Py_ssize_t n, int root, grind_rng *g) noexcept nogil
 #   cdef Py_ssize_t derivation(Work *w, const int *tr, const int *ar, Py_ssize_t n, i64 *rows) noexcept nogil

@@ -20,22 +20,13 @@
 # posteriors, added back to log Z).  If Z still leaves [1e-280, 1e280], the
 # log-space Viterbi score re-centres the scaling so the best tree weighs ~1.
 
-from dmv cimport Work, Rng, i64, u64
+from dmv cimport Work, i64, u64
+from rng cimport grind_rng, grind_rng_seed, grind_uniform
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from libc.math cimport log, frexp, ldexp, llround, INFINITY, NAN
 
 import numpy as np
-
-cdef extern from *:
-    """
-    #define GRIND_SM1 0x9E3779B97F4A7C15ULL
-    #define GRIND_SM2 0xBF58476D1CE4E5B9ULL
-    #define GRIND_SM3 0x94D049BB133111EBULL
-    """
-    u64 GRIND_SM1
-    u64 GRIND_SM2
-    u64 GRIND_SM3
 
 cdef double LN2 = 0.6931471805599453
 cdef double ZLO = 1e-280
@@ -441,34 +432,6 @@ cdef double viterbi(Work *w, Py_ssize_t n, int *root) noexcept nogil:
 
 # ---------------------------------------------------------------- trees
 
-cdef inline double uniform(Rng *g) noexcept nogil:
-    """xoshiro256** (Blackman & Vigna) -> uniform double in [0, 1)."""
-    cdef u64 r = ((g.s1 * 5) << 7 | (g.s1 * 5) >> 57) * 9
-    cdef u64 t = g.s1 << 17
-    g.s2 ^= g.s0
-    g.s3 ^= g.s1
-    g.s1 ^= g.s2
-    g.s0 ^= g.s3
-    g.s2 ^= t
-    g.s3 = (g.s3 << 45) | (g.s3 >> 19)
-    return (r >> 11) * (1.0 / 9007199254740992.0)
-
-
-cdef inline u64 splitmix(u64 *x) noexcept nogil:
-    x[0] += GRIND_SM1
-    cdef u64 z = x[0]
-    z = (z ^ (z >> 30)) * GRIND_SM2
-    z = (z ^ (z >> 27)) * GRIND_SM3
-    return z ^ (z >> 31)
-
-
-cdef void rng_seed(Rng *g, u64 seed) noexcept nogil:
-    g.s0 = splitmix(&seed)
-    g.s1 = splitmix(&seed)
-    g.s2 = splitmix(&seed)
-    g.s3 = splitmix(&seed)
-
-
 cdef Py_ssize_t draw(const double *x, const double *y, Py_ssize_t k, double u) noexcept nogil:
     """j in [0, k) with probability x[j] y[j] / sum."""
     cdef Py_ssize_t j, last = 0
@@ -493,7 +456,7 @@ cdef inline Py_ssize_t push(int *s, Py_ssize_t sp, int kind, Py_ssize_t h, Py_ss
     return sp + 3
 
 
-cdef void traverse(Work *w, Py_ssize_t n, int root, Rng *g) noexcept nogil:
+cdef void traverse(Work *w, Py_ssize_t n, int root, grind_rng *g) noexcept nogil:
     """Heads of the Viterbi tree (g = NULL: back-pointers, root given) or of a
     tree sampled top-down from the inside chart (root < 0: drawn)."""
     cdef int *s = w.stack
@@ -502,7 +465,7 @@ cdef void traverse(Work *w, Py_ssize_t n, int root, Rng *g) noexcept nogil:
     if root < 0:
         for h in range(n):
             w.tmp[h] = w.CL0[h * n] * w.CR0[h * n + n - 1]
-        root = <int> draw(w.R, w.tmp, n, uniform(g))
+        root = <int> draw(w.R, w.tmp, n, grind_uniform(g))
     w.heads[root] = 0
     sp = push(s, sp, 0, root, 0)
     sp = push(s, sp, 1, root, n - 1)
@@ -533,10 +496,10 @@ cdef void traverse(Work *w, Py_ssize_t n, int root, Rng *g) noexcept nogil:
 
 
 cdef inline Py_ssize_t bp_or_draw(int bp, Py_ssize_t base, const double *x, const double *y,
-                                  Py_ssize_t k, Rng *g) noexcept nogil:
+                                  Py_ssize_t k, grind_rng *g) noexcept nogil:
     if g == NULL:
         return bp
-    return base + draw(x, y, k, uniform(g))
+    return base + draw(x, y, k, grind_uniform(g))
 
 
 cdef inline Py_ssize_t row(i64 *rows, Py_ssize_t k, int r, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
@@ -685,7 +648,7 @@ cdef class Corpus:
         cdef double Z
         cdef i64 E
         cdef int ok, root
-        cdef Rng g
+        cdef grind_rng g
         cdef const int *tr
         cdef const int *ar
         cdef bint sampling = seeds is not None
@@ -704,7 +667,7 @@ cdef class Corpus:
                         score[k] = -INFINITY if ok == 0 else NAN
                         continue
                     score[k] = log(Z) + E * LN2
-                    rng_seed(&g, seeds[k])
+                    grind_rng_seed(&g, seeds[k])
                     traverse(w, n, -1, &g)
                 else:
                     gather(w, tr, ar, &wt[0], n)

@@ -898,7 +898,8 @@ def test_bad_input(c: Case, B, tmp_path, monkeypatch):
         elif c.output:
             assert not out_path.exists() and not out_path.is_symlink(), "output file created by a failed run"
         if c.files.get("ck.npz") == "COPY:ck.npz":
-            assert (T / "ck.npz").read_bytes() == (B / "ck.npz").read_bytes(), "checkpoint clobbered by a refused resume"
+            assert (T / "ck.npz").read_bytes() == (B / "ck.npz").read_bytes(), \
+                "checkpoint clobbered by a refused resume"
     if "OUTKIND" in c.files and c.files["OUTKIND"] == "dev-full" and ROOT:
         assert stat.S_ISCHR(os.lstat(T / "full").st_mode), "the device was replaced by a file"
     left = temps(T, *[p.parent for p in map(Path, args) if str(p).startswith(str(T)) and p.parent.is_dir()])

@@ -57,7 +57,9 @@ def test_one_em_step_by_hand_equals_train(files):
     counts = grind("estep", d / "g1.txt", c).stdout
     by_hand = grind("mstep", "--grammar", d / "g1.txt", "-", stdin=counts).stdout
     trained = grind("train", "--iterations", "1", d / "g1.txt", c).stdout
-    strip = lambda t: [ln for ln in t.splitlines() if not ln.startswith("#")]
+    def strip(t):
+        return [ln for ln in t.splitlines() if not ln.startswith("#")]
+
     assert strip(by_hand) == strip(trained)
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from grind.kernels.constrained import (
+from grind.infer.constraints import (
     constrained_parser,
     intersect,
     is_noun,

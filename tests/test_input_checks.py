@@ -6,7 +6,6 @@ import pytest
 
 from conftest import grind
 from grind.formats.corpus import CorpusSpec, read_corpus
-from grind.formats.counts import read_counts
 from grind.grammars.dmv import dmv_grammar, dmv_problem, is_dmv_grammar
 from grind.errors import InputError
 from grind.grammars.grammar import read_grammar

@@ -219,7 +219,7 @@ def test_chisquare_rejects_wrong_samples(kind):
 # the kernel against the oracle
 # ---------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def case(family, seed):
     """(grammar, sentences, weight vectors) for one random case."""
     g = grammars.make(family, seed)
@@ -235,7 +235,7 @@ def case(family, seed):
     return g, sents, (g.weights, w2)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exact(family, seed, wi):
     g, sents, ws = case(family, seed)
     w = ws[wi]
@@ -273,10 +273,11 @@ def test_inside_outside(family, seed, path):
         # per sentence
         for s, sent in enumerate(sents):
             c1, z1 = parser.inside_outside(w, idx=[s])
+            off = np.flatnonzero(~np.isclose(c1, counts_x[s], atol=1e-10, rtol=0))
             np.testing.assert_allclose(
                 np.asarray(c1), counts_x[s], rtol=0, atol=COUNT_ATOL,
                 err_msg=f"counts: family={family} seed={seed} w{wi} sentence={sent} "
-                        f"rules={[g.keys()[r] for r in np.flatnonzero(~np.isclose(c1, counts_x[s], atol=1e-10, rtol=0))]}")
+                        f"rules={[g.keys()[r] for r in off]}")
             np.testing.assert_allclose(np.asarray(z1, dtype=np.float64), [logz_x[s]],
                                        rtol=LOGZ_RTOL, atol=LOGZ_ATOL)
 

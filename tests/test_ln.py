@@ -115,7 +115,8 @@ def test_block_updates_maximise_the_bound(kind, method, tied, partial):
         aa, bb = ln.group_coefficients(st, gi, F, m, v, zeta, muts[gi])
         m1 = ln.optimise_mu(gr.mask, aa, bb, gr.w, muts[gi], prior[gi][0], prior[gi][1], method=method,
                             Sigma=a.Sigma[gi])
-        ref = minimize(lambda x: -obj(replace(muts, gi, np.where(gm, x.reshape(m1.shape), 0.0)), s2s, zeta),
+        # (minimize calls the lambdas before the loop moves on: the late binding is harmless)
+        ref = minimize(lambda x: -obj(replace(muts, gi, np.where(gm, x.reshape(m1.shape), 0.0)), s2s, zeta),  # noqa: B023
                        muts[gi].ravel(), method="BFGS", options={"gtol": 1e-9})
         muts = replace(muts, gi, m1)
         assert obj(muts, s2s, zeta) >= -ref.fun - 1e-7
@@ -124,7 +125,7 @@ def test_block_updates_maximise_the_bound(kind, method, tied, partial):
         beta = ln.sigma_coefficients(st, gi, F, st.combine(muts), v, zeta, s2s[gi])
         v1 = ln.optimise_sigma(gr.mask, beta, gr.w ** 2, np.diagonal(prior[gi][1], axis1=-2, axis2=-1), s2s[gi])
         assert np.all(v1[gm] > 0)
-        ref = minimize(lambda x: -obj(muts, replace(s2s, gi, np.where(gm, np.exp(x.reshape(v1.shape)), 1.0)), zeta),
+        ref = minimize(lambda x: -obj(muts, replace(s2s, gi, np.where(gm, np.exp(x.reshape(v1.shape)), 1.0)), zeta),  # noqa: B023
                        np.log(s2s[gi]).ravel(), method="BFGS", options={"gtol": 1e-9})
         s2s = replace(s2s, gi, v1)
         assert obj(muts, s2s, zeta) >= -ref.fun - 1e-7

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import grind, sample_dmv
-from grind.kernels.constrained import constrained_parser
+from grind.infer.constraints import constrained_parser
 from grind.grammars.dmv import SLOT, dmv_grammar, dmv_index
 from grind.kernels.dmv import DMVParser
 from grind.infer.em import EM
@@ -261,7 +261,8 @@ def test_cli_mixture_usage_errors(dmv):
     d, train_ = dmv
     for args, msg in [(["--algo", "em", "--base", "vb"], "--base is for --algo mixture"),
                       (["--algo", "vb", "--mix-schedule", "II"], "--mix-schedule is for --algo mixture"),
-                      (["--algo", "mixture", "--mix-coef", "0.9,0.1", "--mix-schedule", "II"], "leave out --mix-schedule"),
+                      (["--algo", "mixture", "--mix-coef", "0.9,0.1", "--mix-schedule", "II"],
+                       "leave out --mix-schedule"),
                       (["--algo", "mixture", "--mix-start", "0.9", "--mix-end", "0.5"], "--mix-start 0.9 is above"),
                       (["--algo", "mixture", "--base", "em", "--mix-coef", "0.9"], "need 2 non-negative numbers")]:
         r = grind("train", *args, *C, d / "g1.txt", train_, check=False)

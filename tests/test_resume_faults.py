@@ -100,9 +100,8 @@ def kill_at(monkeypatch, obj, name, k, when=lambda *a: True):
 
 
 def algo_class(algo):
-    import importlib
-    module, cls = ALGORITHMS[algo].split(":")
-    return getattr(importlib.import_module(module), cls)
+    from grind.infer.registry import ALGORITHMS as classes
+    return classes[algo]
 
 
 def check_resume(d, algo, tag, ck, out):

@@ -1,1 +1,2 @@
-"""File formats: reading and writing text (atomic output, compression, headers), corpora, trees, rule files and count files."""
+"""File formats: reading and writing text (atomic output, compression, headers), corpora, trees,
+rule files and count files."""

@@ -201,7 +201,7 @@ def _ptb_trees(lines, name):
         try:
             yield from parse_trees(text, name)
         except InputError as e:
-            msg = re.sub(r"at character (\d+)", lambda m: f"at character {int(m.group(1)) + base}", str(e))
+            msg = re.sub(r"at character (\d+)", lambda m, base=base: f"at character {int(m.group(1)) + base}", str(e))
             raise InputError(msg) from None
         base += len(text)
 
@@ -427,9 +427,10 @@ def _conll_passthrough(sentence: Sentence, heads) -> str:
     tokens punctuation removal left out get HEAD = the root word's ID and
     DEPREL ``punct`` (not a prediction); DEPS becomes ``_`` on every token.
     ``heads=None``: HEAD, DEPREL and DEPS ``_`` on every token."""
+    assert sentence.rows is not None and sentence.raw is not None     # checked by the caller
     ids = [r[0] for r in sentence.rows]
     pos = {x: k for k, x in enumerate(ids)}
-    root = None
+    root = "0"
     if heads is not None:
         root = next((ids[k] for k, h in enumerate(heads) if int(h) == 0), "0")
     out = [c + "\n" for c in sentence.comments]

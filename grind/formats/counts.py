@@ -27,7 +27,7 @@ class Counts:
     values: np.ndarray
     stats: dict[str, float] = field(default_factory=dict)
 
-    def __add__(self, other: "Counts") -> "Counts":
+    def __add__(self, other: Counts) -> Counts:
         """Union of the rule sets (in order of first appearance), values and stats summed."""
         index = {rule_key(*r): i for i, r in enumerate(self.rules)}
         rules = list(self.rules)
@@ -41,6 +41,15 @@ class Counts:
         stats = {k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in STATS
                  if k in self.stats or k in other.stats}
         return Counts(rules, values, stats)
+
+    def merge(self, other: Counts) -> Counts:
+        """The sum of two counts of one grammar (``self + other``, as ``grind
+        sum``): InputError unless both have the same rule fingerprint (the
+        same rules in the same order)."""
+        if self.fingerprint() != other.fingerprint():
+            raise InputError(f"the counts are not of the same grammar (rule fingerprints {self.fingerprint()} "
+                             f"and {other.fingerprint()}): merge adds counts of one grammar only")
+        return self + other
 
     def fingerprint(self) -> str:
         """:meth:`grind.grammars.grammar.Grammar.fingerprint` of the counted rules (in order)."""

@@ -79,7 +79,9 @@ def parse_header_meta(line: str, meta: dict) -> None:
 def read_rule_file(path: str, layout: str = "[weight [pseudocount]]"):
     """(rules, weights, pseudocounts, meta) of a rule file; errors name file:line.
     ``layout="count"``: one number a line (count files)."""
-    rules, weights, pseudos, meta, lines_of = [], [], [], {}, {}
+    rules, weights, pseudos = [], [], []
+    meta: dict[str, str] = {}
+    lines_of: dict[str, int] = {}
     for lineno, line in read_lines(path):
         s = line.strip()
         if not s:

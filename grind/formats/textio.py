@@ -2,8 +2,8 @@
 are transparent, output files are written atomically (through symlinks; FIFOs
 and devices directly, see :func:`open_out`), and every output starts with a header.
 
-The header records the grind version, the command line and the seed, so any
-file says which command and options made it.
+The header records the grind version, the command line (or, called from
+Python, the API call) and the seed, so any file says which command and options made it.
 """
 from __future__ import annotations
 
@@ -20,21 +20,31 @@ import tempfile
 from grind import __version__
 from grind.errors import InputError
 
-_run_info = {"argv": None, "seed": None}
+_run_info: dict = {"argv": None, "seed": None, "call": None}
 
 
-def set_run_info(argv=None, seed=None) -> None:
-    """Record the command line and seed for the headers of files written later."""
+def set_run_info(argv=None, seed=None, call=None) -> None:
+    """Record what is running, for the headers of files written later: the
+    command line ``argv`` (the CLI), or ``call``, a Python call such as
+    ``grind.fit(algo='vb')`` (the API; it replaces a recorded command line,
+    as ``argv`` replaces a recorded call); and the seed."""
     if argv is not None:
-        _run_info["argv"] = list(argv)
+        _run_info["argv"], _run_info["call"] = list(argv), None
+    if call is not None:
+        _run_info["argv"], _run_info["call"] = None, str(call)
     _run_info["seed"] = seed
 
 
 def header_lines(**extra) -> list[str]:
-    """``# grind VERSION``, ``# command: ...``, ``# seed: ...`` and ``# key: value`` lines."""
-    argv = _run_info["argv"] or sys.argv
-    cmd = " ".join(["grind"] + [_quote(a) for a in argv[1:]])
-    lines = [f"# grind {__version__}", f"# command: {cmd}", f"# seed: {_run_info['seed']}"]
+    """``# grind VERSION``, ``# command: ...`` (or ``# call: ...`` when grind
+    was called from Python, see :func:`set_run_info`), ``# seed: ...`` and
+    ``# key: value`` lines."""
+    if _run_info["argv"] is None and _run_info["call"] is not None:
+        run = f"# call: {_run_info['call']}"
+    else:
+        argv = _run_info["argv"] or sys.argv
+        run = "# command: " + " ".join(["grind"] + [_quote(a) for a in argv[1:]])
+    lines = [f"# grind {__version__}", run, f"# seed: {_run_info['seed']}"]
     lines += [f"# {k}: {v}" for k, v in extra.items() if v is not None]
     return [ln + "\n" for ln in lines]
 
@@ -171,7 +181,7 @@ class _Temp:
         self.real, self.dir, self.name = real, os.path.dirname(real), None
         self.mode = stat.S_IMODE(os.stat(real).st_mode) if os.path.exists(real) else None
         try:
-            self.fd = os.open(self.dir, getattr(os, "O_TMPFILE") | os.O_RDWR, 0o600)
+            self.fd = os.open(self.dir, os.O_TMPFILE | os.O_RDWR, 0o600)
         except (AttributeError, OSError):
             self.fd, self.name = tempfile.mkstemp(prefix=".grind-", dir=self.dir)
 
@@ -203,6 +213,7 @@ class _Temp:
         with os.fdopen(fd, "wb") as dst, os.fdopen(os.dup(self.fd), "rb") as src:
             src.seek(0)
             shutil.copyfileobj(src, dst)
+        assert self.mode is not None                     # commit() set it
         os.chmod(name, self.mode)
         return name
 
@@ -217,7 +228,7 @@ class _Temp:
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
-            self.fd = None
+            self.fd = None  # type: ignore[assignment]  # closed: no method but close() runs after this
 
 
 #: Open :func:`output_group` blocks: lists of written files waiting for their rename.

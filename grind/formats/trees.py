@@ -17,7 +17,8 @@ TRACE_TAGS = frozenset(["-NONE-"])
 
 def parse_trees(text: str, where: str = "<trees>"):
     """Yield every tree of a text holding one or more bracketed trees."""
-    stack, depth_start = [], None
+    stack: list[list] = []
+    depth_start = None
     for m in _TOKEN.finditer(text):
         tok = m.group()
         if tok == "(":

@@ -21,7 +21,7 @@ def cnf_grammar(vocab, n_nonterminals: int, n_preterminals: int = 0, start: str 
     if clash:
         raise InputError(f"corpus words clash with grammar symbols: {', '.join(sorted(clash)[:5])}")
     kids = xs + pts
-    rules = [(start, (x,)) for x in xs]
+    rules: list[tuple[str, tuple[str, ...]]] = [(start, (x,)) for x in xs]
     rules += [(x, (a, b)) for x in xs for a in kids for b in kids]
     for p in (pts or xs):
         rules += [(p, (w,)) for w in vocab]

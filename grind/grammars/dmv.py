@@ -181,7 +181,7 @@ def dmv_index(grammar: Grammar) -> DMVIndex:
     ix = getattr(grammar, "_dmv_index", None)
     if ix is None or ix[0] is not grammar.rules:
         ix = (grammar.rules, DMVIndex(grammar))
-        grammar._dmv_index = ix
+        grammar._dmv_index = ix  # type: ignore[attr-defined]  # a cache on the grammar object
     return ix[1]
 
 
@@ -215,7 +215,7 @@ def dmv_problem(grammar: Grammar) -> str | None:
             why = f"head type {h} has no rule {lhs} --> {' '.join(rhs)}"
     except InputError as e:
         why = str(e).removeprefix("not a DMV grammar: ")
-    grammar._dmv_problem = (grammar.rules, why)
+    grammar._dmv_problem = (grammar.rules, why)  # type: ignore[attr-defined]  # a cache
     return why
 
 
@@ -253,7 +253,7 @@ def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None) -> Gramma
         cls.append((CHOOSE_R if right else CHOOSE_L, types[h], types[d]))
     g = Grammar(rules, np.ones(len(rules)), START, meta={"model": "dmv"})
     g.weights = g.normalize(g.weights)
-    g._dmv_index = (g.rules, DMVIndex(g, cls))       # the rules fit by construction
+    g._dmv_index = (g.rules, DMVIndex(g, cls))  # type: ignore[attr-defined]  # the rules fit by construction
     return g
 
 
@@ -293,7 +293,7 @@ def dmv_params(grammar: Grammar, weights=None) -> dict:
     """
     ix = dmv_index(grammar)
     w = grammar.weights if weights is None else np.asarray(weights, dtype=np.float64)
-    out = {"root": {}, "stop": {}, "nostop": {}, "choose": {}}
+    out: dict[str, dict] = {"root": {}, "stop": {}, "nostop": {}, "choose": {}}
     for r, (k, h, d) in enumerate(zip(ix.kind, ix.head, ix.dep)):
         h = ix.types[h]
         if k >= CHOOSE_L:

@@ -25,7 +25,7 @@ def read_families(path: str) -> dict:
     ``#`` are comments (no inline comments: ``#`` and ``$`` are PTB tags); a
     leading backslash escapes a tag, so the PTB tag ``#`` is written ``\\#``.
     A tag listed twice is an error."""
-    fam = {}
+    fam: dict[str, str] = {}
     for lineno, line in read_lines(families_path(path)):
         s = line.split()
         if not s or s[0].startswith("#"):

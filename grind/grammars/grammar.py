@@ -127,7 +127,30 @@ class Grammar:
             return self.normalize(self.weights)
         return self.weights
 
-    def with_weights(self, weights, meta=None) -> "Grammar":
+    @classmethod
+    def read(cls, path, start: str | None = None) -> Grammar:
+        """The grammar of a rule file (:func:`read_grammar`)."""
+        import os
+        return read_grammar(os.fspath(path), start)
+
+    def write(self, path, weights=None, **header) -> None:
+        """Write the rules with ``weights`` (default: this grammar's) to
+        ``path`` (``-`` = stdout; ``.gz``/``.xz``/``.bz2`` compressed; written
+        atomically), as grind's commands write grammars: a header (grind
+        version, the command or API call, the seed, ``# weights:`` from
+        ``meta``, ``# start:`` and ``# key: value`` for each of ``header``),
+        then one ``weight [pseudo-count] LHS --> RHS ...`` line per rule."""
+        import os
+
+        from grind.formats.textio import header_lines, open_out
+        w = self.weights if weights is None else np.asarray(weights, dtype=np.float64)
+        if len(w) != len(self.rules):
+            raise ValueError(f"{len(w)} weights for {len(self.rules)} rules")
+        with open_out(os.fspath(path)) as f:
+            f.writelines(header_lines(**{"weights": self.meta.get("weights"), "start": self.start, **header}))
+            f.writelines(rule_lines(self.rules, w, self.pseudocounts))
+
+    def with_weights(self, weights, meta=None) -> Grammar:
         """The same rules with new weights (no pseudo-counts)."""
         return Grammar(self.rules, np.asarray(weights, dtype=np.float64), self.start,
                        None, dict(meta if meta is not None else self.meta))

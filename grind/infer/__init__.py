@@ -1,1 +1,15 @@
-"""Inference algorithms over count vectors: EM, VB, collapsed VB, streaming and stochastic VB, samplers, logistic-normal priors, mixtures, committees; and the training driver."""
+"""Inference algorithms over count vectors: EM, VB, collapsed VB, streaming and
+stochastic VB, samplers, logistic-normal priors, mixtures, committees; and the
+training driver."""
+
+#: The algorithm names (``grind train --algo``), in the order of
+#: :data:`grind.infer.registry.ALGORITHMS` (the classes; importing them loads SciPy).
+NAMES = ("em", "vb", "cvb", "streaming", "stochastic", "gibbs", "hastings", "mixture", "ln")
+
+
+def __getattr__(name):
+    # The algorithm table imports every algorithm (SciPy among them): only on demand.
+    if name in ("ALGORITHMS", "CONFIG_OF"):
+        from grind.infer import registry
+        return getattr(registry, name)
+    raise AttributeError(f"module 'grind.infer' has no attribute {name!r}")

@@ -44,9 +44,13 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from grind.errors import NumericalError
+from grind.infer.base import Algorithm
+from grind.infer.config import TrainConfig, option
 from grind.infer.training import Step
 
 #: Sentences per chunk when summing the pool (bounds temporary memory).
@@ -169,7 +173,15 @@ class CountPool:
         self.cap = np.array(s["pool_cap"], dtype=np.int32)
 
 
-class CVB:
+@dataclass
+class CVBConfig(TrainConfig):
+    """Collapsed VB: --iterations are sweeps; one kernel call per sentence (``jobs`` unused)."""
+
+    cvb_init: str = option("grammar", "cvb: per-sentence counts start from an E-step under the init grammar, "
+                           "or under randomly perturbed weights.", choices=("grammar", "random"))
+
+
+class CVB(Algorithm):
     """Collapsed VB as a training-loop algorithm; one ``step()`` is one sweep.
 
     ``cfg.cvb_init`` (default ``"grammar"``): the initial f_hat^(i) are the
@@ -182,10 +194,12 @@ class CVB:
 
     name = "cvb"
     output = "pseudo-counts"
+    Config = CVBConfig
     #: Grammars up to this size renormalise all of theta for each sentence.
     full_refresh_rules = 16384
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        cfg = CVBConfig.of(cfg)
         self.g, self.parser, self.rng = grammar, estep.parser, rng
         self.prior = np.asarray(prior, dtype=np.float64)
         self.iterations, self.tolerance = cfg.iterations, cfg.tolerance
@@ -194,7 +208,7 @@ class CVB:
         self.pool = CountPool(self.n, len(grammar))
         self._one = np.zeros(1, dtype=np.int64)
         self.it, self.prev, self.done, self.parsed_total = 0, None, False, 0
-        self._initialise(np.asarray(theta0, dtype=np.float64), getattr(cfg, "cvb_init", "grammar"))
+        self._initialise(np.asarray(theta0, dtype=np.float64), cfg.cvb_init)
 
     def _index_lhs(self):
         """Rules grouped by LHS: ``by_lhs[start[A]:start[A] + size[A]]``."""
@@ -277,7 +291,7 @@ class CVB:
         return rules, z
 
     def step(self):
-        if self.done or self.it >= self.iterations:
+        if self.finished():
             return None
         objective, parsed, touched = 0.0, 0, np.zeros(0, np.int64)
         for i in self.rng.permutation(self.n):
@@ -290,9 +304,7 @@ class CVB:
         self._resync()
         self.it += 1
         self.parsed_total += parsed
-        if self.prev is not None and abs(objective - self.prev) <= self.tolerance * abs(self.prev):
-            self.done = True
-        self.prev = objective
+        self.observe(objective)
         return Step(self.it, objective, self.parsed_total,
                     extra={"parsed": parsed, "bytes_per_sentence": self.bytes_per_sentence()})
 

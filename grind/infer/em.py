@@ -11,9 +11,13 @@ objective log P(w | theta) + log P(theta | alpha) never decreases.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from grind.errors import NumericalError
+from grind.infer.base import Algorithm
+from grind.infer.config import TrainConfig
 from grind.infer.training import Step
 
 
@@ -36,13 +40,20 @@ def log_dirichlet_prior(grammar, theta: np.ndarray, alpha) -> float:
     return float(np.sum((a[use] - 1.0) * np.log(theta[use])))
 
 
-class EM:
+@dataclass
+class EMConfig(TrainConfig):
+    """EM reads only the shared options (--iterations, --tolerance)."""
+
+
+class EM(Algorithm):
     """Inside-outside EM / MAP-EM as a training-loop algorithm (see grind.infer.training)."""
 
     name = "em"
     output = "probabilities"
+    Config = EMConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        cfg = EMConfig.of(cfg)
         self.g, self.estep, self.prior = grammar, estep, prior
         self.iterations, self.tolerance = cfg.iterations, cfg.tolerance
         self.theta = np.asarray(theta0, dtype=np.float64)
@@ -50,7 +61,7 @@ class EM:
         self.n = len(estep.parser.sentences)
 
     def step(self):
-        if self.done or self.it >= self.iterations:
+        if self.finished():
             return None
         counts, logz = self.estep(self.theta)
         ok = np.isfinite(logz)
@@ -60,9 +71,7 @@ class EM:
         obj = loglik + log_dirichlet_prior(self.g, self.theta, self.prior)
         self.theta = map_estimate(self.g, counts, self.prior, previous=self.theta)
         self.it += 1
-        if self.prev is not None and abs(obj - self.prev) <= self.tolerance * abs(self.prev):
-            self.done = True
-        self.prev = obj
+        self.observe(obj)
         return Step(self.it, obj, self.it * self.n, extra={"loglik": loglik, "parsed": int(ok.sum())})
 
     def weights(self):

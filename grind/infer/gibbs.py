@@ -38,11 +38,15 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import gammaln
 
 from grind import log
 from grind.errors import NumericalError
+from grind.infer.base import Algorithm
+from grind.infer.config import TrainConfig, option
 from grind.infer.training import Step
 
 
@@ -67,8 +71,7 @@ def temperature(k: int, temp_start: float, sweeps: int) -> float:
 
 def schedule(cfg):
     """(temp_start, annealing sweeps) of a training config."""
-    t0 = float(getattr(cfg, "temp_start", 1.0) or 1.0)
-    return t0, int(getattr(cfg, "anneal_sweeps", None) or cfg.iterations)
+    return float(cfg.temp_start), int(cfg.anneal_sweeps or cfg.iterations)
 
 
 def initial_trees(parser, theta0, rng) -> list:
@@ -127,7 +130,17 @@ def sample_log_dirichlet(grammar, a, rng) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- the sampler
 
-class TreeSampler:
+@dataclass
+class SamplerConfig(TrainConfig):
+    """The samplers (gibbs, hastings): --iterations sweeps (``tolerance`` unused), annealed from ``temp_start``."""
+
+    temp_start: float = option(1.0, "Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).",
+                               (1.0, None))
+    anneal_sweeps: int | None = option(None, "Sweeps over which the temperature falls to 1 "
+                                       "(default: all --iterations).", (1, None))
+
+
+class TreeSampler(Algorithm):
     """What both samplers share: the annealing schedule and the posterior
     pseudo-counts alpha + f(t) of the current trees (``self.prior``, ``self.counts``)."""
 
@@ -147,8 +160,10 @@ class Gibbs(TreeSampler):
 
     name = "gibbs"
     output = "pseudo-counts"
+    Config = SamplerConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng):
+        cfg = SamplerConfig.of(cfg)
         self.g, self.parser, self.rng = grammar, getattr(estep, "parser", estep), rng
         self.prior = np.asarray(prior, dtype=np.float64)
         self.iterations = cfg.iterations
@@ -159,7 +174,7 @@ class Gibbs(TreeSampler):
         self.it = 0
 
     def step(self):
-        if self.it >= self.iterations:
+        if self.finished():
             return None
         T = self.temperature(self.it + 1)
         logtheta = sample_log_dirichlet(self.g, self.counts / T + self.prior, self.rng)

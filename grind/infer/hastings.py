@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grind.infer.gibbs import (TreeSampler, collapsed_logprob, initial_trees, pack_trees, schedule,
+from grind.infer.gibbs import (SamplerConfig, TreeSampler, collapsed_logprob, initial_trees, pack_trees, schedule,
                     tree_counts, unpack_trees)
 from grind.infer.training import Step
 
@@ -80,8 +80,10 @@ class Hastings(TreeSampler):
 
     name = "hastings"
     output = "pseudo-counts"
+    Config = SamplerConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng):
+        cfg = SamplerConfig.of(cfg)
         self.g, self.parser, self.rng = grammar, getattr(estep, "parser", estep), rng
         self.prior = np.asarray(prior, dtype=np.float64)
         R, nA = len(grammar), len(grammar.nonterminals)
@@ -106,7 +108,7 @@ class Hastings(TreeSampler):
     # -- one sweep ------------------------------------------------------------
 
     def step(self):
-        if self.it >= self.iterations:
+        if self.finished():
             return None
         T = self.temperature(self.it + 1)
         self._inv = 1.0 / T

@@ -157,8 +157,9 @@ reading it back (``--ln-init``, ``grind parse --committee``) rebuilds the expert
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
@@ -168,6 +169,8 @@ from grind.errors import InputError, NumericalError
 from grind.grammars.grammar import ARROW, rule_key
 from grind.formats.textio import header_lines, open_out, read_lines
 from grind.grammars.families import read_families
+from grind.infer.base import Algorithm
+from grind.infer.config import TrainConfig, option
 from grind.infer.training import SHARD, Step
 
 _EXP_MAX = 700.0
@@ -535,7 +538,7 @@ def rule_dependents(grammar) -> list:
             elif k == SLOT["root"]:
                 out[r] = ix.types[h]
         return out
-    for r, (lhs, rhs) in enumerate(grammar.rules):
+    for r, (_lhs, rhs) in enumerate(grammar.rules):
         if len(rhs) == 1 and not grammar.is_nonterminal(rhs[0]):
             out[r] = rhs[0]
     return out
@@ -657,7 +660,8 @@ def load_ln(path) -> list:
                 if cur[4]:
                     raise InputError(f"{where}: mu line after cov lines")
                 if len(toks) < 5 or toks[3] != ARROW or toks[2] not in cur[1]:
-                    raise InputError(f"{where}: expected 'mu VALUE LHS {ARROW} RHS...' with LHS one of {' '.join(cur[1])}")
+                    raise InputError(f"{where}: expected 'mu VALUE LHS {ARROW} RHS...' with LHS one of "
+                                     f"{' '.join(cur[1])}")
                 cur[3].append(_finite(toks[1], where))
                 cur[2].append(rule_key(toks[2], tuple(toks[4:])))
             elif toks[0] == "cov":
@@ -698,7 +702,7 @@ def pack_ln(grammar, experts):
     pk = Packing(grammar)
     kidx = {a: k for k, a in enumerate(pk.lhs)}
     spec = []
-    for name, segs, keys, m, S in experts:
+    for name, segs, _keys, _m, _S in experts:
         missing = [a for a in segs if a not in kidx]
         if missing:
             raise InputError(f"the logistic-normal file's multinomial {missing[0]} is not in the grammar")
@@ -723,7 +727,42 @@ def pack_ln(grammar, experts):
 
 # ----------------------------------------------------------------------------- the algorithm
 
-class LogisticNormal:
+@dataclass
+class LNConfig(TrainConfig):
+    """The logistic-normal prior's options: it runs to convergence of the
+    bound (:data:`LN_TOLERANCE`), at most :data:`LN_ITERATIONS` iterations."""
+
+    iterations: int = option(LN_ITERATIONS, "A cap on the iterations (ln runs to convergence).", (1, None))
+    tolerance: float = option(LN_TOLERANCE, "Stop when the bound's relative change |B_t - B_t-1| / |B_t-1| "
+                              "is at most this.", (0, None))
+    model: int = option(1, "ln: model I (theta drawn per sentence) or II (drawn once).", choices=(1, 2))
+    ln_cov: str = option("identity", "ln: initial covariance: identity, or 0.5 between rules whose symbols "
+                         "share a tag family.", choices=("identity", "families"))
+    families: str | None = option("upos", "ln: tag-family mapping for --cov families and --tie V|N|VN|A: "
+                                  "upos, ptb, or a file of 'TAG FAMILY' lines.")
+    ln_cycles: int = option(5, "ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.", (1, None))
+    ln_optimizer: str = option("newton", "The mu~ optimiser of the E-step.", choices=("newton", "lbfgs"))
+    ln_warm: bool = option(False, "ln: start each E-step from the previous one's variational parameters.")
+    ln_mstep: str = option("plain", "ln: M-step for mu: plain = Algorithm 3; newton = diagonal Newton-scaled "
+                           "step.", choices=LN_MSTEPS)
+    ln_init: str | None = option(None, "ln: start from the mu, Sigma and expert structure of this --ln-params "
+                                 "file.")
+    tie: str | None = option(None, "ln: shared logistic normal: V, N, VN, A, or a structure file.")
+    tie_what: str = option("choose+stop", "ln --tie V|N|VN|A: tie the choose and the stop multinomials of a "
+                           "family's heads, or the choose multinomials only.", choices=("choose+stop", "choose"))
+    tie_warmup: int | None = option(None, "ln --tie: the first N iterations train the untied logistic normal "
+                                    "(None: none; from the command line with --tie, TIE_WARMUP).", (0, None))
+
+    @classmethod
+    def from_options(cls, params: dict):
+        """As :meth:`TrainConfig.from_options`; --tie without --tie-warmup gets :data:`TIE_WARMUP`."""
+        cfg = super().from_options(params)
+        if cfg.tie and cfg.tie_warmup is None:
+            cfg.tie_warmup = TIE_WARMUP
+        return cfg
+
+
+class LogisticNormal(Algorithm):
     """Variational EM for the (shared) logistic-normal prior (Cohen & Smith 2010, Alg. 3).
 
     ``cfg``: ``iterations`` (a cap), ``tolerance`` (relative change of the
@@ -755,36 +794,38 @@ class LogisticNormal:
 
     name = "ln"
     output = "probabilities"
+    Config = LNConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
-        from grind.infer.sln import DEFAULT_TIE_WHAT, Structure, make_structure
+        from grind.infer.sln import Structure, make_structure
+        cfg = LNConfig.of(cfg)
         self.g, self.estep = grammar, estep
         self.parser = estep.parser if hasattr(estep, "parser") else estep
         self.pk = pk = Packing(grammar)
         self.iterations = cfg.iterations
-        self.tolerance = getattr(cfg, "tolerance", 0.0)
-        self.model = int(getattr(cfg, "model", 1) or 1)
+        self.tolerance = cfg.tolerance
+        self.model = int(cfg.model)
         if self.model not in (1, 2):
             raise InputError(f"logistic-normal model must be 1 or 2, not {self.model}")
-        self.cycles = int(getattr(cfg, "ln_cycles", 5) or 5)
-        self.jobs = max(1, int(getattr(cfg, "jobs", 1) or 1))
-        self.optimizer = getattr(cfg, "ln_optimizer", "newton") or "newton"
+        self.cycles = int(cfg.ln_cycles)
+        self.jobs = max(1, int(cfg.jobs))
+        self.optimizer = cfg.ln_optimizer
         if self.optimizer not in ("newton", "lbfgs"):
             raise InputError(f"unknown mu~ optimiser {self.optimizer!r} (newton, lbfgs)")
-        init = getattr(cfg, "ln_init", None)
-        families = getattr(cfg, "families", None)
-        self._cov, self._families = getattr(cfg, "ln_cov", "identity") or "identity", families
+        init = cfg.ln_init
+        families = cfg.families
+        self._cov, self._families = cfg.ln_cov, families
         self._plain = self._tied = None
         self.warmup = 0
         if init:
             self.st, self.mu, self.Sigma = read_ln(grammar, init)
         else:
-            tie = getattr(cfg, "tie", None)
-            self.st = make_structure(grammar, pk, tie, families, getattr(cfg, "tie_what", None) or DEFAULT_TIE_WHAT)
+            tie = cfg.tie
+            self.st = make_structure(grammar, pk, tie, families, cfg.tie_what)
             if tie and self.st.is_plain:
                 log.warn(f"--tie {tie}: no expert covers two multinomials (no tag family has two heads "
                          "in this grammar); this is the plain logistic normal")
-            self.warmup = int(getattr(cfg, "tie_warmup", 0) or 0)
+            self.warmup = int(cfg.tie_warmup or 0)
             if self.warmup > 0 and not self.st.is_plain:
                 self._plain, self._tied = Structure.plain(pk), self.st
                 self.st = self._plain
@@ -799,9 +840,9 @@ class LogisticNormal:
             self.Sigma = initial_covariance(grammar, self.st, self._cov, families)
         self.it, self.prev, self.done = 0, None, False
         self.n = len(self.parser.sentences)
-        self.warm = bool(getattr(cfg, "ln_warm", False))
+        self.warm = bool(cfg.ln_warm)
         self._vmu = self._vs2 = None
-        self.mstep = getattr(cfg, "ln_mstep", "plain") or "plain"
+        self.mstep = cfg.ln_mstep
         if self.mstep not in LN_MSTEPS:
             raise InputError(f"unknown logistic-normal M-step {self.mstep!r} ({', '.join(LN_MSTEPS)})")
 
@@ -915,7 +956,7 @@ class LogisticNormal:
 
     def step(self):
         self._maybe_switch()
-        if self.done or self.it >= self.iterations:
+        if self.finished():
             return None
         prior = self._prior_terms()
         groups = self.st.groups
@@ -971,12 +1012,13 @@ class LogisticNormal:
         |B_t - B_{t-1}| <= tolerance * |B_{t-1}|, or when t reaches ``iterations``
         (the cap).  Sets ``done`` on convergence; returns why the run stops here,
         or None."""
-        if self.prev is not None and abs(bound - self.prev) <= self.tolerance * abs(self.prev):
+        if self.converged(self.prev, bound):
             self.done = True
             rel = abs(bound - self.prev) / abs(self.prev) if self.prev else 0.0
             what = "the untied warm-up converged" if self._tied is not None and self.st is not self._tied \
                 else "converged"
-            return f"{what} at iteration {self.it}: relative change of the bound {rel:.3g} <= tolerance {self.tolerance:g}"
+            return (f"{what} at iteration {self.it}: relative change of the bound {rel:.3g} <= tolerance "
+                    f"{self.tolerance:g}")
         if self.it >= self.iterations:
             return (f"reached the cap of {self.iterations} iterations before converging (tolerance "
                     f"{self.tolerance:g})")
@@ -1011,7 +1053,8 @@ class LogisticNormal:
         m = plain.combine(self.mu)
         mu = [gr.gather(m) for gr in tied.groups]
         Sigma = initial_covariance(self.g, tied, self._cov, self._families)
-        where = {plain.experts[j][1][0]: (gi, e) for gi, gr in enumerate(plain.groups) for e, j in enumerate(gr.members)}
+        where = {plain.experts[j][1][0]: (gi, e)
+                 for gi, gr in enumerate(plain.groups) for e, j in enumerate(gr.members)}
         for gi, gr in enumerate(tied.groups):
             for e, j in enumerate(gr.members):
                 name, ks = tied.experts[j]

@@ -7,7 +7,7 @@ The variational posterior over the trees y of each sentence x is a mixture
     q(y) = sum_{k=0}^{K} beta_k q_k(y),      beta in a polytope B of the simplex
 
 of the unconstrained ("mean-field") component q_0 and prior-knowledge
-components q_k supported on constraint sets Y_k (:mod:`grind.kernels.constrained`;
+components q_k supported on constraint sets Y_k (:mod:`grind.infer.constraints`;
 e.g. Y_RA ∩ Y_VAR ∩ Y_SD).  The concavity of entropy,
 H(sum_k beta_k q_k) >= sum_k beta_k H(q_k), turns the base model's bound
 into the bound of Proposition 1:
@@ -70,12 +70,16 @@ and the bound stays finite; the trace counts such sentences per component.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
 import numpy as np
 
-from grind.kernels.constrained import constrained_parser, parse_mixture_spec
+from grind.infer.constraints import constrained_parser, parse_mixture_spec
 from grind.errors import InputError, NumericalError
 from grind.kernels.contract import ChartParser
+from grind.infer.base import Algorithm
+from grind.infer.config import option
+from grind.infer.ln import LNConfig
 from grind.infer.training import SHARD, ShardedEstep
 
 #: --base name -> "module:Class" of the algorithm run over the mixture parser.
@@ -221,10 +225,33 @@ class MixtureParser(ChartParser):
         return self.base.sample(weights, rng, idx)
 
 
-class Mixture:
+@dataclass
+class MixtureConfig(LNConfig):
+    """Posterior-mixture options; the rest (``iterations``, ``tolerance``, the
+    ``ln`` options, ``jobs``) go to the base algorithm.  The paper ran
+    :data:`MIX_ITERATIONS`; the tolerance is the batch algorithms' (not ln's)."""
+
+    iterations: int = option(MIX_ITERATIONS, "Iterations (the paper's 20).", (1, None))
+    tolerance: float = option(1e-6, "Stop when the base's objective's relative change is at most this "
+                              "(while the schedule still moves, never).", (0, None))
+    mix_base: str = option(DEFAULT_BASE, "mixture: the model the components are added to.", choices=tuple(BASES))
+    mix_constraints: str = option("RA+VAR+SD", "mixture: prior-knowledge components ('+' intersects, ',' "
+                                  "separates components).")
+    mix_schedule: str = option("I", "mixture: the polytope of coefficients (I, II, III).",
+                               choices=("I", "II", "III", "annealed", "fixed-0.85", "fixed-0.95"))
+    mix_start: float = option(MIX_START, "mixture, schedule I: the cap on the mean-field coefficient at step 0.",
+                              (0, 1))
+    mix_end: float = option(MIX_END, "mixture, schedule I: the cap rises by mix_rate a step up to this.", (0, 1))
+    mix_rate: float = option(MIX_RATE, "mixture, schedule I: the rise of the cap per step.", (0, 1))
+    mix_min: float = option(0.0, "mixture: least weight of each constrained component.", (0, 1))
+    mix_coef: object = option(None, "mixture: fixed coefficients instead of a schedule (no C-step), mean-field "
+                              "first (a comma-separated string or a sequence).")
+
+
+class Mixture(Algorithm):
     """Posterior-mixture constraints over a base algorithm (see the module docstring).
 
-    cfg (read with ``getattr`` defaults): ``mix_base`` (``ln`` | ``vb`` |
+    cfg (:class:`MixtureConfig`): ``mix_base`` (``ln`` | ``vb`` |
     ``em``, default ``ln``), ``mix_constraints`` (spec, default
     ``"RA+VAR+SD"``; comma-separated specs give several constrained
     components), ``mix_schedule`` (I | II | III, default I), ``mix_start``
@@ -235,26 +262,29 @@ class Mixture:
     """
 
     name = "mixture"
+    Config = MixtureConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        cfg = MixtureConfig.of(cfg)
         self.g = grammar
-        base = getattr(cfg, "mix_base", None) or DEFAULT_BASE
+        base = cfg.mix_base
         if base not in BASES:
             raise InputError(f"unknown mixture base {base!r} ({', '.join(BASES)})")
         self.base_name = base
         parser = estep.parser
         if not hasattr(parser, "arc_off"):
-            raise InputError("--algo mixture needs a split-head DMV grammar (grind make-grammar dmv) and the dmv kernel")
-        self.components = parse_mixture_spec(getattr(cfg, "mix_constraints", None) or "RA+VAR+SD")
+            raise InputError("--algo mixture needs a split-head DMV grammar (grind make-grammar dmv) and the dmv "
+                             "kernel")
+        self.components = parse_mixture_spec(cfg.mix_constraints)
         K = len(self.components)
-        self.schedule = schedule_name(getattr(cfg, "mix_schedule", None))
-        self.start = float(getattr(cfg, "mix_start", MIX_START))
-        self.end = float(getattr(cfg, "mix_end", MIX_END))
-        self.rate = float(getattr(cfg, "mix_rate", MIX_RATE))
+        self.schedule = schedule_name(cfg.mix_schedule)
+        self.start = float(cfg.mix_start)
+        self.end = float(cfg.mix_end)
+        self.rate = float(cfg.mix_rate)
         if self.start > self.end:
             raise InputError(f"mixture: mix_start {self.start} is above mix_end {self.end}")
-        self.min_other = float(getattr(cfg, "mix_min", 0.0))
-        self.fixed = _fixed_coef(getattr(cfg, "mix_coef", None), K)
+        self.min_other = float(cfg.mix_min)
+        self.fixed = _fixed_coef(cfg.mix_coef, K)
         self.parser = MixtureParser(parser, [(n, constrained_parser(grammar, parser.sentences, m))
                                              for n, m in self.components])
         self.names = self.parser.names

@@ -42,11 +42,15 @@ from __future__ import annotations
 
 import itertools
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from grind import log
 from grind.formats.corpus import iter_corpus
 from grind.kernels.select import make_parser
+from grind.infer.base import Algorithm
+from grind.infer.config import TrainConfig, option
 from grind.infer.training import ShardedEstep, Step
 from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
 
@@ -54,19 +58,37 @@ from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_e
 MAX_REPORTED = 10
 
 
-class StreamingVB:
-    """Streaming VB over ``cfg.corpus`` read with ``cfg.spec`` (``estep`` is unused)."""
+@dataclass
+class StreamingConfig(TrainConfig):
+    """Streaming VB: minibatches of the stream ``corpus`` read with ``spec``
+    (``iterations`` and ``tolerance`` are unused: the stream's end stops it)."""
+
+    corpus: str | None = option(None, "The corpus file, read as a stream.")
+    spec: object = option(None, "How to read it (a grind.formats.corpus.CorpusSpec).")
+    batch: int = option(1000, "Minibatch size (streaming, stochastic).", (1, None))
+    first_batch: int | None = option(None, "Size of the first minibatch (streaming; default --batch).", (1, None))
+    batch_iterations: int = option(5, "VB iterations per minibatch (streaming, stochastic).", (1, None))
+
+
+class StreamingVB(Algorithm):
+    """Streaming VB over ``cfg.corpus`` read with ``cfg.spec`` (``estep`` is unused).
+
+    It reads its stream itself (the driver does not hand it minibatches: the
+    corpus need not fit in memory, and a resumed run skips ``consumed``
+    sentences of the stream)."""
 
     name = "streaming"
     output = "pseudo-counts"
+    Config = StreamingConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        cfg = StreamingConfig.of(cfg)
         self.g, self.prior = grammar, np.asarray(prior, dtype=np.float64)
         self.theta0 = np.asarray(theta0, dtype=np.float64)
         self.path, self.spec = cfg.corpus, cfg.spec
-        self.batch, self.first_batch = cfg.batch, getattr(cfg, "first_batch", None) or cfg.batch
+        self.batch, self.first_batch = cfg.batch, cfg.first_batch or cfg.batch
         self.iterations = cfg.batch_iterations
-        self.kernel, self.jobs = getattr(cfg, "kernel", "auto"), getattr(cfg, "jobs", 1)
+        self.kernel, self.jobs = cfg.kernel, cfg.jobs
         self.alpha_hat = self.prior.copy()
         self.it, self.consumed, self.done = 0, 0, False
         self._stream = None

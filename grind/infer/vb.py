@@ -16,10 +16,14 @@ sum_s log Z_s(pi) because E_q[log theta_r] = log pi_r).  It never decreases.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import digamma, gammaln
 
 from grind import log
+from grind.infer.base import Algorithm
+from grind.infer.config import TrainConfig
 from grind.infer.training import Step
 
 
@@ -119,13 +123,20 @@ def posterior_mean(grammar, alpha_hat: np.ndarray) -> np.ndarray:
     return grammar.normalize(alpha_hat)
 
 
-class VB:
+@dataclass
+class VBConfig(TrainConfig):
+    """Batch VB reads only the shared options (--iterations, --tolerance)."""
+
+
+class VB(Algorithm):
     """Batch VB from an initial grammar: alpha_hat starts at alpha + E_theta0[f]."""
 
     name = "vb"
     output = "pseudo-counts"
+    Config = VBConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng=None):
+        cfg = VBConfig.of(cfg)
         self.g, self.estep, self.prior = grammar, estep, prior
         self.iterations, self.tolerance = cfg.iterations, cfg.tolerance
         counts, _ = estep(theta0)
@@ -134,7 +145,7 @@ class VB:
         self.n = len(estep.parser.sentences)
 
     def step(self):
-        if self.done or self.it >= self.iterations:
+        if self.finished():
             return None
         counts, logz, lost, inexact = vb_estep(self.estep, self.g, self.alpha_hat)
         extra = {}
@@ -146,9 +157,7 @@ class VB:
         bound = float(logz[ok].sum()) - kl_dirichlet(self.g, self.alpha_hat, self.prior)
         self.alpha_hat = self.prior + counts
         self.it += 1
-        if self.prev is not None and abs(bound - self.prev) <= self.tolerance * abs(self.prev):
-            self.done = True
-        self.prev = bound
+        self.observe(bound)
         return Step(self.it, bound, self.it * self.n, extra={"parsed": int(ok.sum()), **extra})
 
     def weights(self):

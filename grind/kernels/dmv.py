@@ -39,11 +39,27 @@ class DMVParser(ChartParser):
     sentence given as split tokens ``x_l x_r ...`` is accepted too.  The
     static rule tables (10 rules a token, n^2 choose rules a sentence, -1 for
     an impossible arc) are built once here; every call only gathers weights.
+
+    ``masks`` (optional) restricts every quantity (log Z, counts, posteriors,
+    Viterbi, samples) to the trees a mask allows: one mask function for all
+    sentences or a list with one per sentence (``None`` = unconstrained).  A
+    mask is ``mask(tokens, n) -> (allowed_arc, allowed_root)``, bool arrays of
+    shapes (n, n) (``[h, d]``: head h may take dependent d, 0-based) and (n,)
+    (word i may be the root); the constraints themselves live in
+    :mod:`grind.infer.constraints`.  Forbidden arcs get choose rule -1 in the
+    arc table and forbidden roots root rule -1, so the kernel never builds
+    them; a sentence with no allowed tree gets log Z = -inf.
     """
 
-    def __init__(self, grammar, sentences):
+    def __init__(self, grammar, sentences, masks=None):
         self.grammar = grammar
         self.sentences = [list(s) for s in sentences]
+        if callable(masks) or masks is None:
+            masks = [masks] * len(self.sentences)
+        masks = list(masks)
+        if len(masks) != len(self.sentences):
+            raise ValueError(f"{len(masks)} masks for {len(self.sentences)} sentences")
+        self.masks = masks
         self.index = ix = dmv_index(grammar)
         self.failures = {}
         ids = [self._type_ids(k, s) for k, s in enumerate(self.sentences)]
@@ -55,8 +71,24 @@ class DMVParser(ChartParser):
         bad[list(self.failures)] = 1
         tok_rules = ix.type_rules[np.maximum(flat, 0)]
         tok_rules[flat < 0] = -1
-        self._core = _dmv.Corpus(self.tok_off, self.arc_off, tok_rules.ravel(),
-                                 self._arc_table(flat), bad)
+        arcs = self._arc_table(flat)
+        self._mask(tok_rules, arcs, bad)
+        self._core = _dmv.Corpus(self.tok_off, self.arc_off, tok_rules.ravel(), arcs, bad)
+
+    def _mask(self, tok_rules, arcs, bad):
+        """Set the rules of the arcs and roots ``self.masks`` forbid to -1 (in place)."""
+        for k, (s, m) in enumerate(zip(self.sentences, self.masks)):
+            if m is None or bad[k]:
+                continue
+            n = int(self.lengths[k])
+            a, r = m(s, n)
+            a, r = np.asarray(a, dtype=bool), np.asarray(r, dtype=bool)
+            if a.shape != (n, n) or r.shape != (n,):
+                raise ValueError(f"mask of sentence {k}: shapes {a.shape}, {r.shape} for n = {n}")
+            lo = int(self.arc_off[k])
+            arcs[lo:lo + n * n][~a.ravel()] = -1
+            o = int(self.tok_off[k])
+            tok_rules[o:o + n, SLOT["root"]][~r] = -1
 
     def _type_ids(self, k, sent):
         tid = self.index.type_id

@@ -1,4 +1,4 @@
-"""Hard structural constraints on DMV trees (Cohen & Smith 2009), as masked parsers.
+"""Hard structural constraints on DMV trees (Cohen & Smith 2009), as parser masks.
 
 A *constraint* is a set Y_k of projective dependency trees of a sentence,
 given by a mask function::
@@ -8,10 +8,10 @@ given by a mask function::
     allowed_root[i]    (bool, n)               word i may attach to the wall
 
 Y_k = the projective trees all of whose arcs and whose root are allowed.  A
-masked parser (:func:`constrained_parser`) is an ordinary
-:class:`~grind.kernels.dmv.DMVParser` whose static rule tables hold -1 (an
-impossible arc / root) wherever the mask forbids, so the unchanged kernel
-sums, maximises and samples over Y_k only::
+masked parser (:func:`constrained_parser`) is a
+:class:`~grind.kernels.dmv.DMVParser` given ``masks``: its static rule tables
+hold -1 (an impossible arc / root) wherever the mask forbids, so the
+unchanged kernel sums, maximises and samples over Y_k only::
 
     Z_k(theta) = sum_{y in Y_k} p(x, y | theta)
     viterbi    = argmax_{y in Y_k} p(x, y | theta),   sample ~ p(y | x, theta, y in Y_k)
@@ -51,14 +51,11 @@ import re
 
 import numpy as np
 
-from grind.kernels import _dmv
-from grind.grammars.dmv import SLOT
-from grind.kernels.dmv import DMVParser
 from grind.errors import InputError
+from grind.kernels.dmv import DMVParser
 
 __all__ = [
     "COMPONENTS",
-    "ConstrainedDMVParser",
     "all_right",
     "constrained_parser",
     "intersect",
@@ -217,52 +214,10 @@ def satisfies(mask, tokens, heads) -> bool:
     return True
 
 
-class ConstrainedDMVParser(DMVParser):
-    """A :class:`DMVParser` over Y_k: rule tables masked by ``masks[s]``.
-
-    ``masks``: one mask function for all sentences, or a list with one per
-    sentence (``None`` = unconstrained).  Forbidden arcs get choose rule -1 in
-    the arc table, forbidden roots get root rule -1 in ``tok_rules`` slot 0;
-    the kernel never builds an item with rule -1, so every quantity it
-    returns (log Z, counts, posteriors, Viterbi, samples) is over Y_k.
-    """
-
-    def __init__(self, grammar, sentences, masks):
-        super().__init__(grammar, sentences)
-        if callable(masks) or masks is None:
-            masks = [masks] * len(self.sentences)
-        masks = list(masks)
-        if len(masks) != len(self.sentences):
-            raise ValueError(f"{len(masks)} masks for {len(self.sentences)} sentences")
-        self.masks = masks
-        tid = self.index.type_id
-        bad = np.zeros(len(self.sentences), dtype=np.uint8)
-        bad[list(self.failures)] = 1
-        flat = np.concatenate(
-            [np.full(len(s), -1, np.int64) if bad[k] else np.array([tid[t] for t in s], np.int64)
-             for k, s in enumerate(self.sentences)] + [np.zeros(0, np.int64)])
-        tok_rules = self.index.type_rules[np.maximum(flat, 0)].copy()
-        tok_rules[flat < 0] = -1
-        arcs = self._arc_table(flat)
-        for k, (s, m) in enumerate(zip(self.sentences, masks)):
-            if m is None or bad[k]:
-                continue
-            n = int(self.lengths[k])
-            a, r = m(s, n)
-            a, r = np.asarray(a, dtype=bool), np.asarray(r, dtype=bool)
-            if a.shape != (n, n) or r.shape != (n,):
-                raise ValueError(f"mask of sentence {k}: shapes {a.shape}, {r.shape} for n = {n}")
-            lo = int(self.arc_off[k])
-            arcs[lo:lo + n * n][~a.ravel()] = -1
-            o = int(self.tok_off[k])
-            tok_rules[o:o + n, SLOT["root"]][~r] = -1
-        self._core = _dmv.Corpus(self.tok_off, self.arc_off, tok_rules.ravel(), arcs, bad)
-
-
-def constrained_parser(grammar, sentences, masks) -> ConstrainedDMVParser:
+def constrained_parser(grammar, sentences, masks) -> DMVParser:
     """A DMV parser for ``sentences`` restricted to the trees ``masks`` allow
     (a mask function, a spec string like ``"RA+VAR+SD"``, or one mask per
-    sentence); see :class:`ConstrainedDMVParser`."""
+    sentence); see the ``masks`` argument of :class:`~grind.kernels.dmv.DMVParser`."""
     if isinstance(masks, str):
         masks = parse_spec(masks)
-    return ConstrainedDMVParser(grammar, sentences, masks)
+    return DMVParser(grammar, sentences, masks=masks)

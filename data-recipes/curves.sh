@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Learning curves for the README (docs/curves.png): the DMV on the shipped EWT sample (UPOS,
+# punctuation removed, <= 10 words), harmonic initialisation, EM and VB (alpha 0.1) for 40
+# iterations each, with held-out directed accuracy on the test sample every iteration.
+# Needs matplotlib (pip install 'grind[plot]').  Run from the repository root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-curves-out}
+mkdir -p "$out" docs
+train=data/ewt/en_ewt-ud-train-sample.conllu.gz
+test=data/ewt/en_ewt-ud-test-sample.conllu.gz
+D="--column UPOS --punct ud --max-length 10"
+run() { echo "+ $*" >&2; "$@"; }
+run grind make-grammar dmv $D -o "$out/dmv0.txt" $train
+run grind init --harmonic --corpus $train $D -o "$out/dmv1.txt" "$out/dmv0.txt"
+run grind train --algo em --iterations 40 --dev $test --eval-every 1 $D --trace "$out/em.tsv" -o "$out/em.txt" "$out/dmv1.txt" $train
+run grind train --algo vb --alpha 0.1 --iterations 40 --dev $test --eval-every 1 $D --trace "$out/vb.tsv" -o "$out/vb.txt" "$out/dmv1.txt" $train
+run grind plot --label "EM" --label "VB alpha=0.1" -o docs/curves.png "$out/em.tsv" "$out/vb.tsv"

@@ -1,0 +1,276 @@
+"""grind from Python: the documented API, re-exported as ``grind.fit`` etc.
+
+Every function here runs the code the command line runs (the same corpus
+reader, chart kernels, algorithm classes, training driver and sharded
+E-step), so ``grind.fit(g, corpus, "vb", alpha=0.1, seed=1)`` gives exactly
+the weights ``grind train --algo vb --alpha 0.1 --seed 1`` writes.
+
+A grammar argument is a :class:`~grind.grammars.grammar.Grammar` or a path;
+a corpus argument is a list of token lists, a list of
+:class:`~grind.formats.corpus.Sentence` (from :func:`read_corpus`) or a path
+(read with the default options: one sentence a line; for a treebank call
+:func:`read_corpus` with its ``column`` first).
+
+Files written after a call (``Grammar.write``) record the call in their
+header (``# call: grind.fit(...)``) instead of a command line.
+
+    >>> import grind
+    >>> g = grind.read_grammar("dmv1.txt")                       # doctest: +SKIP
+    >>> train = grind.read_corpus("train.conllu", column="UPOS", punct="ud", max_length=10)  # doctest: +SKIP
+    >>> result = grind.fit(g, train, "vb", alpha=0.1, iterations=20, seed=1)                # doctest: +SKIP
+    >>> heads = grind.parse(result.grammar, train)                                           # doctest: +SKIP
+    >>> grind.evaluate(train, heads)["directed"]                                             # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grind import log
+from grind.errors import InputError
+from grind.formats.corpus import CorpusSpec, Sentence
+from grind.formats.corpus import read_corpus as _read_corpus
+from grind.formats.counts import Counts
+from grind.formats.rules import PSEUDO_COUNTS
+from grind.formats.textio import set_run_info
+from grind.grammars.grammar import Grammar, read_grammar as _read_grammar, require_probabilities
+from grind.infer.registry import ALGORITHMS, CONFIG_OF
+
+__all__ = ["read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep", "Counts", "Grammar",
+           "Sentence", "ALGORITHMS"]
+
+# ----------------------------------------------------------------------------- reading
+
+def read_grammar(path, start: str | None = None) -> Grammar:
+    """The grammar of a rule file (``weight LHS --> RHS ...``; ``.gz``/``.xz``/``.bz2`` read transparently)."""
+    return _read_grammar(os.fspath(path), start)
+
+
+def read_corpus(path, column: str | None = None, punct: str = "none", max_length: int | None = None,
+                min_length: int = 1, format: str = "auto") -> list[Sentence]:
+    """The sentences of a corpus file, read as ``grind --format --column --punct
+    --max-length --min-length`` reads it: a list of
+    :class:`~grind.formats.corpus.Sentence` (``.tokens``; ``.heads`` the gold
+    heads of a treebank)."""
+    if max_length is not None and min_length > max_length:
+        raise InputError(f"min_length {min_length} is above max_length {max_length}")
+    return _read_corpus(os.fspath(path), CorpusSpec(format, column, punct, max_length, min_length))
+
+
+def _grammar(grammar) -> Grammar:
+    return grammar if isinstance(grammar, Grammar) else read_grammar(grammar)
+
+
+def _sentences(corpus) -> list[Sentence]:
+    """``corpus`` (path, Sentences or token lists) as a list of Sentence."""
+    if isinstance(corpus, (str, os.PathLike)):
+        return read_corpus(corpus)
+    out = []
+    for i, s in enumerate(corpus, 1):
+        out.append(s if isinstance(s, Sentence) else Sentence(list(s), i, i))
+    return out
+
+
+def _probabilities(grammar, normalise: bool, what: str) -> Grammar:
+    """``grammar``, checked to hold rule probabilities; with ``normalise``
+    (fit, as grind train) weights that are not are normalised per LHS with a warning."""
+    name = grammar.meta.get("path", "the grammar")
+    try:
+        require_probabilities(grammar, name, what)
+    except InputError:
+        if not normalise or grammar.weight_kind() == "counts":
+            raise
+        grammar = Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
+                          dict(grammar.meta, weights="probabilities (normalised by grind train)"))
+        log.warn("the weights are not probabilities (some left-hand side's do not sum to 1); training starts "
+                 "from them normalised per left-hand side")
+    return grammar
+
+
+def _parser(grammar, sents, kernel="auto"):
+    from grind.kernels.select import make_parser
+    return make_parser(grammar, [s.tokens for s in sents], kernel)
+
+
+# ----------------------------------------------------------------------------- the call in headers
+
+def _show(v) -> str:
+    if isinstance(v, Grammar):
+        return f"<grammar of {len(v)} rules>"
+    if isinstance(v, (list, tuple)) and v and not isinstance(v[0], (int, float, str)):
+        return f"<{len(v)} sentences>"
+    if isinstance(v, os.PathLike):
+        return repr(os.fspath(v))
+    return repr(v)
+
+
+def _record(name: str, run_seed, **kw) -> None:
+    """Record ``grind.NAME(key=value, ...)`` (and the seed) for the headers of files written next."""
+    parts = [f"{k}={_show(v)}" for k, v in kw.items() if v is not None]
+    set_run_info(call=f"grind.{name}({', '.join(parts)})", seed=run_seed)
+
+
+# ----------------------------------------------------------------------------- training
+
+@dataclass
+class FitResult:
+    """What :func:`fit` returns.
+
+    ``grammar``: the trained grammar (its weights are what ``grind train``
+    writes: probabilities, or posterior Dirichlet pseudo-counts, as its
+    ``meta["weights"]`` says; ``grammar.probabilities()`` is the mean either
+    way).  ``trace``: one :class:`grind.infer.training.Step` per iteration.
+    ``algorithm`` and ``options``: what ran (the full configuration).
+    """
+
+    grammar: Grammar
+    trace: list
+    algorithm: str
+    options: dict = field(default_factory=dict)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.grammar.weights
+
+
+def _config(algo: str, options: dict):
+    """The typed configuration (:data:`grind.infer.registry.CONFIG_OF`) of
+    ``algo`` from ``grind train``'s option names (underscored); an option left
+    out or None takes the algorithm's default, as on the command line."""
+    if algo not in CONFIG_OF:
+        raise ValueError(f"unknown algorithm {algo!r}: one of {', '.join(CONFIG_OF)}")
+    cls = CONFIG_OF[algo]
+    unknown = sorted(set(options) - set(cls.names()))
+    if unknown:
+        raise TypeError(f"unknown option(s) for grind.fit(algo={algo!r}): {', '.join(unknown)} "
+                        f"(its options: {', '.join(cls.names())})")
+    return cls.from_options(options)
+
+
+def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None = None, seed: int | None = None,
+        jobs: int = 1, kernel: str = "auto", dev=None, eval_every: int = 0, early_stop: bool = False,
+        on_step=None, **options) -> FitResult:
+    """Train ``grammar``'s weights on ``corpus`` with algorithm ``algo``
+    (``em``, ``vb``, ``cvb``, ``streaming``, ``stochastic``, ``gibbs``,
+    ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does.
+
+    ``alpha``: Dirichlet hyperparameter (a number, or a grammar file of
+    per-rule pseudo-counts).  ``iterations``: None = the algorithm's default
+    (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
+    one random generator.  ``jobs``: E-step threads (results do not depend
+    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``: held-out
+    evaluation as ``--dev/--eval-every/--early-stop``.  ``on_step(step)`` is
+    called after every step.  ``options``: the other ``grind train``
+    options, underscored (``tolerance``, ``batch``, ``kappa``, ``model``,
+    ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
+    (``spec=CorpusSpec(...)`` gives its reading options).
+    """
+    from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training
+    _record("fit", seed, algo=algo, alpha=alpha, iterations=iterations, seed=seed, **options)
+    rng = np.random.default_rng(seed)
+    if options.get("joint"):
+        raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
+    if eval_every and dev is None:
+        raise ValueError("eval_every needs dev")
+    if early_stop and not eval_every:
+        raise ValueError("early_stop needs eval_every and dev")
+    if algo == "streaming":
+        if not isinstance(corpus, (str, os.PathLike)):
+            raise ValueError("the streaming algorithm reads its corpus as a stream: give a path")
+        options = dict(options, corpus=os.fspath(corpus), spec=options.get("spec") or CorpusSpec())
+    cfg = _config(algo, dict(options, iterations=iterations, jobs=jobs, kernel=kernel))
+    g = _probabilities(_grammar(grammar), True, "grind.fit")
+    if algo == "streaming":
+        estep, n = None, "a stream of"
+    else:
+        sents = _sentences(corpus)
+        estep, n = ShardedEstep(_parser(g, sents, kernel), jobs), len(sents)
+    prior = prior_vector(g, alpha)
+    log.info(f"training {algo} on {n} sentences, {len(g)} rules")
+    algorithm = ALGORITHMS[algo](g, estep, prior, g.probabilities(), cfg, rng)
+    eval_fn = None
+    if dev is not None:
+        dev_sents = _sentences(dev)
+        dev_parser = _parser(g, dev_sents, kernel)
+        eval_fn = lambda a: heldout(dev_parser, a.mean(), dev_sents)  # noqa: E731
+    trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, on_step=on_step,
+                         early_stop=early_stop)
+    kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
+    meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
+    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)))
+    trained = Grammar(g.rules, algorithm.weights(), g.start, None, meta)
+    return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha, "seed": seed})
+
+
+# ----------------------------------------------------------------------------- parsing, counts, evaluation
+
+def parse(grammar, corpus, decoder: str = "viterbi") -> list:
+    """Decode every sentence: for a DMV grammar its heads (1-based, 0 = root;
+    ``decoder="mbr"``: minimum Bayes risk), for a PCFG its Viterbi tree as
+    nested tuples ``(label, child, ...)``; ``None`` for a sentence without a parse."""
+    from grind.kernels.dmv import DMVParser
+    if decoder not in ("viterbi", "mbr"):
+        raise ValueError(f"decoder must be 'viterbi' or 'mbr', not {decoder!r}")
+    g = _probabilities(_grammar(grammar), False, "grind.parse")
+    sents = _sentences(corpus)
+    parser = _parser(g, sents)
+    theta = g.probabilities()
+    if isinstance(parser, DMVParser):
+        heads = parser.mbr_heads(theta, fallback=[]) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+        return [None if h is None else [int(x) for x in h] for h in heads]
+    if decoder == "mbr":
+        raise ValueError("mbr decoding is for DMV grammars; use decoder='viterbi' for a PCFG")
+    from grind.formats.trees import derivation_tree
+    derivs, _ = parser.viterbi(theta)
+    return [None if d is None else derivation_tree(g, d, s.tokens) for s, d in zip(sents, derivs)]
+
+
+def estep(grammar, corpus) -> Counts:
+    """Expected rule counts of ``corpus`` under ``grammar`` with the corpus
+    statistics (sentences, parsed, words, loglik), as ``grind estep``; counts
+    of shards add up with :meth:`Counts.merge`."""
+    _record("estep", None)
+    g = _probabilities(_grammar(grammar), False, "grind.estep")
+    sents = _sentences(corpus)
+    counts, logz = _parser(g, sents).inside_outside(g.probabilities())
+    logz = np.asarray(logz, dtype=np.float64)
+    ok = np.isfinite(logz)
+    stats = {"sentences": len(sents), "parsed": int(ok.sum()),
+             "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
+    return Counts(g.rules, np.asarray(counts, dtype=np.float64), stats)
+
+
+def evaluate(gold, predicted, baselines: bool = True) -> dict:
+    """Dependency accuracy of ``predicted`` (head lists as :func:`parse`
+    returns, Sentences with heads, or a CoNLL path) against ``gold``
+    (Sentences of a treebank, or a path read with default options), as
+    ``grind eval`` scores it.
+
+    Returns ``{"directed": ..., "undirected": ...}`` over all sentences, and
+    ``"rows"``: one dict per subset (``<=10``, ``<=20``, ``all``) with
+    sentences, words, directed, undirected, unparsed and (with baselines)
+    overlap_right / overlap_left; with ``baselines``, ``"baselines"``:
+    ``{"right": rows, "left": rows}`` of the attach-right / attach-left trees.
+    """
+    from grind.eval.dependencies import baseline_rows, evaluate as evaluate_sentences, score_heads
+    gold = _sentences(gold)
+    if isinstance(predicted, (str, os.PathLike)):
+        predicted = read_corpus(predicted)
+    if predicted and all(p is None or isinstance(p, Sentence) for p in predicted) \
+            and any(isinstance(p, Sentence) for p in predicted):
+        rows = evaluate_sentences(gold, predicted, baselines)
+    else:
+        if len(gold) != len(predicted):
+            raise InputError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+        for i, (s, h) in enumerate(zip(gold, predicted)):
+            if s.heads is None:
+                raise InputError(f"gold sentence {s.number} has no heads (read a treebank with read_corpus)")
+            if h is not None and len(h) != len(s):
+                raise InputError(f"sentence {i + 1}: {len(h)} predicted heads for {len(s)} gold tokens")
+        rows = score_heads(gold, predicted, baselines)
+    out = {"directed": rows[-1]["directed"], "undirected": rows[-1]["undirected"], "rows": rows}
+    if baselines:
+        out["baselines"] = baseline_rows(gold)
+    return out

@@ -1,0 +1,233 @@
+"""Helpers the ``grind`` commands share: option decorators, click parameter
+types, reading grammars and corpora, writing grammars and CoNLL, reporting
+sentences without a parse."""
+from __future__ import annotations
+
+import functools
+
+import click
+import numpy as np
+
+from grind import log
+from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, read_corpus
+from grind.errors import InputError
+from grind.grammars.grammar import Grammar, read_grammar, rule_lines
+from grind.formats.textio import header_lines, open_out, output_problem, set_run_info
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def corpus_options(f):
+    """--format/--column/--punct/--max-length/--min-length, collected into ``spec``."""
+    opts = [
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
+                     help="Corpus format: one sentence a line, CoNLL-U, CoNLL-X or Malt-TAB (auto: by "
+                          "extension/content)."),
+        click.option("--column", type=click.Choice(COLUMNS), default=None,
+                     help="Treebank column to model (LFORM = lower-cased FORM). Required for treebanks."),
+        click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True,
+                     help="Remove punctuation first: ud = UPOS PUNCT; ptb = PTB tags `` '' , . : -LRB- -RRB-; "
+                          "ptb+ also # $."),
+        click.option("--max-length", type=click.IntRange(1), default=None,
+                     help="Keep sentences of at most this many tokens (after punctuation removal)."),
+        click.option("--min-length", type=click.IntRange(1), default=1, show_default=True,
+                     help="Keep sentences of at least this many tokens."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+
+    @functools.wraps(f)
+    def wrapper(*a, fmt, column, punct, max_length, min_length, **kw):
+        if max_length is not None and min_length > max_length:
+            raise click.BadParameter(f"{min_length} is above --max-length {max_length}", param_hint="'--min-length'")
+        kw["spec"] = CorpusSpec(fmt, column, punct, max_length, min_length)
+        return f(*a, **kw)
+
+    return wrapper
+
+
+class OutputPath(click.ParamType):
+    """A file grind writes, checked when click converts the option, before the
+    command runs: ``''`` is a usage error (exit 2); a missing directory, a
+    directory, a file or directory that is not writable, or a dangling symlink
+    into a missing directory is a one-line error naming option and path (exit 1).
+    Every option that names a file grind writes has this type; the writing is
+    :func:`grind.formats.textio.open_out`'s (symlinks written through, FIFOs and devices
+    directly, compression by suffix)."""
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        problem = output_problem(value)
+        if problem == "empty file name":
+            self.fail("empty file name", param, ctx)
+        if problem:
+            opt = "/".join(param.opts) if param else "output"
+            raise InputError(f"{opt} {value}: cannot write: {problem}")
+        return value
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A click.FloatRange that also refuses nan and inf (which FloatRange lets through)."""
+
+    def convert(self, value, param, ctx):
+        import math
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
+class AlphaType(click.ParamType):
+    """train --alpha: a positive finite number (kept as written) or an existing file of pseudo-counts."""
+
+    name = "NUMBER|FILE"
+
+    def convert(self, value, param, ctx):
+        import math
+        import os
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            if value != "-" and not os.path.exists(str(value)):
+                self.fail(f"{value!r} is neither a number nor an existing file of pseudo-counts", param, ctx)
+            return value
+        if not (math.isfinite(v) and v > 0):
+            self.fail(f"{value!r}: a Dirichlet hyperparameter must be a positive finite number", param, ctx)
+        return value
+
+
+def output_option(f):
+    return click.option("-o", "--output", type=OutputPath(), default="-", show_default=True,
+                        help="Output file (- = stdout; .gz/.xz/.bz2 compressed); written atomically, "
+                             "through a symlink to its target.")(f)
+
+
+def seed_option(f):
+    return click.option("--seed", type=click.IntRange(0), default=None,
+                        help="Seed of the one random generator every random choice draws from.")(f)
+
+
+def start_option(f):
+    return click.option("--start", default=None,
+                        help="Start symbol (default: the grammar's '# start:' header, else the first rule's LHS).")(f)
+
+
+def kernel_option(f):
+    return click.option("--kernel", type=click.Choice(["auto", "cky", "dmv"]), default="auto", show_default=True,
+                        help="Chart kernel: auto = the DMV kernel for DMV grammars, CKY otherwise.")(f)
+
+
+def make_rng(seed):
+    set_run_info(seed=seed)
+    return np.random.default_rng(seed)
+
+
+def write_grammar(path, grammar: Grammar, weights, kind, **extra):
+    """Write rules with ``weights`` and a header saying what the weights are."""
+    with open_out(path) as f:
+        f.writelines(header_lines(weights=kind, start=grammar.start, **extra))
+        f.writelines(rule_lines(grammar.rules, weights, grammar.pseudocounts))
+
+
+def read_probabilities(grammar_path, start=None, command="this command", normalise=False):
+    """The grammar of ``grammar_path``, checked to hold rule probabilities
+    (:func:`grind.grammars.grammar.require_probabilities`), or with ``normalise=True``
+    its weights normalised per LHS with a warning when they are not."""
+    from grind.grammars.grammar import require_probabilities
+    grammar = read_grammar(grammar_path, start)
+    try:
+        require_probabilities(grammar, grammar_path, command)
+    except InputError:
+        if not normalise or grammar.weight_kind() == "counts":
+            raise
+        grammar = Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
+                          dict(grammar.meta, weights="probabilities (normalised by grind train)"))
+        log.warn(f"{'<stdin>' if grammar_path == '-' else grammar_path}: the weights are not probabilities "
+                 "(some left-hand side's do not sum to 1); training starts from them normalised per "
+                 "left-hand side (run 'grind init' first to choose the start yourself)")
+    return grammar
+
+
+def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False):
+    """Grammar, sentences and a chart parser for them.  The grammar's
+    :meth:`~grind.grammars.grammar.Grammar.probabilities` must be rule probabilities
+    (:func:`grind.grammars.grammar.require_probabilities`; parse, loglik and estep use
+    them as such).  ``normalise=True`` (train, which only needs a starting
+    point) normalises weights that are not probabilities per LHS instead,
+    with a warning."""
+    from grind.kernels.select import make_parser
+    sents = read_corpus(corpus_path, spec)
+    grammar = read_probabilities(grammar_path, start, command, normalise)
+    try:
+        parser = make_parser(grammar, [s.tokens for s in sents], kernel)
+    except InputError as e:
+        name = "<stdin>" if grammar_path == "-" else grammar_path
+        msg = str(e)
+        raise InputError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
+    return grammar, sents, parser
+
+
+def known_failures(parser, n):
+    """A log-Z-like vector: -inf for sentences the parser already knows it cannot parse."""
+    z = np.zeros(n)
+    z[list(parser.failures)] = -np.inf
+    return z
+
+
+def report_failures(sents, parser, logz, what="sentences"):
+    """Warn about every sentence without a parse; return how many there were."""
+    bad = np.flatnonzero(~np.isfinite(logz))
+    for k, i in enumerate(bad):
+        if k == 10:
+            log.warn(f"... and {len(bad) - 10} more")
+            break
+        s = sents[i]
+        why = parser.failures.get(int(i), "no derivation has positive probability")
+        log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
+    if len(bad):
+        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and were left out")
+    return len(bad)
+
+
+def _given(name) -> bool:
+    """True when option ``name`` of the current command was given (not its default)."""
+    from click.core import ParameterSource
+    return click.get_current_context().get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+
+def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, **extra):
+    """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
+    written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
+    header's ``# unparsed:`` line and named with its reason on stderr (the
+    offending tag when the grammar lacks it or, given ``weights``, gives it
+    probability 0)."""
+    from grind.formats.corpus import conll_block
+    bad = [i for i, h in enumerate(heads) if h is None]
+    zero = parser.zero_types(weights) if bad and weights is not None else set()
+    for k, i in enumerate(bad):
+        if k == 10:
+            log.warn(f"... and {len(bad) - 10} more")
+            break
+        why = parser.explain(i, weights, zero)
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
+    if bad:
+        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
+                 "(grind eval scores their words 0)")
+    with open_out(output) as f:
+        removed = None
+        if spec.punct != "none":
+            removed = ("attached to the root word with DEPREL punct (not predicted; removed again by "
+                       f"eval --punct {spec.punct})")
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=len(bad),
+                                  removed_tokens=removed, **extra))
+        for s, h in zip(sents, heads):
+            f.write(conll_block(s, h))
+
+
+def dependency_convention(spec) -> str:
+    punct = {"none": "all tokens scored (punctuation kept, as conll18_ud_eval.py)",
+             "ud": "punctuation (UPOS PUNCT) removed before scoring, heads re-attached",
+             "ptb": "PTB punctuation tags removed before scoring, heads re-attached",
+             "ptb+": "PTB punctuation tags and # $ removed before scoring, heads re-attached"}[spec.punct]
+    return ("directed / undirected attachment accuracy over words, root attachment counted as one arc; "
+            f"{punct}; sentence lengths after removal; corpus read as {spec.describe()}")

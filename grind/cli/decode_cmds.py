@@ -1,0 +1,162 @@
+"""``grind parse``, ``baseline`` and ``loglik``."""
+from __future__ import annotations
+
+import click
+import numpy as np
+
+from grind import log
+from grind.formats.corpus import read_corpus
+from grind.formats.textio import header_lines, open_out
+from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
+                              report_failures, write_dependencies)
+
+
+@click.command()
+@corpus_options
+@click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
+@click.option("--mbr", "decoder", flag_value="mbr",
+              help="DMV only: the projective tree maximising the expected number of correct attachments.")
+@click.option("--committee", "ln_path", default=None,
+              help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
+                   "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
+@seed_option
+@kernel_option
+@start_option
+@output_option
+@click.argument("grammar")
+@click.argument("corpus")
+def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
+    """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
+
+    A PCFG writes one bracketed tree a line; a sentence without a parse is
+    reported on stderr, counted in the header ('# unparsed: N') and written
+    as (NOPARSE w1 ... wn) so lines stay aligned.  A DMV grammar writes CoNLL
+    with the HEAD column filled and every other line and column of a
+    CoNLL-U/CoNLL-X input passed through (comments, original IDs, multiword
+    tokens, empty nodes); tokens --punct removed get HEAD = the root word and
+    DEPREL punct (not predicted: the header's '# removed_tokens:' line says
+    so).  A sentence without a parse (e.g. a tag the
+    grammar lacks) gets HEAD and DEPREL '_', is named on stderr with its
+    reason and counted in the header ('# unparsed: N'); grind eval scores its
+    words 0.  --mbr: arc posteriors from inside-outside, then the best
+    projective tree over them (Eisner).
+
+    \b
+    Examples:
+      grind parse --column UPOS --punct ud g.txt test.conllu > test.trees
+      grind parse --mbr --column UPOS --punct ud dmv.txt test.conllu > test.parsed.conllu
+      for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
+      grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
+    """
+    rng = make_rng(seed)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
+    from grind.kernels.dmv import DMVParser
+    if isinstance(parser, DMVParser):
+        theta = g.probabilities()
+        if ln_path:
+            from grind.infer.committee import PriorSampler, committee_heads
+            heads = committee_heads(parser, PriorSampler(g, ln_path), rng, decoder)
+        else:
+            fallback = []
+            heads = parser.mbr_heads(theta, fallback=fallback) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+            for i in fallback[:10]:
+                log.warn(f"sentence {sents[i].number} (line {sents[i].line}): its arc posteriors leave "
+                         "floating-point range under this grammar; its Viterbi tree is written instead")
+            if fallback:
+                log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
+        write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
+                           **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}))
+        return
+    if ln_path:
+        raise click.UsageError("--committee decoding is for DMV grammars")
+    if decoder == "mbr":
+        raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
+    from grind.formats.trees import derivation_tree, format_tree
+    derivs, logp = parser.viterbi(g.probabilities())
+    report_failures(sents, parser, logp)
+    unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
+    with open_out(output) as f:
+        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(), unparsed=unparsed))
+        for s, d in zip(sents, derivs):
+            t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
+            f.write(format_tree(t) + "\n")
+
+
+@click.command()
+@corpus_options
+@click.option("--attach", type=click.Choice(["left", "right"]), required=True,
+              help="right: each word's head is its right neighbour (last word = root); left: the mirror image.")
+@output_option
+@click.argument("corpus")
+def baseline(corpus, spec, attach, output):
+    """Write the attach-left or attach-right dependency trees of CORPUS (CoNLL).
+
+    \b
+    Example:
+      grind baseline --attach right --column UPOS --punct ud test.conllu > right.conllu
+      grind eval --column UPOS --punct ud test.conllu right.conllu
+    """
+    from grind.formats.corpus import conll_block
+    from grind.eval.dependencies import attach_heads
+    sents = read_corpus(corpus, spec)
+    with open_out(output) as f:
+        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe()))
+        for s in sents:
+            f.write(conll_block(s, attach_heads(len(s), attach)))
+
+
+@click.command()
+@corpus_options
+@click.option("--summary", is_flag=True, help="Only the corpus totals, not one line per sentence.")
+@kernel_option
+@start_option
+@output_option
+@click.argument("grammar")
+@click.argument("corpus")
+def loglik(grammar, corpus, spec, summary, kernel, start, output):
+    """Log probability of each sentence of CORPUS, the total and per-word perplexity.
+
+    Rows are 'sentence<TAB>words<TAB>logprob' (natural log; -inf = no parse);
+    the totals follow as '# key: value' lines.  Perplexity = exp(-total / words)
+    over the parsed sentences.
+
+    \b
+    Example:
+      grind loglik --summary --column UPOS --punct ud g.txt dev.conllu
+    """
+    import math
+
+    from grind.errors import NumericalError
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
+    _, logz = parser.inside_outside(g.probabilities())
+    logz = np.asarray(logz, dtype=np.float64)
+    odd = np.flatnonzero(np.isnan(logz) | (logz == np.inf))
+    if len(odd):
+        where = ", ".join(f"{sents[i].number} (line {sents[i].line}): {float(logz[i])!r}" for i in odd[:5])
+        raise NumericalError(f"{corpus}: the log probability of {len(odd)} sentence(s) is not a number or "
+                             f"+inf, a numerical failure of the chart kernel: sentence {where}"
+                             f"{' ...' if len(odd) > 5 else ''}; try --kernel cky")
+    failed = report_failures(sents, parser, logz)
+    ok = np.isfinite(logz)
+    words = sum(len(s) for s, k in zip(sents, ok) if k)
+    total = float(logz[ok].sum())
+    if not math.isfinite(total):
+        worst = np.argsort(logz[ok])[:3]
+        idx = np.flatnonzero(ok)[worst]
+        raise NumericalError(f"{corpus}: the total log probability of the {int(ok.sum())} parsed sentences "
+                             "is not finite although each one is (the sum left floating-point range); "
+                             "the lowest: " + ", ".join(f"sentence {sents[i].number} (line {sents[i].line}) "
+                                                        f"{float(logz[i])!r}" for i in idx))
+    with np.errstate(over="ignore"):
+        ppl = float(np.exp(-total / words)) if words else float("nan")
+    if words and math.isinf(ppl):
+        log.warn(f"the perplexity exp({-total / words!r}) is above the floating-point range: written as inf "
+                 f"(the log probability per word is {total / words!r})")
+    with open_out(output) as f:
+        f.writelines(header_lines(corpus=spec.describe()))
+        if not summary:
+            f.write("sentence\twords\tlogprob\n")
+            for s, lz in zip(sents, logz):
+                f.write(f"{s.number}\t{len(s)}\t{float(lz)!r}\n")
+        f.write(f"# sentences: {len(sents)}\n# parsed: {len(sents) - failed}\n# words: {words}\n")
+        f.write(f"# logprob: {total!r}\n# perplexity: {ppl!r}\n")

@@ -1,0 +1,85 @@
+"""``grind eval``: score parses against gold trees."""
+from __future__ import annotations
+
+import click
+
+from grind import log
+from grind.formats.corpus import read_corpus
+from grind.errors import InputError
+from grind.formats.textio import header_lines, open_out
+from grind.cli.common import corpus_options, output_option, dependency_convention
+
+
+@click.command("eval")
+@corpus_options
+@click.option("--baselines/--no-baselines", default=True, show_default=True,
+              help="Dependencies: also score the attach-right / attach-left trees of GOLD and report each "
+                   "prediction's overlap with them (--no-baselines: only the predictions).")
+@output_option
+@click.argument("gold")
+@click.argument("predicted", nargs=-1, required=True)
+def eval_(gold, predicted, spec, baselines, output):
+    """Score PREDICTED against GOLD: bracketed trees or dependency trees.
+
+    Give the corpus options the parsed corpus was read with; they are applied
+    to GOLD so that both hold the same sentences and tokens.
+
+    \b
+    Trees (unlabeled brackets, Kim et al. 2019 convention): corpus-level
+    (pooled) and sentence-level (mean) precision/recall/F1, exact match.
+    Dependencies (CoNLL): directed and undirected attachment accuracy for
+    sentences of <= 10, <= 20 words and all, the root arc counted as one arc.
+    A predicted sentence whose HEAD column is all '_' (grind parse found no
+    tree) is unparsed: its words count with 0 correct; column 'unparsed'
+    counts them.  With --baselines (default) the same table is given for
+    the attach-right / attach-left trees of GOLD (rows attach-right:<=10 ...),
+    each prediction's overlap_right / overlap_left (words whose head equals
+    the baseline's / words of its parsed sentences), and a '# note:' line
+    where a directed accuracy is within 1 point of a baseline's.  Several
+    PREDICTED files (committee members): one table each, then the mean and
+    standard deviation.
+
+    \b
+    Columns: subset sentences words directed undirected unparsed overlap_right overlap_left
+
+    \b
+    Examples:
+      grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
+      grind eval --column UPOS --punct ud gold.conllu parsed.conllu
+      grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
+    """
+    from grind.formats.corpus import detect_format
+    if gold == "-" and spec.format == "auto":
+        raise click.UsageError("reading GOLD from stdin needs an explicit --format")
+    fmt = spec.format if spec.format != "auto" else detect_format(gold, _first_line(gold))
+    if fmt == "ptb" or fmt == "text":
+        from grind.eval.brackets import evaluate_files
+        report = "".join(evaluate_files(gold, p, spec) for p in predicted)
+    else:
+        from grind.eval.dependencies import baseline_rows, evaluate, format_baselines, format_report, format_spread
+        gold_sents = read_corpus(gold, spec)
+        base = baseline_rows(gold_sents) if baselines else None
+        runs, report = [], ""
+        for k, p in enumerate(predicted):
+            try:
+                rows = evaluate(gold_sents, read_corpus(p, spec), baselines)
+            except InputError as e:
+                raise InputError(f"{gold} vs {p}: {e}") from None
+            unparsed = rows[-1]["unparsed"]
+            if unparsed:
+                log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
+                         "(HEAD '_'); their words are scored 0")
+            runs.append(rows)
+            report += format_report(rows, dependency_convention(spec), base, p, definitions_too=k == 0)
+        if base is not None:
+            report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
+        if len(runs) > 1:
+            report += format_spread(runs)
+    with open_out(output) as f:
+        f.writelines(header_lines())
+        f.write(report)
+
+
+def _first_line(path):
+    from grind.formats.textio import read_lines
+    return next((ln for _, ln in read_lines(path) if ln.strip() and not ln.startswith("#")), None)

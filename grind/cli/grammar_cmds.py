@@ -1,0 +1,278 @@
+"""``grind make-grammar`` (cnf, dmv, from-file), ``make-structure`` and ``init``."""
+from __future__ import annotations
+
+import click
+import numpy as np
+
+from grind import log
+from grind.formats.corpus import read_corpus
+from grind.errors import InputError
+from grind.grammars.grammar import read_grammar
+from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
+                              make_rng, write_grammar)
+
+
+@click.group("make-grammar")
+def make_grammar():
+    """Write a grammar to train: a fully connected CNF grammar, the DMV, or a checked copy of a file.
+
+    \b
+    Examples:
+      grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
+      grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+    """
+
+
+@make_grammar.command("cnf")
+@corpus_options
+@click.option("-n", "--nonterminals", type=click.IntRange(1), required=True, help="Number of nonterminals X0...")
+@click.option("-p", "--preterminals", type=click.IntRange(0), default=0, show_default=True,
+              help="Number of preterminals PT0... (0: the X rewrite to words directly).")
+@click.option("--start-symbol", default="ROOT", show_default=True, help="Name of the start symbol.")
+@output_option
+@click.argument("corpus")
+def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
+    """Fully connected CNF grammar over the vocabulary of CORPUS.
+
+    \b
+    ROOT --> X_i;  X_i --> A B  for all A, B in X (and PT);
+    X_i --> w (no preterminals) or PT_j --> w (with preterminals).
+    All weights are 1: run 'grind init' to turn them into probabilities.
+
+    \b
+    Example:
+      grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
+    """
+    from grind.grammars.cnf import cnf_grammar
+    vocab = sorted({t for s in read_corpus(corpus, spec) for t in s.tokens})
+    g = cnf_grammar(vocab, nonterminals, preterminals, start_symbol)
+    write_grammar(output, g, g.weights, "unnormalised (all 1)", corpus=spec.describe())
+
+
+@make_grammar.command("dmv")
+@corpus_options
+@click.option("--lexicalized", is_flag=True,
+              help="Words as heads: choose rules only for (head, dependent, direction) triples seen in a sentence.")
+@click.option("--tags", "tags_path", default=None,
+              help="Unlexicalized: also cover the tags of this file (whitespace separated; lines starting "
+                   "'# ' are comments).")
+@click.option("--tags-from", "tags_from", multiple=True,
+              help="Unlexicalized: also cover every tag of this corpus, read with the same --column/--punct "
+                   "and no length filter (repeatable: e.g. dev and test).")
+@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
+              help="Refuse to build an unlexicalized DMV of more rules than this (10 |V| + 2 |V|^2 for "
+                   "|V| head types; FORM over a corpus gives tens of millions).")
+@output_option
+@click.argument("corpus")
+def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output):
+    """The DMV (Klein & Manning 2004) as a split-head PCFG over a tag set.
+
+    \b
+    S --> Y_h;  Y_h --> L0_h R0_h;  L0_h / L_h --> h_l (STOP) | L'_h (not STOP),
+    valence 0 / 1;  L'_h --> Y_d L_h (choose d);  mirror rules R0_h, R_h, R'_h.
+    Uniform probabilities; any PCFG tool can read it, grind uses its DMV kernel.
+
+    \b
+    The head types (unlexicalized) are a tag set, not the sample's tags, so
+    held-out sentences parse:
+      --column UPOS   the 17 UPOS tags (without PUNCT under --punct ud), plus
+                      any other value CORPUS has (with a warning);
+      other columns   every tag of CORPUS read without --max-length/--min-length
+                      (a <= 10 grammar covers the whole training file);
+      and in both cases the tags of --tags FILE and --tags-from CORPUS2.
+    The header's '# tagset:' line says how it was made.  --lexicalized:
+    the words of the (length-filtered) CORPUS, choose rules only for pairs
+    seen in one sentence.
+
+    \b
+    Examples:
+      grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+      grind make-grammar dmv --column XPOS --punct ptb --max-length 10 --tags-from dev.conllu train.conllu > dmv0.txt
+      grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
+    """
+    from grind.grammars.dmv import dmv_grammar, dmv_size
+    if lexicalized:
+        if tags_path or tags_from:
+            raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
+        sents = [s.tokens for s in read_corpus(corpus, spec)]
+        g = dmv_grammar(sents, lexicalized=True)
+        tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
+    else:
+        vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from)
+        n_rules = dmv_size(len(vocab))
+        if n_rules > max_rules:
+            raise InputError(f"{corpus}: an unlexicalized DMV over {len(vocab)} head types "
+                             f"({spec.column or 'tokens'}) has {n_rules:,} rules (10 |V| + 2 |V|^2), above the "
+                             f"limit of {max_rules:,}: use a tag column, or --lexicalized (choose rules only for "
+                             f"pairs seen in a sentence), or lift the limit with --max-rules {n_rules}")
+        g = dmv_grammar([], vocabulary=vocab)
+    log.info(f"DMV over {tagset}: {len(g)} rules")
+    write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
+                  lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe())
+
+
+def dmv_tagset(corpus, spec, tags_path, tags_from):
+    """The head types of an unlexicalized DMV and a one-line description (see make_dmv)."""
+    from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags
+    seen = corpus_types(corpus, spec)
+    sources = [f"{corpus} (all lengths)"]
+    for path in tags_from:
+        seen |= corpus_types(path, spec)
+        sources.append(f"{path} (--tags-from)")
+    listed = set(read_tags(tags_path)) if tags_path else set()
+    if tags_path:
+        sources.append(f"{tags_path} (--tags)")
+    if spec.column == "UPOS":
+        base = {t for t in UPOS_TAGS if not (spec.punct == "ud" and t == "PUNCT")}
+        other = sorted((seen | listed) - set(UPOS_TAGS))
+        if other:
+            log.warn(f"values that are not UPOS tags, added to the tag set: {' '.join(other)}")
+        vocab = sorted(base | seen | listed)
+        what = "UPOS" + (" without PUNCT (--punct ud)" if spec.punct == "ud" else "")
+        extra = sorted(set(vocab) - base)
+        desc = f"{what} ({len(vocab)} tags{'; also ' + ' '.join(extra) if extra else ''})"
+        if listed:
+            desc += f"; --tags {tags_path}"
+        return vocab, desc
+    vocab = sorted(seen | listed)
+    col = spec.column or "tokens"
+    return vocab, f"{col} of {' + '.join(sources)} ({len(vocab)} tags)"
+
+
+@make_grammar.command("from-file")
+@start_option
+@output_option
+@click.argument("grammar")
+def make_from_file(grammar, start, output):
+    """Check a grammar file and write it back with a grind header.
+
+    \b
+    Example:
+      grind make-grammar from-file --start S my.grammar > g0.txt
+    """
+    g = read_grammar(grammar, start)
+    cyc = g.unary_cycle()
+    if cyc:
+        name = "<stdin>" if grammar == "-" else grammar
+        raise InputError(f"{name}: unary rules of positive weight form a cycle: {' --> '.join(cyc)} "
+                         "(a chart parser cannot sum over unboundedly many derivations; remove a rule of it "
+                         "or give it weight 0)")
+    write_grammar(output, g, g.weights, g.meta.get("weights", "as read"))
+
+
+@click.command("make-structure")
+@click.option("--tie", required=True, type=click.Choice(["V", "N", "VN", "A"]),
+              help="TieV, TieN (noun and proper_noun families), TieV&N, TieA (every family).")
+@click.option("--tie-what", type=click.Choice(["choose+stop", "choose"]), default="choose+stop", show_default=True,
+              help="Tie the choose and the stop multinomials of a family's heads (experts tie:F:left|right and "
+                   "tie:F:stop:left|right:0|1), or the choose multinomials only.")
+@click.option("--families", default="upos", show_default=True,
+              help="Tag-family mapping: upos, ptb (grind/data/families-*.txt, every tag in a family), "
+                   "or a file of 'TAG FAMILY' lines.")
+@output_option
+@click.argument("grammars", nargs=-1, required=True)
+def make_structure(tie, tie_what, families, output, grammars):
+    """Write the shared-logistic-normal structure --tie builds for a DMV GRAMMAR
+    (two grammars: the bilingual structure of train --joint, symbols prefixed
+    1| and 2|), as an editable file for train --algo ln --tie FILE.  Per tied
+    family F: experts tie:F:left and tie:F:right over the heads' choose
+    multinomials (L'_h, R'_h) and, with --tie-what choose+stop (default),
+    tie:F:stop:left:0 / left:1 / right:0 / right:1 over their stop
+    multinomials (L0_h, L_h, R0_h, R_h).
+
+    
+    Format: 'expert NAME LHS1 LHS2 ...' (an expert over these multinomials,
+    concatenated) and 'own yes|no' (every multinomial keeps its own expert).
+
+    
+    Example:
+      grind make-structure --tie V --families ptb dmv.txt > tiev.txt
+    """
+    from grind.infer.ln import Packing
+    from grind.infer.sln import joint_grammar, make_structure as build, write_structure
+    if len(grammars) > 2:
+        raise click.UsageError("one grammar, or two for the bilingual structure")
+    gs = [read_grammar(x) for x in grammars]
+    g = gs[0] if len(gs) == 1 else joint_grammar(gs, ["1", "2"])
+    try:
+        st = build(g, Packing(g), tie, families, tie_what)
+    except InputError as e:
+        if not str(e).startswith("--tie"):
+            raise
+        raise InputError(f"{' + '.join(grammars)}: {e}") from None
+    write_structure(output, st, tie=tie, tie_what=tie_what,
+                    families=families)
+
+
+@click.command()
+@click.option("--uniform", "mode", flag_value="uniform", default=True, help="Uniform per LHS (default).")
+@click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
+@click.option("--harmonic", "mode", flag_value="harmonic",
+              help="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
+@click.option("--variant", type=click.Choice(["km-global", "independent"]), default="km-global", show_default=True,
+              help="--harmonic: how stop counts are set: km-global = the authors' code (a global first-kid "
+                   "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
+                   "higher accuracy, see README), independent = exact expected counts when candidate dependents "
+                   "attach independently (grind before issue 10).")
+@click.option("--jitter", type=FiniteFloatRange(0), default=1.0, show_default=True,
+              help="Scale of the log-normal noise of --random.")
+@click.option("--corpus", "corpus_path", default=None, help="The training corpus (for --harmonic).")
+@corpus_options
+@seed_option
+@start_option
+@output_option
+@click.argument("grammar")
+def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output):
+    """Initial rule probabilities for GRAMMAR's rules.
+
+    \b
+    --uniform   1/|R_A| for every rule of each LHS A.
+    --random    uniform times exp(jitter * z), z ~ N(0,1), renormalised.
+    --harmonic  (DMV) in an n-word sentence each word is the root with weight
+                1/n and attaches to word j with weight proportional to
+                1/|i-j| (Klein & Manning 2004; Cohen & Smith 2010 §5.1).
+                Stop counts by --variant:
+                km-global (default): the authors' code.  Attachments weigh
+                (n-1)/n in all; every rule gets +0.1; one global first-kid
+                probability f: per head type h and side D, with N tokens,
+                N_D of them with a word on side D and E_D expected
+                dependents, STOP(v0) = N + 0.1 - f N_D, not-STOP(v0) =
+                STOP(v1) = 0.1 + f N_D, not-STOP(v1) = E_D + 0.1 - f N_D,
+                f = 0.9 x the largest value keeping every count >= 0.
+                independent: each candidate dependent attaches
+                independently with its weight, so STOP(v0) = P(no
+                dependent), not-STOP(v0) = STOP(v1) = 1 - P(no dependent),
+                not-STOP(v1) = E[#dependents] - (1 - P(no dependent)).
+                The counts are normalised per LHS.
+
+    \b
+    Examples:
+      grind init --random --seed 1 g0.txt > g1.txt
+      grind init --harmonic --corpus train.conllu --column UPOS --punct ud --max-length 10 dmv0.txt > dmv1.txt
+    """
+    rng = make_rng(seed)
+    g = read_grammar(grammar, start)
+    w = np.ones(len(g))
+    if mode == "random":
+        w = w * np.exp(jitter * rng.standard_normal(len(g)))
+    elif mode == "harmonic":
+        w = harmonic_weights(g, corpus_path, spec, variant)
+    elif _given("variant"):
+        raise click.UsageError("--variant is for --harmonic")
+    extra = {"harmonic_variant": variant} if mode == "harmonic" else {}
+    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra)
+
+
+def harmonic_weights(g, corpus_path, spec, variant="km-global"):
+    """Harmonic-initialiser counts of DMV grammar ``g`` from ``corpus_path``
+    (:func:`grind.grammars.dmv.harmonic_counts`)."""
+    from grind.grammars.dmv import dmv_index, harmonic_counts, is_dmv_grammar
+    if not is_dmv_grammar(g):
+        raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
+    if not corpus_path:
+        raise click.UsageError("--harmonic needs --corpus (the training corpus)")
+    sents = [s.tokens for s in read_corpus(corpus_path, spec)]
+    ix = dmv_index(g)
+    if not any(len(s) and all(t in ix.type_id for t in s) for s in sents):
+        raise InputError(f"{corpus_path}: no sentence of the corpus fits the grammar's vocabulary")
+    return harmonic_counts(g, sents, variant)

@@ -1,0 +1,161 @@
+"""The ``grind`` click group, its entry point :func:`main` (one-line errors,
+signals, broken pipes, exit status) and the registration of every command."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from grind import __version__, log
+from grind.errors import GrindError
+from grind.formats.textio import StdoutClosed, set_run_info
+from grind.cli.count_cmds import estep, mstep, sum_
+from grind.cli.decode_cmds import baseline, loglik, parse
+from grind.cli.eval_cmd import eval_
+from grind.cli.grammar_cmds import init, make_grammar, make_structure
+from grind.cli.plot_cmds import plot, show
+from grind.cli.train import train
+
+EPILOG_PIPELINE = """\b
+A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, 2..10 words:
+a CNF grammar has no derivation of a one-word sentence):
+  C="--column UPOS --punct ud --min-length 2 --max-length 10"
+  grind make-grammar cnf $C --nonterminals 10 --preterminals 10 train.conllu > g0.txt
+  grind init --random --seed 1 g0.txt > g1.txt
+  grind train --algo em $C g1.txt train.conllu > g.txt
+  grind parse $C g.txt test.conllu > test.trees
+  grind loglik $C g.txt test.conllu | tail -3
+"""
+
+
+# ----------------------------------------------------------------------------- the group
+
+def _version(ctx, value) -> None:
+    """``grind --version``: the version, where each compiled kernel was built
+    (file and build time) and the Python / numpy it runs with."""
+    if not value or ctx.resilient_parsing:
+        return
+    import datetime
+    import importlib
+    import os
+    import platform
+
+    import numpy
+    lines = [f"grind {__version__}"]
+    for name in ("_cky", "_dmv"):
+        try:
+            mod = importlib.import_module(f"grind.kernels.{name}")
+            built = datetime.datetime.fromtimestamp(os.path.getmtime(mod.__file__)).strftime("%Y-%m-%d %H:%M")
+            lines.append(f"kernel grind.kernels.{name}: {mod.__file__} (built {built})")
+        except ImportError as e:
+            lines.append(f"kernel grind.kernels.{name}: not built ({e})")
+    lines.append(f"python {platform.python_version()}, numpy {numpy.__version__}, click {click.__version__}")
+    click.echo("\n".join(lines))
+    ctx.exit()
+
+
+@click.group(epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: _version(c, v),
+              help="Show the version and the build (compiled kernels, Python, numpy) and exit.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or log messages (warnings still shown).")
+def cli(quiet):
+    """grind: unsupervised grammar induction with Bayesian probabilistic grammars.
+
+    Grammars are plain text, one rule a line: 'weight LHS --> RHS ...'
+    (Mark Johnson's format); count files use the same rule keys.
+    """
+    log.set_quiet(quiet)
+
+
+# ----------------------------------------------------------------------------- the commands
+
+cli.add_command(make_grammar)
+cli.add_command(make_structure)
+cli.add_command(init)
+cli.add_command(estep)
+cli.add_command(sum_)
+cli.add_command(mstep)
+cli.add_command(train)
+cli.add_command(parse)
+cli.add_command(baseline)
+cli.add_command(loglik)
+cli.add_command(eval_)
+cli.add_command(plot)
+cli.add_command(show)
+
+
+# ----------------------------------------------------------------------------- entry point
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM, so that ``finally``/``except
+    BaseException`` blocks run (open_out deletes its temporary file)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+def main(argv=None):
+    """Run the CLI: one-line errors, quiet broken pipes, exit status 0/1/2
+    (130 on Ctrl-C, 143 on SIGTERM)."""
+    import signal
+    import threading
+
+    from grind.cli.threads import limit_blas_threads
+    limit_blas_threads()           # (done already when grind.cli was imported; for callers of main() alone)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    set_run_info(argv=["grind"] + argv)
+    in_main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    try:
+        cli.main(args=argv, prog_name="grind", standalone_mode=False)
+    except click.exceptions.Abort:
+        _exit(130, "grind: interrupted")
+    except click.ClickException as e:
+        e.show()
+        _exit(e.exit_code)
+    except GrindError as e:
+        _exit(1, f"grind: error: {e}")
+    except (BrokenPipeError, StdoutClosed):
+        _exit(0)
+    except KeyboardInterrupt:
+        _exit(130, "grind: interrupted")
+    except Terminated:
+        _exit(143, "grind: terminated")
+    except MemoryError:
+        _exit(1, "grind: error: out of memory")
+    except OSError as e:  # e.g. writing --help to a full disk; reading is InputError already
+        where = f"{e.filename}: " if e.filename else ""
+        _exit(1, f"grind: error: {where}{e.strerror or e}")
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old)
+    _exit(0)
+
+
+def _exit(status, message=None):
+    """Flush stdout and exit; a stdout that cannot take the rest (closed pipe,
+    full disk) is pointed at /dev/null so Python's own flush at exit stays quiet."""
+    if message:
+        sys.stderr.write(message + "\n")
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+    except OSError as e:
+        _drop_stdout()
+        if status == 0:
+            sys.stderr.write(f"grind: error: cannot write <stdout>: {e.strerror or e}\n")
+            status = 1
+    if status:
+        sys.exit(status)
+
+
+def _drop_stdout():
+    import os
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    main()

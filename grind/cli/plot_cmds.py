@@ -1,0 +1,99 @@
+"""``grind plot`` (learning curves of train --trace files) and ``grind show``
+(one parse drawn as text)."""
+from __future__ import annotations
+
+import itertools
+import os
+
+import click
+
+from grind.errors import InputError
+from grind.formats.textio import open_out
+from grind.cli.common import output_option
+
+
+@click.command("plot")
+@click.option("--x", "x", type=click.Choice(["step", "seconds", "sentences"]), default="step", show_default=True,
+              help="The x axis: the trace column to plot against.")
+@click.option("--label", "labels", multiple=True,
+              help="Legend label of a TRACE, once per TRACE in order (default: the file names).")
+@output_option
+@click.argument("traces", nargs=-1, required=True)
+def plot(traces, x, labels, output):
+    """Learning curves (PNG) of 'grind train --trace' files: one panel for the
+    objective per step, one per dev column present (dev log probability,
+    directed accuracy, perplexity...), every TRACE overlaid.  Needs matplotlib
+    (pip install 'grind[plot]').
+
+    \b
+    Example:
+      grind plot --label em --label vb em.trace vb.trace -o curves.png
+    """
+    if labels and len(labels) != len(traces):
+        raise click.UsageError(f"{len(labels)} --label for {len(traces)} TRACE files: give one per file, or none")
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
+    matplotlib.use("Agg")
+    from grind.eval.plot import read_trace, trace_figure
+    data = [read_trace(t) for t in traces]
+    fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x)
+    with open_out(output, binary=True) as f:
+        fig.savefig(f, format="png", dpi=100, metadata={"Software": None})
+
+
+@click.command("show")
+@click.option("--sentence", "-n", "number", type=click.IntRange(1), default=1, show_default=True,
+              help="Which sentence (or tree) of FILE to draw, counting from 1.")
+@click.option("--column", type=click.Choice(["FORM", "LFORM", "UPOS", "XPOS"]), default="FORM", show_default=True,
+              help="CoNLL: the column that labels the words; trees: FORM/LFORM draw the words, "
+                   "UPOS/XPOS only the tags.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx", "malt", "ptb"]), default="auto",
+              show_default=True, help="FILE's format (auto: by extension/content).")
+@output_option
+@click.argument("file")
+def show(file, number, column, fmt, output):
+    """Draw one parse of FILE as text: CoNLL dependency arcs above the words
+    (▼ = the dependent's end, │ = the head's; 'root' points at the root word;
+    crossing arcs drawn as they are), or a bracketed tree as an indented outline.
+    A sentence without a parse (HEAD '_', or a NOPARSE tree) is shown as
+    'no parse' and its words.
+
+    \b
+    Examples:
+      grind show --sentence 3 --column UPOS parsed.conllu
+      grind show -n 1 test.trees
+    """
+    from grind.eval.show import draw_dependencies, draw_tree, draw_unparsed
+    from grind.formats.corpus import CorpusSpec, detect_format, iter_corpus
+    from grind.formats.textio import read_lines
+    name = "<stdin>" if file == "-" else file
+    if fmt == "auto":
+        if file == "-":
+            raise click.UsageError("reading FILE from stdin needs an explicit --format")
+        first = next((ln for _, ln in read_lines(file) if ln.strip() and not ln.startswith("#")), None)
+        fmt = detect_format(file, first)
+        if fmt == "text":
+            raise InputError(f"{name}: plain text (one sentence a line) holds no parse to show: "
+                             "give a CoNLL file or bracketed trees")
+    if fmt == "ptb":
+        from grind.formats.trees import map_leaves, read_trees
+        trees = read_trees(file)
+        if number > len(trees):
+            raise InputError(f"{name}: no sentence {number} (the file has {len(trees)})")
+        t = trees[number - 1]
+        if t[0] == "NOPARSE":
+            text = draw_unparsed(list(t[1:]))
+        elif column in ("UPOS", "XPOS"):
+            text = draw_tree(t, words=False)
+        else:
+            text = draw_tree(map_leaves(t, str.lower) if column == "LFORM" else t)
+    else:
+        sents = list(itertools.islice(iter_corpus(file, CorpusSpec(fmt, column)), number))
+        if len(sents) < number:
+            raise InputError(f"{name}: no sentence {number} (the file has {len(sents)})")
+        s = sents[-1]
+        text = draw_unparsed(s.tokens) if s.heads is None else draw_dependencies(s.tokens, s.heads)
+    with open_out(output) as f:
+        f.write(text)

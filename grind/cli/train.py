@@ -1,0 +1,334 @@
+"""``grind train`` and what only it uses (the --algo table, option checks)."""
+from __future__ import annotations
+
+import click
+
+from grind import log
+from grind.formats.corpus import read_corpus
+from grind.errors import InputError
+from grind.grammars.grammar import PSEUDO_COUNTS
+from grind.formats.textio import output_group, same_file
+from grind.infer import NAMES
+from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, OutputPath,
+                              FiniteFloatRange, AlphaType, _given, make_rng, write_grammar, read_probabilities, load,
+                              known_failures, report_failures)
+
+#: --algo choices; the classes are :data:`grind.infer.registry.ALGORITHMS` (imported when one runs).
+ALGORITHMS = NAMES
+#: Algorithms that read the corpus as a stream themselves (cfg.corpus, cfg.spec).
+STREAMING = ("streaming",)
+
+
+@click.command()
+@click.option("--algo", type=click.Choice(list(ALGORITHMS)), default="em", show_default=True,
+              help="Inference algorithm.")
+@click.option("--iterations", type=click.IntRange(1), default=None,
+              help="Iterations (batch algorithms, sweeps of the samplers and of cvb); for ln a cap "
+                   "[default: the algorithm's: 50; ln: 1000, with --tolerance 1e-5: run to convergence; "
+                   "mixture: 20].")
+@click.option("--epochs", type=click.IntRange(1), default=1, show_default=True,
+              help="Passes over the corpus (stochastic).")
+@click.option("--batch", type=click.IntRange(1), default=1000, show_default=True,
+              help="Minibatch size (streaming, stochastic).")
+@click.option("--first-batch", type=click.IntRange(1), default=None,
+              help="Size of the first minibatch (streaming; default --batch).")
+@click.option("--batch-iterations", type=click.IntRange(1), default=5, show_default=True,
+              help="VB iterations per minibatch (streaming, stochastic).")
+@click.option("--tau", type=FiniteFloatRange(0), default=1.0, show_default=True,
+              help="Step size delay: eta_t = (tau + t)^-kappa (stochastic).")
+@click.option("--kappa", type=FiniteFloatRange(0.5, 1.0), default=0.7, show_default=True,
+              help="Step size decay (stochastic).")
+@click.option("--update", type=click.Choice(["hoffman", "pate-johnson"]), default="hoffman", show_default=True,
+              help="Stochastic VB update: Hoffman et al. (prior inside the step) or Pate & Johnson (prior outside).")
+@click.option("--cvb-init", type=click.Choice(["grammar", "random"]), default="grammar", show_default=True,
+              help="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly "
+                   "perturbed weights.")
+@click.option("--temp-start", type=FiniteFloatRange(1.0), default=1.0, show_default=True,
+              help="Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).")
+@click.option("--constraints", "mix_constraints", default="RA+VAR+SD", show_default=True,
+              help="mixture: prior-knowledge components, '+' intersects, ',' separates components: "
+                   "RA RightAttach, AR AllRight, LC LeftChain, VAR VerbAsRoot, NS NounSequence, SD ShortDep (<= 4).")
+@click.option("--base", "mix_base", type=click.Choice(["ln", "vb", "em"]), default="ln", show_default=True,
+              help="mixture: the model the components are added to: ln = logistic-normal mean-field variational "
+                   "EM (the paper's; takes the ln options --cov, --families, --model, --ln-cycles), vb = Dirichlet "
+                   "mean-field VB (--alpha), em = MAP-EM point estimate (--alpha).")
+@click.option("--mix-schedule", type=click.Choice(["I", "II", "III", "annealed", "fixed-0.85", "fixed-0.95"],
+                                                  case_sensitive=False), default="I", show_default=True,
+              help="mixture: the polytope of coefficients: I = annealed (the mean-field coefficient is at most "
+                   "--mix-start, the cap rising 1% a step to --mix-end), II = mean-field fixed at 0.85, "
+                   "III = fixed at 0.95; the C-step splits the rest among the --constraints components.")
+@click.option("--mix-start", type=FiniteFloatRange(0, 1), default=0.85, show_default=True,
+              help="mixture, schedule I: the cap on the mean-field coefficient at step 0 ...")
+@click.option("--mix-end", type=FiniteFloatRange(0, 1), default=0.95, show_default=True,
+              help="mixture, schedule I: ... rising by 0.01 a step up to this.")
+@click.option("--mix-coef", default=None, callback=lambda ctx, p, v: _number_list(v, "--mix-coef"),
+              help="mixture: fixed coefficients instead of a schedule (no C-step), mean-field first, e.g. 0.85,0.15.")
+@click.option("--model", type=click.Choice(["1", "2"]), default="1", show_default=True,
+              help="ln: model I (theta drawn per sentence) or II (drawn once).")
+@click.option("--cov", "ln_cov", type=click.Choice(["identity", "families"]), default="identity", show_default=True,
+              help="ln: initial covariance: identity, or 0.5 between rules whose symbols share a tag family.")
+@click.option("--families", default="upos", show_default=True,
+              help="ln: tag-family mapping for --cov families and --tie V|N|VN|A: upos, ptb "
+                   "(grind/data/families-*.txt, every tag in a family), or a file of 'TAG FAMILY' lines.")
+@click.option("--ln-cycles", type=click.IntRange(1), default=5, show_default=True,
+              help="ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.")
+@click.option("--ln-warm", is_flag=True,
+              help="ln: start each E-step from the previous one's variational parameters (the bound then never "
+                   "decreases; model I keeps two floats per sentence and expert coordinate).")
+@click.option("--ln-mstep", type=click.Choice(["plain", "newton"]), default="plain", show_default=True,
+              help="ln: M-step for mu: plain = Algorithm 3 (mean of the posterior means, the paper's); newton = a "
+                   "diagonal Newton-scaled step to the same fixed points, accepted only if the bound for this "
+                   "iteration's expected counts is at least the plain step's (faster convergence).")
+@click.option("--ln-params", type=OutputPath(), default=None,
+              help="ln: also write the learned mu and Sigma (plain text) here.")
+@click.option("--ln-init", default=None,
+              help="ln: start from the mu, Sigma and expert structure of this --ln-params file "
+                   "(instead of the grammar's weights and --cov / --tie).")
+@click.option("--tie", default=None,
+              help="ln: shared logistic normal (Cohen & Smith 2010 §3.3): V (TieV), N (TieN), VN (TieV&N), A (TieA) "
+                   "tie the DMV multinomials of heads in one tag family (--families, --tie-what); or a structure "
+                   "file (see grind make-structure).")
+@click.option("--tie-what", type=click.Choice(["choose+stop", "choose"]), default="choose+stop", show_default=True,
+              help="ln --tie V|N|VN|A: tie the choose and the stop multinomials of a family's heads, or the "
+                   "choose multinomials only.")
+@click.option("--tie-warmup", type=click.IntRange(0), default=None,
+              help="ln --tie: the first N iterations train the untied logistic normal, then the tied structure "
+                   "takes over from its means (0: tied from the start).  [default: 5 with --tie; ours, the "
+                   "papers' number was not found]")
+@click.option("--joint", nargs=2, default=None, metavar="GRAMMAR2 CORPUS2",
+              help="ln: bilingual tying (§5.4): train a second language's grammar on its corpus jointly, "
+                   "--tie experts spanning both languages through the tag families.")
+@click.option("--joint-output", type=OutputPath(), default=None,
+              help="ln --joint: where the second language's grammar goes.")
+@click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
+              help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
+@click.option("--tolerance", type=FiniteFloatRange(0), default=None,
+              help="Stop when the objective's relative gain is below this.  ln: stop when the variational "
+                   "bound's relative change |B_t - B_t-1| / |B_t-1| is at most this [ln default: 1e-5]; the "
+                   "trace's 'stopped' column says whether the run converged or reached --iterations.  [default: the "
+                   "algorithm's: 1e-06; ln: 1e-05]")
+@click.option("--alpha", type=AlphaType(), default="1.0", show_default=True,
+              help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts. "
+                   "EM: MAP estimate (1 = maximum likelihood).")
+@click.option("--trace", "trace_path", type=OutputPath(), default=None, help="Also write the trace as TSV here.")
+@click.option("--dev", "dev_path", default=None,
+              help="Held-out corpus for --eval-every (read with the same corpus options).")
+@click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True,
+              help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy "
+                   "for treebanks).")
+@click.option("--early-stop", is_flag=True,
+              help="With --eval-every: stop when the held-out log probability decreases, keeping the previous "
+                   "parameters (Cohen & Smith 2010, Algorithm 1).")
+@click.option("--checkpoint", "ckpt", type=OutputPath(), default=None,
+              help="Checkpoint file (.npz), written atomically.")
+@click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
+@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Threads for the E-step (results do not depend on it).")
+@corpus_options
+@kernel_option
+@seed_option
+@start_option
+@output_option
+@click.argument("grammar")
+@click.argument("corpus")
+def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
+          early_stop, ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output, **opts):
+    """Train GRAMMAR's weights on CORPUS; write the trained grammar.
+
+    \b
+    em          inside-outside EM / MAP-EM (--alpha); writes probabilities.
+    vb          batch mean-field VB (Kurihara & Sato 2006).
+    cvb         collapsed VB (Wang & Blunsom 2013).
+    streaming   streaming VB over minibatches of a stream (Broderick et al. 2013).
+    stochastic  stochastic VB, step (tau + t)^-kappa (Hoffman et al. 2010).
+    gibbs       Gibbs sampler for (t, theta) (Johnson, Griffiths & Goldwater 2007).
+    hastings    collapsed Metropolis-Hastings sampler, annealed from --temp-start.
+    mixture     DMV only: posterior-mixture constraints (Cohen & Smith 2009):
+                the --base model (default ln) with its posterior over trees
+                a mixture of the unconstrained one and --constraints
+                components, coefficients by --mix-schedule (C-step);
+                20 iterations unless --iterations is given.
+    ln          logistic-normal prior, variational EM (Cohen & Smith 2010),
+                model I or II (--model), --cov identity|families; shared
+                logistic normal with --tie V|N|VN|A|FILE (--tie-what,
+                after --tie-warmup untied iterations), two languages with
+                --joint; writes softmax of the mean (and mu, Sigma with
+                --ln-params).  Runs to convergence: until the bound's
+                relative change is <= --tolerance (default 1e-5 for ln),
+                at most --iterations (default 1000 for ln).
+    All but em, mixture and ln write the posterior Dirichlet pseudo-counts (grind parse and
+    loglik use their mean).  The per-step objective (log-likelihood + log
+    prior, variational bound, or collapsed log probability) goes to stderr,
+    and with --trace to a TSV file.
+
+    \b
+    Examples:
+      grind train --algo em --iterations 30 --column UPOS --punct ud g1.txt train.conllu > g.txt
+      grind train --algo vb --alpha 0.1 --dev dev.conllu --eval-every 5 --column UPOS g1.txt train.conllu > post.txt
+    """
+    from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training, write_trace
+    rng = make_rng(seed)
+    if resume and not ckpt:
+        raise click.UsageError("--resume needs --checkpoint FILE")
+    _check_distinct_outputs(**{"-o/--output": output, "--trace": trace_path, "--checkpoint": ckpt,
+                               "--ln-params": opts.get("ln_params"), "--joint-output": opts.get("joint_output")})
+    if resume:
+        try:
+            open(ckpt, "rb").close()
+        except OSError as e:
+            raise InputError(f"--checkpoint {ckpt}: cannot read (needed by --resume): {e.strerror}") from None
+    if eval_every and not dev_path:
+        raise click.UsageError("--eval-every needs --dev FILE")
+    if early_stop and not eval_every:
+        raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
+    params = click.get_current_context().params
+    from grind.infer.registry import CONFIG_OF
+    cfg = CONFIG_OF[algo].from_options(dict(params, spec=spec))   # None: the algorithm's default
+    _check_ln_options(algo, opts, dev_path)
+    _check_mixture_options(algo, cfg)
+    joint = None
+    if opts.get("joint"):
+        g, sents, parser, joint = load_joint(grammar, corpus, opts["joint"], spec, start, kernel)
+        report_failures(sents, parser, known_failures(parser, len(sents)))
+        estep, n = ShardedEstep(parser, jobs), len(sents)
+    elif algo in STREAMING:
+        g, estep, n = read_probabilities(grammar, start, "grind train", True), None, "a stream of"
+    else:
+        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
+        report_failures(sents, parser, known_failures(parser, len(sents)))
+        estep, n = ShardedEstep(parser, jobs), len(sents)
+    prior = prior_vector(g, alpha)
+    log.info(f"training {algo} on {n} sentences ({spec.describe()}), {len(g)} rules")
+    from grind.infer.training import check_checkpoint, fingerprint_sentences, run_meta
+    flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params if p.opts}
+    from grind.formats.corpus import iter_corpus
+    toks = (s.tokens for s in (iter_corpus(corpus, spec) if algo in STREAMING else sents))
+    # the annealing length of gibbs / hastings is --iterations' value, as resolved by the config
+    meta = run_meta(dict(params, iterations=cfg.iterations), flags, grammar=g, theta0=g.probabilities(), prior=prior,
+                    corpus_fp=fingerprint_sentences(toks), algo=algo, spec_text=spec.describe())
+    if resume:
+        check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
+    algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
+    eval_fn = None
+    if dev_path:
+        dev_sents = read_corpus(dev_path, spec)
+        from grind.kernels.select import make_parser
+        dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
+        eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
+    trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
+                         checkpoint_every=checkpoint_every, resume=resume, meta=meta,
+                         on_step=lambda s: log.info(format_step(s)), early_stop=early_stop)
+    kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
+    last = trace[-1] if trace else None
+    info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,
+                corpus=spec.describe())
+    if hasattr(algorithm, "st"):
+        info["structure"] = algorithm.st.describe()
+    if hasattr(algorithm, "mstep"):
+        info["ln_mstep"] = algorithm.mstep
+    with output_group():              # every output file replaced, or none
+        if joint is not None:
+            (g1, g2), parser = joint
+            w1, w2 = parser.split_weights(algorithm.weights())
+            write_grammar(output, g1, w1, kind, language=1, **info)
+            write_grammar(opts["joint_output"], g2, w2, kind, language=2, **info)
+        else:
+            write_grammar(output, g, algorithm.weights(), kind, **info)
+        if trace_path:
+            write_trace(trace_path, trace)
+        if opts.get("ln_params"):
+            algorithm.save(opts["ln_params"])
+
+
+def _check_distinct_outputs(**paths):
+    """Two output options naming one file would overwrite each other: a usage error."""
+    given = [(k, v) for k, v in paths.items() if v]
+    for i, (k1, p1) in enumerate(given):
+        for k2, p2 in given[i + 1:]:
+            if same_file(p1, p2):
+                raise click.UsageError(f"{k1} and {k2} name the same file: {p2}")
+
+
+def _number_list(value, option):
+    """``value`` (comma-separated numbers) unchanged, or a usage error naming ``option``."""
+    if value is not None:
+        try:
+            [float(x) for x in value.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"not a comma-separated list of numbers: {value!r}",
+                                     param_hint=f"'{option}'") from None
+    return value
+
+
+#: The train options that only --algo mixture reads.
+MIXTURE_OPTIONS = ("mix_constraints", "mix_base", "mix_schedule", "mix_start", "mix_end", "mix_coef")
+
+
+def _check_mixture_options(algo, cfg):
+    """Mixture options given without --algo mixture, or --mix-coef with
+    --mix-schedule, are usage errors (without --iterations, mixture runs the
+    paper's :data:`grind.infer.mixture.MIX_ITERATIONS`: its config's default)."""
+    given = [n for n in MIXTURE_OPTIONS if _given(n)]
+    opt = {n: "--" + n.replace("_", "-") for n in MIXTURE_OPTIONS}
+    opt.update(mix_constraints="--constraints", mix_base="--base")
+    if algo != "mixture":
+        if given:
+            raise click.UsageError(f"{opt[given[0]]} is for --algo mixture")
+        return
+    if "mix_coef" in given and "mix_schedule" in given:
+        raise click.UsageError("--mix-coef fixes the coefficients: leave out --mix-schedule")
+    if cfg.mix_start > cfg.mix_end:
+        raise click.UsageError(f"--mix-start {cfg.mix_start} is above --mix-end {cfg.mix_end}")
+    from grind.infer.mixture import _fixed_coef, parse_mixture_spec
+    try:
+        k = len(parse_mixture_spec(cfg.mix_constraints))
+    except InputError as e:
+        raise click.BadParameter(str(e), param_hint="'--constraints'") from None
+    try:
+        _fixed_coef(cfg.mix_coef, k)
+    except InputError as e:
+        raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
+
+
+def _check_ln_options(algo, opts, dev_path):
+    """Options that only --algo ln understands, and what --joint needs (--tie
+    without --tie-warmup: :meth:`grind.infer.ln.LNConfig.from_options` gives
+    :data:`grind.infer.ln.TIE_WARMUP`)."""
+    for name in ("tie", "joint", "joint_output", "ln_init", "tie_warmup", "ln_params"):
+        if opts.get(name) and algo != "ln":
+            raise click.UsageError(f"--{name.replace('_', '-')} is for --algo ln")
+    if opts.get("ln_mstep", "plain") != "plain" and algo != "ln":
+        raise click.UsageError("--ln-mstep is for --algo ln")
+    if opts.get("ln_init") and opts.get("tie"):
+        raise click.UsageError("--ln-init brings its own expert structure; leave out --tie")
+    if opts.get("tie_warmup") is not None and not opts.get("tie"):
+        raise click.UsageError("--tie-warmup needs --tie")
+    if opts.get("joint"):
+        if not opts.get("joint_output"):
+            raise click.UsageError("--joint needs --joint-output FILE for the second language's grammar")
+        if dev_path:
+            raise click.UsageError("--dev is not supported with --joint (evaluate each language's grammar after "
+                                   "training)")
+
+
+def load_joint(grammar, corpus, second, spec, start, kernel):
+    """Two languages' grammars and corpora as one joint grammar (symbols
+    prefixed ``1|`` and ``2|``) and a :class:`grind.infer.sln.JointParser`."""
+    from grind.infer.sln import JointParser, joint_grammar
+    g1, s1, p1 = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
+    g2, s2, p2 = load(second[0], second[1], spec, None, kernel, "grind train", normalise=True)
+    g = joint_grammar([g1, g2], ["1", "2"])
+    parser = JointParser(g, [p1, p2])
+    return g, s1 + s2, parser, ((g1, g2), parser)
+
+
+def make_algorithm(algo, g, estep, prior, theta0, cfg, rng):
+    """An instance of the --algo class (:data:`grind.infer.registry.ALGORITHMS`)."""
+    from grind.infer.registry import ALGORITHMS as classes
+    return classes[algo](g, estep, prior, theta0, cfg, rng)
+
+
+def format_step(s) -> str:
+    extra = "  ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in s.extra.items())
+    return f"step {s.step:4d}  objective {s.objective:.6f}  sentences {s.sentences}  {s.seconds:.2f}s  {extra}"

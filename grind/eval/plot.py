@@ -1,0 +1,89 @@
+"""Learning curves of ``grind train --trace`` files (``grind plot``).
+
+A trace is TSV: ``#`` header lines, a column-name line (step, objective,
+sentences, seconds, then extras such as dev_logprob, dev_directed,
+dev_perplexity), one row per step; an empty cell is a value not measured at
+that step.  :func:`read_trace` parses one; :func:`trace_figure` draws one panel
+for the objective and one per ``dev_*`` column present, every trace overlaid.
+matplotlib is imported only by :func:`trace_figure` (an optional extra).
+"""
+from __future__ import annotations
+
+import math
+
+from grind.errors import InputError
+from grind.formats.textio import read_lines
+
+#: The x axes grind plot offers (trace columns).
+X_COLUMNS = ("step", "seconds", "sentences")
+
+#: Panel titles of the columns grind train writes; other dev_* columns get their own name.
+TITLES = {"objective": "objective", "dev_logprob": "dev log probability", "dev_directed": "dev directed accuracy",
+          "dev_perplexity": "dev perplexity", "dev_f1": "dev F1", "dev_parsed": "dev sentences parsed"}
+
+
+def read_trace(path: str) -> dict[str, list[float]]:
+    """Column name -> values (``nan`` where a cell is empty) of a trace file."""
+    name = "<stdin>" if path == "-" else path
+    header: list[str] | None = None
+    cols: dict[str, list[float]] = {}
+    for lineno, line in read_lines(path):
+        s = line.rstrip("\r\n")
+        if not s.strip() or s.startswith("#"):
+            continue
+        cells = s.split("\t")
+        if header is None:
+            header = cells
+            if header[:2] != ["step", "objective"]:
+                raise InputError(f"{name}:{lineno}: not a grind train --trace file (its columns should start "
+                                 f"with 'step<TAB>objective', not {s[:40]!r})")
+            cols = {h: [] for h in header}
+            continue
+        if len(cells) > len(header):
+            raise InputError(f"{name}:{lineno}: {len(cells)} cells, but the header names {len(header)} columns")
+        cells += [""] * (len(header) - len(cells))
+        for h, c in zip(header, cells):
+            try:
+                cols[h].append(float(c) if c.strip() else math.nan)
+            except ValueError:
+                raise InputError(f"{name}:{lineno}: column {h}: {c!r} is not a number") from None
+    if header is None or not cols.get("step"):
+        raise InputError(f"{name}: no steps (an empty trace)")
+    return cols
+
+
+def plotted_columns(traces: list[dict[str, list[float]]]) -> list[str]:
+    """``objective`` and every ``dev_*`` column holding a value in some trace, in first-seen order."""
+    out = ["objective"]
+    for t in traces:
+        for k, v in t.items():
+            if k.startswith("dev_") and k not in out and any(not math.isnan(x) for x in v):
+                out.append(k)
+    return out
+
+
+def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str = "step"):
+    """A matplotlib Figure (Agg canvas, no pyplot state): one panel per
+    :func:`plotted_columns` entry, one line per trace labelled by ``labels``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    if x not in X_COLUMNS:
+        raise ValueError(f"x must be one of {X_COLUMNS}")
+    cols = plotted_columns(traces)
+    fig = Figure(figsize=(6.4, 2.6 * len(cols)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(cols), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, col in zip(axes, cols):
+        for i, (t, label) in enumerate(zip(traces, labels)):
+            if col not in t:
+                continue
+            pts = [(a, b) for a, b in zip(t[x], t[col]) if not (math.isnan(a) or math.isnan(b))]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None,
+                        label=label, color=f"C{i % 10}")
+        ax.set_title(TITLES.get(col, col.replace("_", " ")), fontsize="medium")
+        ax.grid(True, alpha=0.3)
+    axes[-1].set_xlabel({"step": "step", "seconds": "seconds", "sentences": "sentences"}[x])
+    if len(traces) > 1:
+        axes[0].legend(fontsize="small")
+    return fig

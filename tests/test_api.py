@@ -1,0 +1,130 @@
+"""The Python API (grind/api.py): the README session runs verbatim, grind.fit
+equals grind train bit for bit, ``import grind`` is cheap and side-effect free,
+files written from Python record the call."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import grind
+from conftest import REPO, SAMPLE, grind as run_grind
+
+OPTS = dict(column="UPOS", punct="ud", max_length=10)
+CLI_OPTS = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
+
+
+def readme_example() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- api-example -->\s*```python\n(.*?)```\s*<!-- /api-example -->", text, re.S)
+    assert m, "README.md: no ```python block between <!-- api-example --> and <!-- /api-example -->"
+    return m.group(1)
+
+
+def test_readme_session_runs_verbatim(tmp_path, monkeypatch, capsys):
+    (tmp_path / "data").symlink_to(REPO / "data")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(readme_example(), "README.md (Python API)", "exec"), {"__name__": "__readme__"})
+    out = capsys.readouterr().out
+    assert "20 steps" in out and "directed" in out
+    head = (tmp_path / "dmv-vb.txt").read_text().splitlines()[:5]
+    assert head[1].startswith("# call: grind.fit(") and "algo='vb'" in head[1]
+    assert "# seed: 1" in head
+
+
+def test_import_grind_sets_no_environment_variables():
+    code = "import os; before = dict(os.environ); import grind; assert dict(os.environ) == before"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_import_grind_is_lazy():
+    code = ("import sys, grind; heavy = [m for m in sys.modules if m.startswith(('grind.infer', 'grind.api', "
+            "'grind.kernels', 'grind.eval'))]; assert not heavy, heavy; assert 'numpy' not in sys.modules; "
+            "grind.fit; assert 'grind.api' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert set(grind.__all__) >= {"read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep",
+                                  "Counts"}
+    assert "fit" in dir(grind)
+    with pytest.raises(AttributeError):
+        getattr(grind, "no_such_thing")  # noqa: B009 (the attribute access is the test)
+
+
+def test_the_cli_sets_the_blas_thread_variables():
+    code = "import os, grind.cli; print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True).stdout
+    assert out.split() == ["1", "1"]
+
+
+@pytest.fixture(scope="module")
+def dmv_files(tmp_path_factory):
+    """A harmonic-initialised DMV of the EWT sample (as a file) and the training sample."""
+    from grind.grammars.dmv import dmv_grammar, harmonic_counts
+    d = tmp_path_factory.mktemp("api")
+    train = str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
+    sents = grind.read_corpus(train, **OPTS)
+    g = dmv_grammar([], vocabulary=sorted({t for s in sents for t in s.tokens}))
+    g = g.with_weights(g.normalize(harmonic_counts(g, [s.tokens for s in sents])), meta={"weights": "probabilities"})
+    g.write(d / "dmv1.txt")
+    return d, str(d / "dmv1.txt"), train
+
+
+@pytest.mark.parametrize("algo,extra", [("em", ["--alpha", "1.0"]), ("vb", ["--alpha", "0.1"])])
+def test_fit_equals_grind_train_bit_for_bit(dmv_files, algo, extra):
+    d, gpath, train = dmv_files
+    out = d / f"{algo}.txt"
+    run_grind("train", "--algo", algo, "--iterations", "4", "--seed", "3", *extra, *CLI_OPTS, gpath, train,
+              "-o", out)
+    cli = grind.read_grammar(out)
+    res = grind.fit(gpath, grind.read_corpus(train, **OPTS), algo, alpha=float(extra[1]), iterations=4, seed=3)
+    assert isinstance(res, grind.FitResult) and res.algorithm == algo and len(res.trace) == 4
+    assert res.grammar.keys() == cli.keys()
+    assert np.array_equal(res.grammar.weights, cli.weights)            # bit for bit
+    assert res.grammar.weight_kind() == cli.weight_kind()
+    # written from Python it reads back the same, and the header names the call
+    res.grammar.write(d / f"{algo}-api.txt")
+    assert np.array_equal(grind.read_grammar(d / f"{algo}-api.txt").weights, cli.weights)
+    head = (d / f"{algo}-api.txt").read_text().splitlines()[:3]
+    assert head[1].startswith("# call: grind.fit(") and f"algo='{algo}'" in head[1] and "# seed: 3" in head
+    assert (d / f"{algo}.txt").read_text().splitlines()[1].startswith("# command: grind train")
+
+
+def test_fit_from_token_lists_and_a_path_agree(dmv_files):
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)
+    a = grind.fit(grind.Grammar.read(gpath), [s.tokens for s in sents], "em", iterations=2)
+    b = grind.fit(gpath, sents, "em", iterations=2)
+    assert np.array_equal(a.grammar.weights, b.grammar.weights)
+    with pytest.raises(TypeError, match="no_such_option"):
+        grind.fit(gpath, sents, "em", no_such_option=1)
+
+
+def test_parse_evaluate_estep_merge(dmv_files):
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)
+    g = grind.read_grammar(gpath)
+    heads = grind.parse(g, sents)
+    assert len(heads) == len(sents) and all(len(h) == len(s) for h, s in zip(heads, sents))
+    scores = grind.evaluate(sents, heads)
+    assert 0 <= scores["directed"] <= scores["undirected"] <= 1
+    assert [r["subset"] for r in scores["rows"]] == ["<=10", "<=20", "all"]
+    right = grind.evaluate(sents, [list(range(2, len(s) + 1)) + [0] for s in sents])
+    assert right["directed"] == scores["baselines"]["right"][-1]["directed"]
+    whole = grind.estep(g, sents)
+    half = grind.estep(g, sents[:100]).merge(grind.estep(g, sents[100:]))
+    assert np.allclose(whole.values, half.values)
+    assert whole.stats["sentences"] == half.stats["sentences"] == len(sents)
+    other = grind.Counts(whole.rules[:3], whole.values[:3])
+    with pytest.raises(grind.api.InputError, match="not of the same grammar"):
+        whole.merge(other)
+
+
+def test_parse_a_pcfg_gives_trees(tmp_path):
+    (tmp_path / "g.txt").write_text("1 S --> NP V\n0.5 NP --> D N\n0.5 NP --> N\n1 D --> the\n1 N --> dog\n"
+                                    "1 V --> barks\n")
+    trees = grind.parse(str(tmp_path / "g.txt"), [["the", "dog", "barks"], ["dog", "barks"], ["barks"]])
+    assert trees[0] == ("S", ("NP", ("D", "the"), ("N", "dog")), ("V", "barks"))
+    assert trees[2] is None

@@ -1,0 +1,103 @@
+"""grind show (a parse drawn as text) and grind plot (learning curves of --trace files)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import grind.cli
+from grind.eval.show import draw_dependencies, draw_tree
+
+CONLL = ("# sent_id = 1\n"
+         "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+         "2\tdog\tdog\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n"
+         "3\tbarks\tbark\tVERB\tVBZ\t_\t0\troot\t_\t_\n"
+         "\n"
+         "1\tHi\thi\tINTJ\tUH\t_\t_\t_\t_\t_\n"
+         "2\tthere\tthere\tADV\tRB\t_\t_\t_\t_\t_\n"
+         "\n")
+
+DRAWN = ("          root\n"
+         " ┌──┐┌───┐│\n"
+         " ▼  │▼   │▼\n"
+         "The dog barks\n")
+
+TREE = "(S (NP (DT The) (NN dog)) (VP (VBZ barks)))\n(NOPARSE a b)\n"
+
+OUTLINE = ("S\n"
+           "├── NP\n"
+           "│   ├── DT The\n"
+           "│   └── NN dog\n"
+           "└── VP\n"
+           "    └── VBZ barks\n")
+
+
+def run(capsys, *args):
+    """grind in-process: (exit status, stdout, stderr)."""
+    with pytest.raises(SystemExit) as e:
+        grind.cli.main([str(a) for a in args])
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    return e.value.code or 0, out, err
+
+
+def test_show_conll(tmp_path, capsys):
+    (tmp_path / "a.conllu").write_text(CONLL, encoding="utf-8")
+    status, out, err = run(capsys, "show", tmp_path / "a.conllu")
+    assert (status, out) == (0, DRAWN), err
+    status, out, _ = run(capsys, "show", "--sentence", "1", "--column", "UPOS", tmp_path / "a.conllu")
+    assert out.splitlines()[-1] == "DET NOUN VERB"
+
+
+def test_show_unparsed_sentence(tmp_path, capsys):
+    (tmp_path / "a.conllu").write_text(CONLL, encoding="utf-8")
+    assert run(capsys, "show", "--sentence", "2", tmp_path / "a.conllu")[:2] == (0, "no parse\nHi there\n")
+
+
+def test_show_sentence_out_of_range(tmp_path, capsys):
+    (tmp_path / "a.conllu").write_text(CONLL, encoding="utf-8")
+    status, out, err = run(capsys, "show", "--sentence", "3", tmp_path / "a.conllu")
+    assert (status, out) == (1, "")
+    assert err == f"grind: error: {tmp_path / 'a.conllu'}: no sentence 3 (the file has 2)\n"
+
+
+def test_show_tree(tmp_path, capsys):
+    (tmp_path / "t.mrg").write_text(TREE, encoding="utf-8")
+    assert run(capsys, "show", tmp_path / "t.mrg")[:2] == (0, OUTLINE)
+    assert run(capsys, "show", "-n", "2", tmp_path / "t.mrg")[:2] == (0, "no parse\na b\n")
+    tags = run(capsys, "show", "--column", "XPOS", "-o", tmp_path / "o.txt", tmp_path / "t.mrg")
+    assert tags[:2] == (0, "")
+    assert (tmp_path / "o.txt").read_text(encoding="utf-8").splitlines()[2] == "│   ├── DT"
+
+
+def test_draw_tree_and_crossing_arcs():
+    assert draw_tree(("S", ("NP", ("DT", "The"), ("NN", "dog")), ("VP", ("VBZ", "barks")))) == OUTLINE
+    # a non-projective tree: the arc b <- d crosses the arc a <- c
+    drawn = draw_dependencies(["a", "b", "c", "d"], [3, 4, 0, 3])
+    assert "┼" in drawn and drawn.endswith("a b  c  d\n")
+    assert drawn.splitlines()[-2].count("▼") == 4      # one arrow per word (three arcs and the root)
+
+
+TRACE_EM = ("# grind 0.1.0\nstep\tobjective\tsentences\tseconds\tdev_directed\tdev_logprob\n"
+            "1\t-100.5\t10\t0.100\t0.3\t-50.0\n2\t-90.2\t10\t0.200\t\t\n3\t-85.0\t10\t0.300\t0.4\t-45.0\n")
+TRACE_VB = "step\tobjective\tsentences\tseconds\n1\t-110.0\t10\t0.100\n2\t-95.0\t10\t0.200\n"
+
+
+def test_plot_writes_a_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "em.trace").write_text(TRACE_EM)
+    (tmp_path / "vb.trace").write_text(TRACE_VB)
+    status, _, err = run(capsys, "plot", "--x", "seconds", "--label", "em", "--label", "vb",
+                         tmp_path / "em.trace", tmp_path / "vb.trace", "-o", tmp_path / "c.png")
+    assert status == 0, err
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from grind.eval.plot import plotted_columns, read_trace
+    assert plotted_columns([read_trace(str(tmp_path / "em.trace"))]) == ["objective", "dev_directed", "dev_logprob"]
+
+
+def test_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
+    (tmp_path / "em.trace").write_text(TRACE_EM)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    status, out, err = run(capsys, "plot", tmp_path / "em.trace", "-o", tmp_path / "c.png")
+    assert (status, out, err) == (1, "", "grind: error: grind plot needs matplotlib: pip install 'grind[plot]'\n")
+    assert not (tmp_path / "c.png").exists()
