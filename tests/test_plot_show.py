@@ -101,3 +101,23 @@ def test_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
     status, out, err = run(capsys, "plot", tmp_path / "em.trace", "-o", tmp_path / "c.png")
     assert (status, out, err) == (1, "", "grind: error: grind plot needs matplotlib: pip install 'grind[plot]'\n")
     assert not (tmp_path / "c.png").exists()
+
+
+def test_reference_lines_are_parsed_and_checked():
+    from grind.eval.plot import parse_reference
+    assert parse_reference("dev_directed=0.331:attach-right") == ("dev_directed", 0.331, "attach-right")
+    assert parse_reference("objective=-5") == ("objective", -5.0, "objective=-5")
+    for bad in ("dev_directed", "=0.3", "dev_directed=abc", "dev_directed=nan"):
+        with pytest.raises(ValueError):
+            parse_reference(bad)
+
+
+def test_reference_line_is_drawn_in_its_panel():
+    pytest.importorskip("matplotlib")
+    from grind.eval.plot import trace_figure
+    t = {"step": [1.0, 2.0], "objective": [-3.0, -2.0], "dev_directed": [0.2, 0.25]}
+    fig = trace_figure([t], ["em"], "step", [("dev_directed", 0.33, "attach-right")])
+    obj, dev = fig.axes
+    assert [ln.get_label() for ln in dev.get_lines()] == ["em", "attach-right"]
+    assert list(dev.get_lines()[1].get_ydata()) == [0.33, 0.33]
+    assert [ln.get_label() for ln in obj.get_lines()] == ["em"]

@@ -17,9 +17,12 @@ from grind.cli.common import output_option
               help="The x axis: the trace column to plot against.")
 @click.option("--label", "labels", multiple=True,
               help="Legend label of a TRACE, once per TRACE in order (default: the file names).")
+@click.option("--reference", "references", multiple=True, metavar="COLUMN=VALUE[:LABEL]",
+              help="A dashed horizontal line in COLUMN's panel, e.g. a baseline: "
+                   "--reference dev_directed=0.331:attach-right (repeatable).")
 @output_option
 @click.argument("traces", nargs=-1, required=True)
-def plot(traces, x, labels, output):
+def plot(traces, x, labels, references, output):
     """Learning curves (PNG) of 'grind train --trace' files: one panel for the
     objective per step, one per dev column present (dev log probability,
     directed accuracy, perplexity...), every TRACE overlaid.  Needs matplotlib
@@ -28,17 +31,23 @@ def plot(traces, x, labels, output):
     \b
     Example:
       grind plot --label em --label vb em.trace vb.trace -o curves.png
+      grind plot --reference dev_directed=0.331:attach-right em.trace -o em.png
     """
     if labels and len(labels) != len(traces):
         raise click.UsageError(f"{len(labels)} --label for {len(traces)} TRACE files: give one per file, or none")
+    from grind.eval.plot import parse_reference, read_trace, trace_figure
+    try:
+        refs = [parse_reference(r) for r in references]
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--reference'") from None
     try:
         import matplotlib
     except ImportError:
         raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
     matplotlib.use("Agg")
-    from grind.eval.plot import read_trace, trace_figure
     data = [read_trace(t) for t in traces]
-    fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x)
+    fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,
+                       refs)
     with open_out(output, binary=True) as f:
         fig.savefig(f, format="png", dpi=100, metadata={"Software": None})
 

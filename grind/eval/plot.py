@@ -62,9 +62,25 @@ def plotted_columns(traces: list[dict[str, list[float]]]) -> list[str]:
     return out
 
 
-def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str = "step"):
+def parse_reference(text: str) -> tuple[str, float, str]:
+    """``COLUMN=VALUE[:LABEL]`` (``dev_directed=0.331:attach-right``) ->
+    (column, value, label); ValueError with the reason otherwise."""
+    col, sep, rest = text.partition("=")
+    value, _, label = rest.partition(":")
+    if not sep or not col:
+        raise ValueError(f"{text!r} is not COLUMN=VALUE[:LABEL]")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{text!r}: the value must be finite")
+    return col, v, label or f"{col}={value}"
+
+
+def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str = "step",
+                 references: list[tuple[str, float, str]] = ()):
     """A matplotlib Figure (Agg canvas, no pyplot state): one panel per
-    :func:`plotted_columns` entry, one line per trace labelled by ``labels``."""
+    :func:`plotted_columns` entry, one line per trace labelled by ``labels``,
+    and a dashed horizontal line per ``(column, value, label)`` reference (a
+    baseline beside the curves) in that column's panel."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     if x not in X_COLUMNS:
@@ -81,6 +97,11 @@ def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None,
                         label=label, color=f"C{i % 10}")
+        refs = [(v, lab) for c, v, lab in references if c == col]
+        for k, (v, lab) in enumerate(refs):
+            ax.axhline(v, color="0.3", linestyle=("--", ":", "-.")[k % 3], linewidth=1, label=lab)
+        if refs:
+            ax.legend(fontsize="small")
         ax.set_title(TITLES.get(col, col.replace("_", " ")), fontsize="medium")
         ax.grid(True, alpha=0.3)
     axes[-1].set_xlabel({"step": "step", "seconds": "seconds", "sentences": "sentences"}[x])
