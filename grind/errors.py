@@ -16,3 +16,21 @@ class InputError(GrindError):
 
 class NumericalError(GrindError):
     """NaN, infinity or a zero-probability state where a probability is needed."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised in the main thread by the command line's signal
+    handler, so that ``finally`` / ``except BaseException`` blocks run
+    (``open_out`` deletes its temporary file); exit status 143."""
+
+
+#: Set by the SIGTERM handler.  A handler's exception raised while Python runs
+#: a finaliser (``__del__``) is swallowed, so long loops also call
+#: :func:`check_terminated` between steps: the signal is never lost.
+termination = {"requested": False}
+
+
+def check_terminated() -> None:
+    """Raise :class:`Terminated` if SIGTERM arrived (see ``termination``)."""
+    if termination["requested"]:
+        raise Terminated()

@@ -101,3 +101,30 @@ def test_early_stop_keeps_the_state_before_the_heldout_decrease():
     assert [s.step for s in trace] == [1, 2, 3, 4] and "stopped" in trace[-1].extra
     assert algo.x[0] == 3
     assert len(train(Counter(), np.random.default_rng(0))) == 10   # no early stop by default
+
+
+def test_a_swallowed_sigterm_still_stops_training():
+    """A SIGTERM whose exception a finaliser swallowed only sets the flag: the
+    driver must stop at the next step boundary anyway."""
+    from grind.errors import Terminated, termination
+    from grind.infer.training import Step, train
+
+    class Forever:
+        name, calls = "forever", 0
+
+        def step(self):
+            self.calls += 1
+            if self.calls == 3:
+                termination["requested"] = True      # as the handler does, its exception lost
+            return Step(self.calls, 0.0, 0)
+
+        def get_state(self):
+            return {}
+
+    algo = Forever()
+    try:
+        with pytest.raises(Terminated):
+            train(algo, np.random.default_rng(0))
+    finally:
+        termination["requested"] = False
+    assert algo.calls == 3

@@ -18,11 +18,12 @@ from grind.formats.textio import header_lines, open_out, output_problem, set_run
 # ----------------------------------------------------------------------------- helpers
 
 def corpus_options(f):
-    """--format/--column/--punct/--max-length/--min-length, collected into ``spec``."""
+    """--format/--column/--punct/--max-length/--min-length/--chars/--types, collected into ``spec``."""
     opts = [
         click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
-                     help="Corpus format: one sentence a line, CoNLL-U, CoNLL-X or Malt-TAB (auto: by "
-                          "extension/content)."),
+                     help="Corpus format: one sentence a line, CoNLL-U, CoNLL-X, Malt-TAB, PTB trees, or "
+                          "sigmorphon (word<TAB>morph @@morph ..., needs --chars) (auto: by extension/content; "
+                          "with --chars a .tsv file is sigmorphon)."),
         click.option("--column", type=click.Choice(COLUMNS), default=None,
                      help="Treebank column to model (LFORM = lower-cased FORM). Required for treebanks."),
         click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True,
@@ -32,15 +33,23 @@ def corpus_options(f):
                      help="Keep sentences of at most this many tokens (after punctuation removal)."),
         click.option("--min-length", type=click.IntRange(1), default=1, show_default=True,
                      help="Keep sentences of at least this many tokens."),
+        click.option("--chars", is_flag=True,
+                     help="Morphology: one word a line (or a sigmorphon TSV), NFC-normalised, each Unicode "
+                          "character one token; a line with whitespace or an empty line is an error. "
+                          "--max-length/--min-length count characters."),
+        click.option("--types", is_flag=True,
+                     help="Keep only the first occurrence of every distinct sentence (word types with --chars, "
+                          "as Johnson, Griffiths & Goldwater 2007 train on; not implied by --chars, the "
+                          "SIGMORPHON files are type lists already)."),
     ]
     for o in reversed(opts):
         f = o(f)
 
     @functools.wraps(f)
-    def wrapper(*a, fmt, column, punct, max_length, min_length, **kw):
+    def wrapper(*a, fmt, column, punct, max_length, min_length, chars, types, **kw):
         if max_length is not None and min_length > max_length:
             raise click.BadParameter(f"{min_length} is above --max-length {max_length}", param_hint="'--min-length'")
-        kw["spec"] = CorpusSpec(fmt, column, punct, max_length, min_length)
+        kw["spec"] = CorpusSpec(fmt, column, punct, max_length, min_length, chars=chars, types=types)
         return f(*a, **kw)
 
     return wrapper
@@ -113,8 +122,10 @@ def start_option(f):
 
 
 def kernel_option(f):
-    return click.option("--kernel", type=click.Choice(["auto", "cky", "dmv"]), default="auto", show_default=True,
-                        help="Chart kernel: auto = the DMV kernel for DMV grammars, CKY otherwise.")(f)
+    return click.option("--kernel", type=click.Choice(["auto", "cky", "dmv", "segment"]), default="auto",
+                        show_default=True,
+                        help="Chart kernel: auto = the DMV kernel for DMV grammars, the segmentation kernel for "
+                             "morphology (template) grammars, CKY otherwise.")(f)
 
 
 def make_rng(seed):

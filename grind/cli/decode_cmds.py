@@ -8,24 +8,30 @@ from grind import log
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              report_failures, write_dependencies)
+                              report_failures, write_dependencies, _given)
 
 
 @click.command()
 @corpus_options
 @click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
 @click.option("--mbr", "decoder", flag_value="mbr",
-              help="DMV only: the projective tree maximising the expected number of correct attachments.")
+              help="DMV: the projective tree maximising the expected number of correct attachments; with "
+                   "--segment: a boundary after every character whose boundary posterior is > 0.5.")
 @click.option("--committee", "ln_path", default=None,
               help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
                    "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
+@click.option("--segment", is_flag=True,
+              help="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
+                   "tokens are its characters) instead of trees.")
+@click.option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
+              help="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
 @seed_option
 @kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
+def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, seed, kernel, start, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -41,6 +47,18 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
     words 0.  --mbr: arc posteriors from inside-outside, then the best
     projective tree over them (Eisner).
 
+    --segment (a morphology grammar, start symbol Word): every sentence of
+    CORPUS is one word, its tokens its characters (joined without spaces
+    for the word); one segmented word is written a line (--seg-format).
+    --viterbi: the morphs are the spans of the Viterbi derivation's lexical
+    rules (rules whose right-hand side is all terminals).  --mbr: a boundary
+    after character i iff its posterior P(boundary after i) > 0.5, which
+    maximises the expected number of correct boundary decisions (posteriors
+    from the kernel's boundary_posteriors).  A word without a parse is
+    written 'word<TAB>_' in both formats, named on stderr and counted in
+    the header ('# unparsed: N'); grind eval --segmentation scores it with
+    no correct morph and no boundary.
+
     \b
     Examples:
       grind parse --column UPOS --punct ud g.txt test.conllu > test.trees
@@ -49,7 +67,14 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
       grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
     """
     rng = make_rng(seed)
+    if segment and ln_path:
+        raise click.UsageError("--committee decoding is for DMV grammars, not with --segment")
+    if not segment and _given("seg_format"):
+        raise click.UsageError("--seg-format needs --segment")
     g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
+    if segment:
+        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec)
+        return
     from grind.kernels.dmv import DMVParser
     if isinstance(parser, DMVParser):
         theta = g.probabilities()
@@ -80,6 +105,82 @@ def parse(grammar, corpus, spec, decoder, ln_path, seed, kernel, start, output):
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
+
+
+def lexical_cuts(grammar, derivation) -> set[int]:
+    """Token positions where a morph starts or ends in ``derivation``: the
+    start and end of every lexical-rule node (a rule whose right-hand side is
+    all terminals).  Tokens no lexical rule covers (a terminal beside
+    nonterminals, ``A --> B t``) thus fall into morphs of their own
+    consecutive run."""
+    cuts = set()
+    for r, a, b in derivation:
+        if not any(grammar.is_nonterminal(x) for x in grammar.rules[r][1]):
+            cuts.update((int(a), int(b)))
+    return cuts
+
+
+def mbr_cuts(posteriors, n: int) -> set[int] | None:
+    """Boundaries of a word of ``n`` tokens from its boundary posteriors:
+    after token i (0 < i < n) iff P(boundary after i) > 0.5 -- each boundary
+    decision is made separately, so this maximises the expected number of
+    correct decisions.  ``posteriors`` has the n - 1 internal positions
+    (entry i - 1 = after token i) or all n + 1 positions 0..n; None or a
+    non-finite entry = unparsed (None returned)."""
+    if posteriors is None:
+        return None
+    p = np.asarray(posteriors, dtype=np.float64).ravel()
+    if len(p) == n + 1:
+        p = p[1:n]
+    if len(p) != max(n - 1, 0):
+        raise ValueError(f"{len(p)} boundary posteriors for a word of {n} characters")
+    if not np.all(np.isfinite(p)):
+        return None
+    return {i + 1 for i in np.flatnonzero(p > 0.5)}
+
+
+def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec):
+    """grind parse --segment (see parse's help)."""
+    from grind.formats.segmentations import format_segmentation, morphs_from_cuts
+    if g.start != "Word":
+        log.warn(f"--segment: the start symbol is {g.start!r}, not 'Word' (make-grammar morph); "
+                 "segmenting at its lexical rules' spans anyway")
+    theta = g.probabilities()
+    if decoder == "mbr":
+        if not hasattr(parser, "boundary_posteriors"):
+            raise click.UsageError(f"--mbr with --segment needs boundary posteriors, which the "
+                                   f"{type(parser).__name__} kernel does not provide; use --viterbi")
+        _, logz = parser.inside_outside(theta)
+        logz = np.asarray(logz, dtype=np.float64)
+        post = parser.boundary_posteriors(theta, np.arange(len(sents)))
+        cuts = []
+        for i, s in enumerate(sents):
+            try:
+                c = mbr_cuts(post[i], len(s)) if np.isfinite(logz[i]) else None
+            except ValueError as e:
+                raise RuntimeError(f"{type(parser).__name__}.boundary_posteriors: word {s.number}: {e}") from None
+            cuts.append(c)
+    else:
+        derivs, logz = parser.viterbi(theta)
+        cuts = [None if d is None else lexical_cuts(g, d) for d in derivs]
+    logz = np.where([c is None for c in cuts], -np.inf, np.asarray(logz, dtype=np.float64))
+    bad = np.flatnonzero(~np.isfinite(logz))
+    for i in bad[:10]:
+        s = sents[i]
+        why = parser.failures.get(int(i), "no derivation has positive probability")
+        log.warn(f"word {s.number} {''.join(s.tokens)!r} (line {s.line}) has no parse: {why}")
+    if len(bad) > 10:
+        log.warn(f"... and {len(bad) - 10} more")
+    unparsed = len(bad)
+    if unparsed:
+        log.warn(f"{unparsed} of {len(sents)} words have no parse; written 'word<TAB>_' (grind eval "
+                 "--segmentation: no correct morph, no boundary)")
+    with open_out(output) as f:
+        f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(),
+                                  unparsed=unparsed))
+        for s, c in zip(sents, cuts):
+            word = "".join(s.tokens)
+            f.write(format_segmentation(word, None if c is None else morphs_from_cuts(s.tokens, c), seg_format))
 
 
 @click.command()

@@ -15,10 +15,14 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="Dependencies: also score the attach-right / attach-left trees of GOLD and report each "
                    "prediction's overlap with them (--no-baselines: only the predictions).")
+@click.option("--segmentation", is_flag=True,
+              help="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
+                   "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
+                   "one-morph and every-character baselines always.")
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
-def eval_(gold, predicted, spec, baselines, output):
+def eval_(gold, predicted, spec, baselines, segmentation, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -48,6 +52,12 @@ def eval_(gold, predicted, spec, baselines, output):
       grind eval --column UPOS --punct ud gold.conllu parsed.conllu
       grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
     """
+    if segmentation:
+        report = _segmentation_report(gold, predicted, spec, baselines)
+        with open_out(output) as f:
+            f.writelines(header_lines())
+            f.write(report)
+        return
     from grind.formats.corpus import detect_format
     if gold == "-" and spec.format == "auto":
         raise click.UsageError("reading GOLD from stdin needs an explicit --format")
@@ -78,6 +88,41 @@ def eval_(gold, predicted, spec, baselines, output):
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)
+
+
+def _segmentation_report(gold, predicted, spec, baselines):
+    from grind.cli.common import _given
+    from grind.formats.corpus import CorpusSpec
+    from grind.formats.segmentations import read_segmentations
+    from grind.eval import segmentation as seg
+    if spec != CorpusSpec():
+        raise click.UsageError("--segmentation reads segmentation files: the corpus options do not apply")
+    if not baselines and _given("baselines"):
+        raise click.UsageError("--segmentation always reports the one-morph and every-character baselines")
+    gold_records = read_segmentations(gold)
+    gold_name = "<stdin>" if gold == "-" else gold
+    gold_types = seg.word_types(gold_records, gold_name)
+    seg.check_gold(gold_types, gold_name)
+    base = seg.baseline_rows(gold_types)
+    report = "".join(seg.definitions(gold_name, len(gold_records), len(gold_types)))
+    rows = []
+    for p in predicted:
+        name = "<stdin>" if p == "-" else p
+        pred = seg.word_types(read_segmentations(p), name)
+        try:
+            seg.check_same_words(gold_types, pred, gold_name, name)
+        except InputError as e:
+            raise InputError(f"{gold_name} vs {name}: {e}") from None
+        row = seg.score(gold_types, pred)
+        if row["unparsed"]:
+            log.warn(f"{name}: {row['unparsed']} of {row['words']} predicted words are unparsed ('_'); they have "
+                     "no correct morph and no boundary")
+        rows.append(row)
+        report += seg.format_report(row, base, name)
+    report += seg.format_baselines(base)
+    if len(rows) > 1:
+        report += seg.format_spread(rows)
+    return report
 
 
 def _first_line(path):

@@ -1,4 +1,4 @@
-"""``grind make-grammar`` (cnf, dmv, from-file), ``make-structure`` and ``init``."""
+"""``grind make-grammar`` (cnf, dmv, morph, from-file), ``make-structure`` and ``init``."""
 from __future__ import annotations
 
 import click
@@ -14,12 +14,14 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 
 @click.group("make-grammar")
 def make_grammar():
-    """Write a grammar to train: a fully connected CNF grammar, the DMV, or a checked copy of a file.
+    """Write a grammar to train: a fully connected CNF grammar, the DMV, a morphology grammar, or a
+    checked copy of a file.
 
     \b
     Examples:
       grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
       grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+      grind make-grammar morph --chars --types words.txt > morph0.txt
     """
 
 
@@ -109,6 +111,68 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
     log.info(f"DMV over {tagset}: {len(g)} rules")
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
                   lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe())
+
+
+@make_grammar.command("morph")
+@corpus_options
+@click.option("--templates", "templates_path", default=None,
+              help="File of template rules 'Word --> Pre Stem Suf' over slot names ('|' alternatives, '#' "
+                   "comments); the first LHS is the start symbol.")
+@click.option("--template-set", type=click.Choice(["czech", "sesotho"]), default="czech", show_default=True,
+              help="Built-in templates (unless --templates): sesotho = Johnson et al. 2007's five "
+                   "(Word --> V | V M | SM V M | SM T V M | SM T OM V M); czech = Word --> [Pre] Stem "
+                   "Suf{0..3}.")
+@click.option("--max-morph-length", type=click.IntRange(1), default=None,
+              help="Longest substring (in characters) a slot may rewrite to (default: whole words).")
+@click.option("--shared/--per-slot", default=True, show_default=True,
+              help="Every slot gets every substring (shared, Johnson's), or only the substrings that fit "
+                   "its template positions (per-slot: a slot always first gets word-initial substrings, "
+                   "never first non-initial ones; likewise last / word-final).")
+@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
+              help="Refuse to build a grammar of more rules than this (counted before building).")
+@output_option
+@click.argument("words")
+def make_morph(words, spec, templates_path, template_set, max_morph_length, shared, max_rules, output):
+    """Morphology PCFG (Johnson, Griffiths & Goldwater 2007) over the words of WORDS.
+
+    \b
+    A word is a sentence of characters (--chars is required).  Template rules
+    Word --> SLOT ... ; every slot --> every distinct substring of the
+    training words (e.g. Stem --> a b d), --per-slot: only those fitting the
+    slot's position.  Uniform probabilities per LHS: train it directly.  A
+    derivation's lexical spans are the segmentation.
+
+    \b
+    Examples:
+      grind make-grammar morph --chars --types words.txt > morph0.txt
+      grind make-grammar morph --chars --template-set sesotho --max-morph-length 8 ces.word.train.tsv > m0.txt
+      grind train --algo em --chars m0.txt ces.word.train.tsv > m1.txt
+    """
+    from grind.grammars.morph import (builtin_templates, describe_templates, morph_grammar, morph_size,
+                                      read_templates, substrings)
+    if not spec.chars:
+        raise click.UsageError("make-grammar morph reads words as characters: pass --chars "
+                               "(and the same to train/parse)")
+    if templates_path and _given("template_set"):
+        raise click.UsageError("--templates and --template-set exclude each other")
+    templates = read_templates(templates_path) if templates_path else builtin_templates(template_set)
+    sents = read_corpus(words, spec)
+    ws = [s.tokens for s in sents]
+    subs = substrings(ws, max_morph_length)
+    n_rules = morph_size(templates, subs, templates[0][0], shared)
+    log.info(f"{len(ws)} words, {len(subs):,} distinct substrings"
+             f"{'' if max_morph_length is None else f' (at most {max_morph_length} characters)'}, "
+             f"{n_rules:,} rules ({len(templates)} templates)")
+    if n_rules > max_rules:
+        raise InputError(f"{words}: a morphology grammar over {len(subs):,} substrings has {n_rules:,} rules, "
+                         f"above the limit of {max_rules:,}: use --max-morph-length, --per-slot or fewer words, "
+                         f"or lift the limit with --max-rules {n_rules}")
+    g = morph_grammar(ws, templates, max_morph_length, shared, subs=subs)
+    what = f"--templates {templates_path}" if templates_path else f"--template-set {template_set}"
+    write_grammar(output, g, g.weights, "probabilities (uniform)", model="morph",
+                  templates=f"{what}: {describe_templates(templates)}", substrings=len(subs),
+                  slots="shared" if shared else "per-slot", max_morph_length=max_morph_length,
+                  corpus=spec.describe())
 
 
 def dmv_tagset(corpus, spec, tags_path, tags_from):

@@ -7,7 +7,7 @@ import sys
 import click
 
 from grind import __version__, log
-from grind.errors import GrindError
+from grind.errors import GrindError, Terminated, termination
 from grind.formats.textio import StdoutClosed, set_run_info
 from grind.cli.count_cmds import estep, mstep, sum_
 from grind.cli.decode_cmds import baseline, loglik, parse
@@ -86,12 +86,10 @@ cli.add_command(show)
 
 # ----------------------------------------------------------------------------- entry point
 
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM, so that ``finally``/``except
-    BaseException`` blocks run (open_out deletes its temporary file)."""
-
-
 def _terminate(signum, frame):
+    """The SIGTERM handler: record the request (checked between training
+    steps) and raise :class:`grind.errors.Terminated` here and now."""
+    termination["requested"] = True
     raise Terminated()
 
 
@@ -106,6 +104,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     set_run_info(argv=["grind"] + argv)
     in_main = threading.current_thread() is threading.main_thread()
+    termination["requested"] = False
     old = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         cli.main(args=argv, prog_name="grind", standalone_mode=False)

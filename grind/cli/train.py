@@ -15,7 +15,7 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 
 #: --algo choices; the classes are :data:`grind.infer.registry.ALGORITHMS` (imported when one runs).
 ALGORITHMS = NAMES
-#: Algorithms that read the corpus as a stream themselves (cfg.corpus, cfg.spec).
+#: Algorithms whose minibatches come from the corpus file as a stream (grind.infer.training.StreamBatches).
 STREAMING = ("streaming",)
 
 

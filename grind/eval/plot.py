@@ -76,7 +76,7 @@ def parse_reference(text: str) -> tuple[str, float, str]:
 
 
 def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str = "step",
-                 references: list[tuple[str, float, str]] = ()):
+                 references: tuple | list = ()):
     """A matplotlib Figure (Agg canvas, no pyplot state): one panel per
     :func:`plotted_columns` entry, one line per trace labelled by ``labels``,
     and a dashed horizontal line per ``(column, value, label)`` reference (a

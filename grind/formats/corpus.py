@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from grind.errors import InputError
@@ -30,7 +31,7 @@ COLUMNS = ("FORM", "LFORM", "UPOS", "XPOS")
 #: The 17 universal POS tags of UD v2 (https://universaldependencies.org/u/pos/).
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
              "PUNCT", "SCONJ", "SYM", "VERB", "X")
-FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb")
+FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb", "sigmorphon")
 PUNCT_RULES = ("none", "ud", "ptb", "ptb+")
 
 
@@ -54,6 +55,8 @@ class Sentence:
     rows: list[list[str]] | None = None
     comments: list[str] = field(default_factory=list)
     raw: list[list[str]] | None = None
+    #: The gold segmentation of a ``sigmorphon`` row (NFC morphs, in order), else None.
+    gold_morphs: list[str] | None = None
 
     def __len__(self):
         return len(self.tokens)
@@ -68,11 +71,20 @@ class CorpusSpec:
     punct: str = "none"
     max_length: int | None = None
     min_length: int = 1
+    #: One word a line, split into (NFC) characters: see the module doc.
+    chars: bool = False
+    #: Keep the first occurrence of every distinct token sequence only.
+    types: bool = False
 
     def describe(self) -> str:
         col = self.column or "tokens"
         lim = f"{self.min_length}..{self.max_length if self.max_length else 'inf'}"
-        return f"format={self.format} column={col} punct-removed={self.punct} length={lim} (after punctuation removal)"
+        out = f"format={self.format} column={col} punct-removed={self.punct} length={lim} (after punctuation removal)"
+        if self.chars:
+            out += " tokens=characters (NFC)"
+        if self.types:
+            out += " types (first occurrences)"
+        return out
 
 
 _CONLL_ID = re.compile(r"[0-9]+(-[0-9]+|\.[0-9]+)?")
@@ -132,8 +144,21 @@ def iter_corpus(path: str, spec: CorpusSpec | None = None):
 def _sentences(path, spec, lines):
     """Generator behind read_corpus / iter_corpus over (lineno, line) pairs."""
     name = "<stdin>" if path == "-" else path
-    fmt, lines = _format(path, spec.format, lines)
-    if fmt == "text":
+    if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
+        fmt = "sigmorphon"
+    else:
+        fmt, lines = _format(path, spec.format, lines)
+    if fmt == "sigmorphon" and not spec.chars:
+        raise InputError(f"{name}: the sigmorphon format (word<TAB>segmentation) is read as characters: "
+                         "pass --chars")
+    if spec.chars and fmt not in ("text", "sigmorphon"):
+        raise InputError(f"{name}: --chars reads one word a line (plain text) or a sigmorphon TSV, "
+                         f"but this is {fmt}: pass --format text or --format sigmorphon")
+    if spec.chars and (spec.column or spec.punct != "none"):
+        raise InputError(f"{name}: --column / --punct are for treebanks, not for --chars word lists")
+    if spec.chars:
+        sents = _read_words(lines, name, fmt == "sigmorphon")
+    elif fmt == "text":
         if spec.column:
             raise InputError(f"{name}: --column {spec.column} needs a CoNLL or Malt-TAB file, "
                              "but this is plain text (one sentence a line)")
@@ -145,13 +170,66 @@ def _sentences(path, spec, lines):
         sents = _read_ptb(lines, name, spec)
     else:
         sents = _read_treebank(lines, name, fmt, spec)
-    kept = 0
+    kept, seen = 0, set()
     for s in sents:
+        if spec.types:
+            key = tuple(s.tokens)
+            if key in seen:
+                continue
+            seen.add(key)
         if spec.min_length <= len(s) and (spec.max_length is None or len(s) <= spec.max_length):
             kept += 1
             yield s
     if not kept:
         raise InputError(f"{name}: no sentences ({spec.describe()})")
+
+
+def _has_ext(path, ext):
+    return any(path.endswith(ext + z) for z in ("", ".gz", ".xz", ".bz2"))
+
+
+def _nfc_word(word, name, lineno, what="word"):
+    """``word`` NFC-normalised; an empty word or one with whitespace is an InputError."""
+    if not word:
+        raise InputError(f"{name}:{lineno}: empty {what} (one word a line; a blank line is not a word)")
+    if any(c.isspace() for c in word):
+        raise InputError(f"{name}:{lineno}: {what} {quote_line(word)} has whitespace in it "
+                         "(--chars reads one word a line: a word must be one token)")
+    return unicodedata.normalize("NFC", word)
+
+
+def _read_words(lines, name, sigmorphon):
+    """--chars: one word a line (or a sigmorphon row), each NFC character one token."""
+    header, number, has_gold, skipped = True, 0, None, []
+    for lineno, line in lines:
+        if header and line.startswith("#"):
+            continue
+        header = False
+        s = line.rstrip("\r\n")
+        gold = None
+        if sigmorphon:
+            cols = s.split("\t")
+            if has_gold is None:
+                has_gold = len(cols) > 1
+            if has_gold and len(cols) < 2:
+                raise InputError(f"{name}:{lineno}: no segmentation column (word<TAB>morph @@morph ...), "
+                                 "which earlier rows have")
+            if not has_gold and len(cols) > 1:
+                raise InputError(f"{name}:{lineno}: a segmentation column, which earlier rows do not have")
+            s = cols[0]
+            if any(c.isspace() for c in s) and s.strip():
+                skipped.append(lineno)
+                continue
+            if has_gold:
+                gold = [_nfc_word(m.strip(), name, lineno, "morph") for m in cols[1].split("@@")]
+        word = _nfc_word(s, name, lineno)
+        number += 1
+        yield Sentence(list(word), number, lineno, gold_morphs=gold)
+    if skipped:
+        from grind import log
+        log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry "
+                 f"such as 'státi (se)'; a word must be one token), at line(s) "
+                 f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
 
 
 def _format(path, fmt, lines):

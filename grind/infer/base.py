@@ -9,11 +9,13 @@ see :meth:`grind.infer.config.TrainConfig.of`), ``rng`` a numpy Generator
 (the only randomness, so a checkpoint of state + generator resumes
 bit-identically).
 
-* ``step()`` advances by one iteration / minibatch / sweep and returns a
+* ``update()`` (``update(batch)`` for a minibatch algorithm) does one
+  iteration / sweep / minibatch and returns a
   :class:`grind.infer.training.Step` whose ``objective`` is the quantity the
   algorithm monotonically improves or reports (log-likelihood + log prior for
   EM, the variational bound sum_s log Z_s - KL(q || p) for VB / LN, the
-  collapsed log probability for CVB and the samplers), or None when done.
+  collapsed log probability for CVB and the samplers).  It never decides
+  whether to run: :meth:`Algorithm.step` (what the driver calls) does.
 * ``weights()``: what the output grammar holds (probabilities theta, with
   sum_{r in R_A} theta_r = 1, when ``output == "probabilities"``; posterior
   Dirichlet pseudo-counts alpha_hat otherwise).
@@ -22,10 +24,32 @@ bit-identically).
 * ``get_state()`` / ``set_state()``: every array and scalar the next step
   depends on (JSON-able scalars, numpy arrays).
 
-Batch algorithms stop by one rule, :meth:`Algorithm.converged` (relative
-change of the objective |O_t - O_{t-1}| <= tolerance * |O_{t-1}|) or the
-cap t = ``iterations`` (:meth:`Algorithm.finished`); an algorithm with a
-special rule overrides :meth:`converged`.
+The driver :func:`grind.infer.training.train` calls :meth:`Algorithm.step`,
+the one template of every algorithm: None once :meth:`finished`, else the
+next minibatch from :attr:`Algorithm.batches` (None at its end: finished)
+handed to ``update(batch)``, or ``update()`` for a full-batch algorithm.  So
+the stopping rule and the minibatching live here and in the driver's
+:class:`grind.infer.training.Minibatches`, once; an algorithm supplies its
+update.  ``step()`` stays the driver's (and the tests') entry point: it
+returns None when done, as it always has.
+
+Stopping: batch algorithms stop by one rule, :meth:`Algorithm.converged`
+(relative change of the objective |O_t - O_{t-1}| <= tolerance * |O_{t-1}|,
+recorded by :meth:`observe` after an update) or the cap t = ``iterations``
+(:meth:`Algorithm.finished`); an algorithm with a special rule overrides
+:meth:`converged`.  Minibatch algorithms (streaming, stochastic) stop when
+their :class:`grind.infer.training.Minibatches` are exhausted (the stream's
+end, or the last epoch).
+
+Two algorithms override ``step()`` itself and keep their own stop:
+:class:`grind.infer.ln.LogisticNormal` and :class:`grind.infer.mixture.Mixture`.
+For them "finished?" cannot be asked from outside before the step, because
+the step changes the state the answer depends on first: ln's tied warm-up
+switches structure at the start of a step (and clears ``done`` when the
+untied run has converged, so a converged warm-up goes on, tied), and a
+mixture's C-step moves the coefficients beta and clears its base's ``done``
+whenever the schedule's bounds move (beta moving on means not converged).
+A driver that asked :meth:`finished` first would stop those runs early.
 """
 from __future__ import annotations
 
@@ -48,7 +72,27 @@ class Algorithm:
     done = False
     tolerance = 0.0
 
-    def step(self):  # pragma: no cover - the contract
+    #: Minibatch algorithms: the source of their minibatches (a
+    #: :class:`grind.infer.training.Minibatches`, set up from the options at
+    #: construction; its position is part of the algorithm's state).  None: a
+    #: full-batch algorithm, whose ``update()`` takes no batch.
+    batches = None
+
+    def step(self):
+        """One step as the driver runs it: None once :meth:`finished` (or the
+        minibatches are exhausted), else the :class:`Step` of ``update()``."""
+        if self.finished():
+            return None
+        if self.batches is None:
+            return self.update()
+        batch = self.batches.next()
+        if batch is None:
+            self.done = True
+            return None
+        return self.update(batch)
+
+    def update(self, batch=None):  # pragma: no cover - the contract
+        """One iteration / sweep (or one minibatch ``batch``); returns its Step."""
         raise NotImplementedError
 
     def weights(self):  # pragma: no cover
@@ -70,8 +114,13 @@ class Algorithm:
         return prev is not None and abs(cur - prev) <= self.tolerance * abs(prev)
 
     def finished(self) -> bool:
-        """Converged, or the cap of ``iterations`` reached: ``step()`` returns None."""
-        return self.done or self.it >= self.iterations
+        """Converged, or the cap of ``iterations`` reached (a minibatch
+        algorithm: its minibatches exhausted): ``step()`` returns None."""
+        if self.done:
+            return True
+        if self.batches is not None:
+            return self.batches.exhausted()
+        return self.it >= self.iterations
 
     def observe(self, objective) -> None:
         """After iteration ``it``: ``done`` when :meth:`converged`; ``prev`` = objective."""

@@ -182,7 +182,7 @@ class CVBConfig(TrainConfig):
 
 
 class CVB(Algorithm):
-    """Collapsed VB as a training-loop algorithm; one ``step()`` is one sweep.
+    """Collapsed VB as a training-loop algorithm; one ``update()`` is one sweep.
 
     ``cfg.cvb_init`` (default ``"grammar"``): the initial f_hat^(i) are the
     expected counts of sentence i under the initial grammar theta0;
@@ -290,9 +290,8 @@ class CVB(Algorithm):
         ah[rules] += values                                    # exactly the stored float32
         return rules, z
 
-    def step(self):
-        if self.finished():
-            return None
+    def update(self):
+        """One sweep: every parseable sentence removed, re-parsed and added back, in a random order."""
         objective, parsed, touched = 0.0, 0, np.zeros(0, np.int64)
         for i in self.rng.permutation(self.n):
             if int(i) in self.parser.failures:

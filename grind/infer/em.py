@@ -60,9 +60,8 @@ class EM(Algorithm):
         self.it, self.prev, self.done = 0, None, False
         self.n = len(estep.parser.sentences)
 
-    def step(self):
-        if self.finished():
-            return None
+    def update(self):
+        """One EM iteration: E-step under theta, MAP M-step; the objective is that of theta before it."""
         counts, logz = self.estep(self.theta)
         ok = np.isfinite(logz)
         if not ok.any():

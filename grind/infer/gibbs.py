@@ -173,9 +173,8 @@ class Gibbs(TreeSampler):
         self.counts = tree_counts(self.trees, len(grammar))
         self.it = 0
 
-    def step(self):
-        if self.finished():
-            return None
+    def update(self):
+        """One sweep: theta ~ Dirichlet(f(t) + alpha) (annealed), then every tree t_i ~ P(t | w_i, theta)."""
         T = self.temperature(self.it + 1)
         logtheta = sample_log_dirichlet(self.g, self.counts / T + self.prior, self.rng)
         self._resample_trees(np.exp(logtheta / T))

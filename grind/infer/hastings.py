@@ -107,9 +107,8 @@ class Hastings(TreeSampler):
 
     # -- one sweep ------------------------------------------------------------
 
-    def step(self):
-        if self.finished():
-            return None
+    def update(self):
+        """One sweep: an MH update of every tree, in a random order."""
         T = self.temperature(self.it + 1)
         self._inv = 1.0 / T
         self._w = self._proposal(np.arange(len(self.g)))

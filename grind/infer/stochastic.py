@@ -2,7 +2,8 @@
 Pate & Johnson 2016, Alg. 3).
 
 Each step t = 1, 2, ... takes a minibatch b of ``cfg.batch`` sentences (the
-corpus in an order shuffled per epoch with ``rng``, ``cfg.epochs`` epochs),
+corpus in an order shuffled per epoch with ``rng``, ``cfg.epochs`` epochs:
+the driver's :class:`grind.infer.training.ShuffledBatches`),
 fits it by local VB as if the whole corpus looked like b, and moves the
 global posterior Dirichlet(alpha_hat) a step eta_t = (tau + t)^(-kappa)
 towards that fit (Robbins-Monro: sum eta = inf, sum eta^2 < inf for kappa in
@@ -73,7 +74,7 @@ from grind.grammars.dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_index, is_dmv_gramm
 from grind.errors import InputError
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig, option
-from grind.infer.training import Step
+from grind.infer.training import ShuffledBatches, Step
 from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
 
 UPDATES = ("hoffman", "pate-johnson")
@@ -100,8 +101,10 @@ class StochasticConfig(TrainConfig):
 class StochasticVB(Algorithm):
     """Stochastic VB over ``estep.parser``'s corpus (see module doc).
 
-    It draws its minibatches itself (a permutation per epoch from ``rng``, so
-    the draws interleave with nothing else of the run)."""
+    Its minibatches come from a :class:`grind.infer.training.ShuffledBatches`
+    over the parseable sentences (a permutation per epoch from ``rng``, so
+    the draws interleave with nothing else of the run); :meth:`update` takes
+    one."""
 
     name = "stochastic"
     output = "pseudo-counts"
@@ -111,11 +114,11 @@ class StochasticVB(Algorithm):
         cfg = StochasticConfig.of(cfg)
         self.g, self.estep, self.rng = grammar, estep, rng
         self.prior, self.theta0 = np.asarray(prior, dtype=np.float64), np.asarray(theta0, dtype=np.float64)
-        self.epochs, self.batch, self.iterations = cfg.epochs, cfg.batch, cfg.batch_iterations
+        self.iterations = cfg.batch_iterations               # local VB iterations K
         self.tau, self.kappa = float(cfg.tau), float(cfg.kappa)
-        self.update = cfg.update
-        if self.update not in UPDATES:
-            raise InputError(f"unknown stochastic VB update {self.update!r} (one of {', '.join(UPDATES)})")
+        self.form = cfg.update
+        if self.form not in UPDATES:
+            raise InputError(f"unknown stochastic VB update {self.form!r} (one of {', '.join(UPDATES)})")
         parser = estep.parser
         self.pool = np.array([i for i in range(len(parser.sentences)) if i not in parser.failures],
                              dtype=np.int64)
@@ -123,36 +126,28 @@ class StochasticVB(Algorithm):
             raise InputError("no sentence of the corpus can be parsed with this grammar")
         self.events, self.rule_class = event_table(grammar, parser)
         self.corpus_events = self.events[self.pool].sum(axis=0)
-        self.stat, self.t, self.epoch, self.pos, self.seen = None, 0, 0, 0, 0
-        self.order = np.zeros(0, dtype=np.int64)
+        self.stat, self.t, self.seen = None, 0, 0
+        self.batches = ShuffledBatches(self.pool, cfg.batch, cfg.epochs, rng)
 
     # -- the algorithm ----------------------------------------------------------
 
-    def step(self):
-        if self.epoch >= self.epochs:
-            return None
-        epoch = self.epoch + 1
-        b = self._next_batch()
+    def update(self, b):
+        """One stochastic step on minibatch ``b`` (sorted sentence indices)."""
+        epoch = self.batches.batch_epoch
         s = self.scale(b)
         if self.stat is None:
             self._start(b, s)
         sc, bound, parsed, under = self._local_vb(b, s)
         self.t += 1
         eta = (self.tau + self.t) ** -self.kappa
-        target = self.prior + sc if self.update == "hoffman" else sc
+        target = self.prior + sc if self.form == "hoffman" else sc
         self.stat = np.maximum((1.0 - eta) * self.stat + eta * target, _TINY)
         self.seen += len(b)
         return Step(self.t, bound, self.seen, extra={"eta": eta, "epoch": epoch, "parsed": parsed, **under})
 
     def _next_batch(self):
-        """The next minibatch (sorted sentence indices); a new shuffle at each epoch start."""
-        if self.pos == 0:
-            self.order = self.rng.permutation(self.pool)
-        b = np.sort(self.order[self.pos:self.pos + self.batch])
-        self.pos += len(b)
-        if self.pos >= len(self.order):
-            self.epoch, self.pos = self.epoch + 1, 0
-        return b
+        """The next minibatch of :attr:`batches` (what :meth:`step` hands to :meth:`update`)."""
+        return self.batches.next()
 
     def _start(self, b, s):
         counts, _ = self.estep(self.theta0, b)
@@ -208,12 +203,12 @@ class StochasticVB(Algorithm):
 
     def get_state(self):
         return {"stat": np.zeros(0) if self.stat is None else self.stat, "started": self.stat is not None,
-                "t": self.t, "epoch": self.epoch, "pos": self.pos, "seen": self.seen, "order": self.order}
+                "t": self.t, "seen": self.seen, **self.batches.get_state()}
 
     def set_state(self, st):
         self.stat = np.array(st["stat"], dtype=np.float64) if st["started"] else None
-        self.t, self.epoch, self.pos, self.seen = int(st["t"]), int(st["epoch"]), int(st["pos"]), int(st["seen"])
-        self.order = np.array(st["order"], dtype=np.int64)
+        self.t, self.seen = int(st["t"]), int(st["seen"])
+        self.batches.set_state(st)
 
 
 def event_table(grammar, parser):

@@ -31,7 +31,8 @@ a lower bound on log of the marginal likelihood of minibatch b under the
 prior Dirichlet(alpha_hat), i.e. on log p(w_b | w_1..w_{b-1}) with the
 approximate posterior; minibatches differ, so the trace is not monotone.
 
-The corpus is read with :func:`grind.formats.corpus.iter_corpus` (first minibatch
+The minibatches come from the driver's :class:`grind.infer.training.StreamBatches`:
+the corpus read with :func:`grind.formats.corpus.iter_corpus` (first minibatch
 ``cfg.first_batch`` sentences, default ``cfg.batch``; then ``cfg.batch``).
 Sentences the parser cannot handle (unknown word, ...) or without a derivation
 of positive weight are reported and contribute no counts.  The state is
@@ -40,18 +41,15 @@ and skips that many sentences.
 """
 from __future__ import annotations
 
-import itertools
-
 from dataclasses import dataclass
 
 import numpy as np
 
 from grind import log
-from grind.formats.corpus import iter_corpus
 from grind.kernels.select import make_parser
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig, option
-from grind.infer.training import ShardedEstep, Step
+from grind.infer.training import ShardedEstep, Step, StreamBatches
 from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
 
 #: At most this many unparseable sentences are named per minibatch.
@@ -73,9 +71,10 @@ class StreamingConfig(TrainConfig):
 class StreamingVB(Algorithm):
     """Streaming VB over ``cfg.corpus`` read with ``cfg.spec`` (``estep`` is unused).
 
-    It reads its stream itself (the driver does not hand it minibatches: the
-    corpus need not fit in memory, and a resumed run skips ``consumed``
-    sentences of the stream)."""
+    Its minibatches (lists of sentences) come from a
+    :class:`grind.infer.training.StreamBatches` over the stream (the corpus
+    need not fit in memory, and a resumed run skips the ``consumed``
+    sentences); :meth:`update` fits one."""
 
     name = "streaming"
     output = "pseudo-counts"
@@ -85,35 +84,24 @@ class StreamingVB(Algorithm):
         cfg = StreamingConfig.of(cfg)
         self.g, self.prior = grammar, np.asarray(prior, dtype=np.float64)
         self.theta0 = np.asarray(theta0, dtype=np.float64)
-        self.path, self.spec = cfg.corpus, cfg.spec
-        self.batch, self.first_batch = cfg.batch, cfg.first_batch or cfg.batch
+        self.batches = StreamBatches(cfg.corpus, cfg.spec, cfg.batch, cfg.first_batch)
         self.iterations = cfg.batch_iterations
         self.kernel, self.jobs = cfg.kernel, cfg.jobs
         self.alpha_hat = self.prior.copy()
-        self.it, self.consumed, self.done = 0, 0, False
-        self._stream = None
+        self.it, self.done = 0, False
 
-    def step(self):
-        if self.done:
-            return None
-        sents = self._read(self.first_batch if self.it == 0 else self.batch)
-        if not sents:
-            self.done = True
-            return None
+    @property
+    def consumed(self) -> int:
+        """Sentences of the stream read so far."""
+        return self.batches.consumed
+
+    def update(self, sents):
+        """Fit minibatch ``sents`` (Alg. 2); alpha_hat <- its posterior."""
         self.lost = 0
         self.alpha_hat, bound, parsed = self._fit(sents)
         self.it += 1
-        self.consumed += len(sents)
         extra = {"underflow_lost": self.lost} if self.lost else {}
         return Step(self.it, bound, self.consumed, extra={"batch": len(sents), "parsed": parsed, **extra})
-
-    def _read(self, size):
-        """The next ``size`` sentences of the stream (fewer at its end)."""
-        if self._stream is None:
-            self._stream = iter_corpus(self.path, self.spec)
-            for _ in itertools.islice(self._stream, self.consumed):
-                pass
-        return list(itertools.islice(self._stream, size))
 
     def _fit(self, sents):
         """Alg. 2's inner loop on one minibatch: ``(alpha_b, bound, #parsed)``."""
@@ -150,12 +138,12 @@ class StreamingVB(Algorithm):
         return posterior_mean(self.g, self.alpha_hat)
 
     def get_state(self):
-        return {"alpha_hat": self.alpha_hat, "it": self.it, "consumed": self.consumed, "done": self.done}
+        return {"alpha_hat": self.alpha_hat, "it": self.it, **self.batches.get_state(), "done": self.done}
 
     def set_state(self, s):
         self.alpha_hat = np.array(s["alpha_hat"], dtype=np.float64)
-        self.it, self.consumed, self.done = int(s["it"]), int(s["consumed"]), bool(s["done"])
-        self._stream = None
+        self.it, self.done = int(s["it"]), bool(s["done"])
+        self.batches.set_state(s)
 
 
 def _unparsed(parser, idx, logz, lost=()):

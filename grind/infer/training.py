@@ -1,16 +1,21 @@
 """What every training run shares: the Dirichlet prior, the sharded E-step,
-the trace, held-out evaluation, checkpoints.
+the minibatches, the trace, held-out evaluation, checkpoints.
 
-An algorithm is a class with explicit state (numpy arrays and scalars) and a
-``step()`` that advances it by one iteration / minibatch / sweep and returns
-a :class:`Step`, or ``None`` when it is done.  The driver :func:`train` does
-everything else, so a resumed run (state + random generator restored from a
-checkpoint) ends bit-identical to an uninterrupted one.
+An algorithm (:class:`grind.infer.base.Algorithm`) is a class with explicit
+state (numpy arrays and scalars) and an ``update()`` (``update(batch)``) that
+does one iteration / sweep / minibatch and returns a :class:`Step`.  The
+driver :func:`train` does everything else: it runs the algorithm's
+``step()`` template (which stops the run by the shared rule and hands
+minibatch algorithms their next :class:`Minibatches` batch), the trace,
+held-out evaluation and early stopping, checkpoints and resume, so a resumed
+run (state + random generator restored from a checkpoint) ends bit-identical
+to an uninterrupted one.
 """
 from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import time
@@ -22,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grind import log
-from grind.errors import InputError, NumericalError
+from grind.errors import check_terminated, InputError, NumericalError
+from grind.formats.corpus import iter_corpus
 from grind.grammars.grammar import read_grammar, rule_key
 from grind.formats.textio import is_special, open_out
 
@@ -94,6 +100,107 @@ class ShardedEstep:
         if np.isnan(logz).any() or not np.all(np.isfinite(counts)):
             raise NumericalError("the E-step produced NaN: the weights are invalid")
         return counts, logz
+
+
+# ----------------------------------------------------------------------------- minibatches
+
+class Minibatches:
+    """The minibatches of a minibatch algorithm, one per step.
+
+    :meth:`grind.infer.base.Algorithm.step` draws ``next()`` and hands it to
+    the algorithm's ``update(batch)``; ``next()`` is None at the end (the
+    run is then finished).  The position is part of the algorithm's state
+    (:meth:`get_state` / :meth:`set_state`, merged into the algorithm's), so
+    a resumed run draws the same minibatches as an uninterrupted one.
+    """
+
+    def next(self):  # pragma: no cover - the contract
+        raise NotImplementedError
+
+    def exhausted(self) -> bool:
+        """Known to be at the end before drawing (a stream only knows when read)."""
+        return False
+
+    def get_state(self) -> dict:  # pragma: no cover
+        raise NotImplementedError
+
+    def set_state(self, s: dict) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class StreamBatches(Minibatches):
+    """A corpus file read as a stream (:func:`grind.formats.corpus.iter_corpus`
+    with ``spec``), ``first`` sentences first, then ``size`` at a time (the
+    last minibatch may be shorter), never the whole file at once.
+
+    State: ``consumed``, the sentences read so far; a restored source reopens
+    the file and skips that many at its first draw.
+    """
+
+    def __init__(self, path, spec, size: int, first: int | None = None):
+        self.path, self.spec = path, spec
+        self.size, self.first = size, first or size
+        self.consumed = 0
+        self._stream = None
+
+    def next(self):
+        """The next minibatch (a list of :class:`grind.formats.corpus.Sentence`), None at the end."""
+        if self._stream is None:
+            self._stream = iter_corpus(self.path, self.spec)
+            for _ in itertools.islice(self._stream, self.consumed):
+                pass
+        sents = list(itertools.islice(self._stream, self.first if self.consumed == 0 else self.size))
+        self.consumed += len(sents)
+        return sents or None
+
+    def get_state(self):
+        return {"consumed": self.consumed}
+
+    def set_state(self, s):
+        self.consumed = int(s["consumed"])
+        self._stream = None
+
+
+class ShuffledBatches(Minibatches):
+    """``epochs`` passes over the sentence indices ``pool``, each in a new
+    order ``rng.permutation(pool)`` drawn at the epoch's start, cut into
+    minibatches of ``size`` (the epoch's last may be shorter), each sorted.
+
+    State: ``epoch`` (passes completed), ``pos`` (indices of this pass drawn)
+    and ``order`` (this pass's permutation); the generator is the run's.
+    """
+
+    def __init__(self, pool, size: int, epochs: int, rng):
+        self.pool, self.size, self.epochs, self.rng = pool, size, epochs, rng
+        self.epoch, self.pos = 0, 0
+        self.order = np.zeros(0, dtype=np.int64)
+
+    def exhausted(self) -> bool:
+        return self.epoch >= self.epochs
+
+    def next(self):
+        """The next minibatch (sorted sentence indices), None after the last epoch."""
+        if self.exhausted():
+            return None
+        if self.pos == 0:
+            self.order = self.rng.permutation(self.pool)
+        b = np.sort(self.order[self.pos:self.pos + self.size])
+        self.pos += len(b)
+        if self.pos >= len(self.order):
+            self.epoch, self.pos = self.epoch + 1, 0
+        return b
+
+    @property
+    def batch_epoch(self) -> int:
+        """The epoch (from 1) of the minibatch drawn last."""
+        return self.epoch if self.pos == 0 else self.epoch + 1
+
+    def get_state(self):
+        return {"epoch": self.epoch, "pos": self.pos, "order": self.order}
+
+    def set_state(self, s):
+        self.epoch, self.pos = int(s["epoch"]), int(s["pos"])
+        self.order = np.array(s["order"], dtype=np.int64)
 
 
 def heldout(parser, theta, sents=None) -> dict:
@@ -353,6 +460,11 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
           resume=False, meta=None, on_step=None, early_stop=False):
     """Run ``algo`` to the end; returns the trace (list of Step).
 
+    Each step is ``algo.step()`` (:meth:`grind.infer.base.Algorithm.step`:
+    the shared stopping rule, and for streaming / stochastic VB the next of
+    the algorithm's :class:`Minibatches` handed to its ``update``); the run
+    ends when it returns None.  Any object with ``step()`` returning a Step
+    or None, ``get_state()`` and ``set_state()`` can be run.
     Every ``eval_every`` steps ``eval_fn(algo)`` adds held-out figures to the
     step; every ``checkpoint_every`` steps (and at the end) the state goes to
     ``checkpoint``.  Wall time in the trace excludes evaluation.  With
@@ -376,6 +488,7 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     # uninterrupted one does; a checkpoint of an older grind has none, and that
     # resume may stop later.
     while not (early_stop and trace and str(trace[-1].extra.get("stopped", "")).startswith("held-out")):
+        check_terminated()              # a SIGTERM whose exception a finaliser swallowed
         st = algo.step()
         if st is None:
             break

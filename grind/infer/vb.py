@@ -144,9 +144,8 @@ class VB(Algorithm):
         self.it, self.prev, self.done = 0, None, False
         self.n = len(estep.parser.sentences)
 
-    def step(self):
-        if self.finished():
-            return None
+    def update(self):
+        """One batch VB iteration: alpha_hat <- alpha + E_pi[f], pi the VB weights of alpha_hat."""
         counts, logz, lost, inexact = vb_estep(self.estep, self.g, self.alpha_hat)
         extra = {}
         if len(lost) or len(inexact):

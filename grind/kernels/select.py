@@ -1,5 +1,6 @@
 """Which kernel parses a grammar: the split-head DMV kernel for a complete DMV
-grammar, the general CKY kernel for every other grammar."""
+grammar, the segmentation kernel for a template (morphology) grammar, the
+general CKY kernel for every other grammar."""
 from __future__ import annotations
 
 from grind import log
@@ -8,9 +9,10 @@ from grind.grammars.dmv import START, classify_rule, dmv_problem, split_heads
 from grind.kernels.cky import CKYParser
 from grind.kernels.contract import ChartParser
 from grind.kernels.dmv import DMVParser
+from grind.kernels.segment import SegmentParser, template_problem
 
 #: The --kernel choices.
-KERNELS = ("auto", "cky", "dmv")
+KERNELS = ("auto", "cky", "dmv", "segment")
 
 
 def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
@@ -20,9 +22,19 @@ def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
     message when the grammar looks like a DMV (its header says ``# model:
     dmv``, or it uses the DMV's symbol names) but is not one.
 
+    A template grammar (:func:`grind.kernels.segment.template_problem`:
+    ``Word --> slots`` and lexical slot rules only) goes to the segmentation
+    kernel (``kernel="segment"`` insists on it).
+
     ``kernel="cky"`` forces the general kernel; for a DMV grammar the
     sentences are then split (``h -> h_l h_r``), the cross-check of the two.
     """
+    if kernel in ("auto", "segment"):
+        seg_why = template_problem(grammar)
+        if kernel == "segment" and seg_why is not None:
+            raise InputError(f"--kernel segment needs a template (morphology) grammar: {seg_why}")
+        if seg_why is None:
+            return SegmentParser(grammar, sentences)
     why = dmv_problem(grammar)
     dmv = why is None
     if kernel == "dmv" and not dmv:

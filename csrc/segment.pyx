@@ -1,0 +1,358 @@
+# Segmentation kernel: forward-backward over positions x (template, slot index)
+# for template (morphology) grammars, one word at a time, a whole batch of
+# words in one nogil call (see grind/kernels/segment.py for the math).
+#
+# States: template t with slots s_1..s_k owns alpha/beta rows st(t)+0..st(t)+k,
+# st(t) = toff[t] + t.  Per word, L_s(i, j) = wlex[kid(i, j), s] / max_s where
+# max_s is slot s's largest weight over the word's spans (added back in log Z);
+# wlex[k, s] = w[table[k, s]] (0 for -1) is read straight from the rule weights.
+#   alpha_m(j) = sum_i alpha_m-1(i) L_{s_m}(i, j),  alpha_0 = [1, 0, ..]
+#   beta_m-1(i) = sum_j L_{s_m}(i, j) beta_m(j),     beta_k = [.., 0, 1]
+#   log w_t Z_t = log w_t + sum_m log max_{s_m} + log alpha_k(n)
+
+from rng cimport grind_rng, grind_rng_seed, grind_uniform
+from libc.stdlib cimport malloc, free
+from libc.math cimport log, exp, INFINITY
+from libc.stdint cimport int64_t, uint64_t
+
+import numpy as np
+
+
+cdef struct Gram:
+    int S, T, maxlex, nmax, nstates
+    const double *w           # rule weights
+    const int *table          # (K+1) x S lexical rule ids (-1: none)
+    const double *logw        # T template log weights
+    const int *trule          # T template rule ids
+    const int *toff           # T+1 offsets into tslot
+    const int *tslot          # slots of every template
+    const int *kid            # per word (n+1)^2 substring ids
+    const int64_t *koff       # offset of each word in kid
+    const int *length         # length of each word
+
+
+cdef struct Work:
+    double *L                 # S x (n+1)^2
+    double *logmx             # S
+    double *alpha             # nstates x (n+1)
+    double *beta
+    double *logt              # T
+    double *scale             # T
+    int *bp                   # nstates x (n+1)
+
+
+cdef int work_new(Work *w, Gram *g) noexcept nogil:
+    cdef Py_ssize_t n1 = g.nmax + 1
+    w.L = <double *> malloc(g.S * n1 * n1 * sizeof(double))
+    w.logmx = <double *> malloc(g.S * sizeof(double))
+    w.alpha = <double *> malloc(g.nstates * n1 * sizeof(double))
+    w.beta = <double *> malloc(g.nstates * n1 * sizeof(double))
+    w.logt = <double *> malloc(g.T * sizeof(double))
+    w.scale = <double *> malloc(g.T * sizeof(double))
+    w.bp = <int *> malloc(g.nstates * n1 * sizeof(int))
+    return w.L != NULL and w.alpha != NULL and w.beta != NULL and w.bp != NULL
+
+
+cdef void work_free(Work *w) noexcept nogil:
+    free(w.L); free(w.logmx); free(w.alpha); free(w.beta); free(w.logt); free(w.scale); free(w.bp)
+
+
+cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
+    """Fill L (scaled), alpha (or max-product alpha and bp), logt; return log Z
+    (viterbi: the best log weight)."""
+    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, jmax, bi, r
+    cdef const int *kid = g.kid + g.koff[q]
+    cdef double *L = w.L
+    cdef double *a0
+    cdef double *a1
+    cdef double *Ls
+    cdef double mx, x, acc, best, top, lz
+    for s in range(S):
+        Ls = L + s * n1 * n1
+        mx = 0.0
+        for i in range(n):
+            jmax = i + g.maxlex
+            if jmax > n:
+                jmax = n
+            for j in range(i + 1, jmax + 1):
+                r = g.table[kid[i * n1 + j] * S + s]
+                x = g.w[r] if r >= 0 else 0.0
+                Ls[i * n1 + j] = x
+                if x > mx:
+                    mx = x
+        if mx > 0.0:
+            w.logmx[s] = log(mx)
+            for i in range(n):
+                jmax = i + g.maxlex
+                if jmax > n:
+                    jmax = n
+                for j in range(i + 1, jmax + 1):
+                    Ls[i * n1 + j] /= mx
+        else:
+            w.logmx[s] = -INFINITY
+    top = -INFINITY
+    for t in range(g.T):
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        a0 = w.alpha + st * n1
+        for i in range(n1):
+            a0[i] = 0.0
+        a0[0] = 1.0
+        lz = g.logw[t]
+        for m in range(k):
+            s = g.tslot[g.toff[t] + m]
+            lz += w.logmx[s]
+            Ls = L + s * n1 * n1
+            a0 = w.alpha + (st + m) * n1
+            a1 = a0 + n1
+            a1[0] = 0.0
+            for j in range(1, n1):
+                acc = 0.0
+                bi = -1
+                i = j - g.maxlex
+                if i < 0:
+                    i = 0
+                while i < j:
+                    x = a0[i] * Ls[i * n1 + j]
+                    if viterbi:
+                        if x > acc:
+                            acc = x
+                            bi = i
+                    else:
+                        acc += x
+                    i += 1
+                a1[j] = acc
+                if viterbi:
+                    w.bp[(st + m + 1) * n1 + j] = bi
+        x = (w.alpha + (st + k) * n1)[n]
+        if x > 0.0 and lz > -INFINITY:
+            w.logt[t] = lz + log(x)
+        else:
+            w.logt[t] = -INFINITY
+        if w.logt[t] > top:
+            top = w.logt[t]
+    if top == -INFINITY or viterbi:
+        return top
+    acc = 0.0
+    for t in range(g.T):
+        acc += exp(w.logt[t] - top)
+    lz = top + log(acc)
+    for t in range(g.T):
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        x = (w.alpha + (st + k) * n1)[n]
+        w.scale[t] = exp(w.logt[t] - lz) / x if w.logt[t] > -INFINITY else 0.0
+    return lz
+
+
+cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
+    cdef int n = g.length[q], n1 = n + 1, i, j, t, m, k, st, s, jmax
+    cdef double *b0
+    cdef double *b1
+    cdef double *Ls
+    cdef double acc
+    for t in range(g.T):
+        if w.scale[t] == 0.0:
+            continue
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        b1 = w.beta + (st + k) * n1
+        for i in range(n1):
+            b1[i] = 0.0
+        b1[n] = 1.0
+        for m in range(k, 0, -1):
+            s = g.tslot[g.toff[t] + m - 1]
+            Ls = w.L + s * n1 * n1
+            b1 = w.beta + (st + m) * n1
+            b0 = b1 - n1
+            b0[n] = 0.0
+            for i in range(n):
+                jmax = i + g.maxlex
+                if jmax > n:
+                    jmax = n
+                acc = 0.0
+                for j in range(i + 1, jmax + 1):
+                    acc += Ls[i * n1 + j] * b1[j]
+                b0[i] = acc
+
+
+def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1] logz,
+                   double[:, ::1] bounds, bint want_counts):
+    """Counts (added to ``counts``), log Z per word of idx; with a non-empty
+    ``bounds`` (len(idx) x (nmax+1)) also P(a slot ends at i)."""
+    cdef Gram g
+    cdef Work w
+    cdef object keep = _gram(gram, &g)
+    cdef Py_ssize_t Q = idx.shape[0], qq
+    cdef int q, n, n1, t, st, k, m, s, i, j, jmax, r
+    cdef double lz, sc, c
+    cdef double *a
+    cdef double *b
+    cdef double *Ls
+    cdef const int *kid
+    cdef bint want_bounds = bounds.shape[0] > 0
+    with nogil:
+        if not work_new(&w, &g):
+            work_free(&w)
+            with gil:
+                raise MemoryError()
+        for qq in range(Q):
+            q = idx[qq]
+            lz = forward(&g, &w, q, False)
+            logz[qq] = lz
+            if lz == -INFINITY:
+                continue
+            backward(&g, &w, q)
+            n = g.length[q]
+            n1 = n + 1
+            kid = g.kid + g.koff[q]
+            for t in range(g.T):
+                sc = w.scale[t]
+                if sc == 0.0:
+                    continue
+                st = g.toff[t] + t
+                k = g.toff[t + 1] - g.toff[t]
+                if want_counts:
+                    counts[g.trule[t]] += exp(w.logt[t] - lz)
+                for m in range(k):
+                    a = w.alpha + (st + m) * n1
+                    b = w.beta + (st + m + 1) * n1
+                    if want_bounds and m > 0:
+                        for i in range(1, n):
+                            bounds[qq, i] += a[i] * w.beta[(st + m) * n1 + i] * sc
+                    if not want_counts:
+                        continue
+                    s = g.tslot[g.toff[t] + m]
+                    Ls = w.L + s * n1 * n1
+                    for i in range(n):
+                        if a[i] == 0.0:
+                            continue
+                        jmax = i + g.maxlex
+                        if jmax > n:
+                            jmax = n
+                        for j in range(i + 1, jmax + 1):
+                            c = a[i] * Ls[i * n1 + j] * b[j]
+                            if c > 0.0:
+                                r = g.table[kid[i * n1 + j] * g.S + s]
+                                counts[r] += c * sc
+        work_free(&w)
+    return keep is not None
+
+
+cdef int emit(Gram *g, Work *w, int q, int t, int *ends, int64_t *rows) noexcept nogil:
+    """Write the derivation of template t with slot boundaries ends[0..k] as rows."""
+    cdef int k = g.toff[t + 1] - g.toff[t], m, s, n1 = g.length[q] + 1
+    cdef const int *kid = g.kid + g.koff[q]
+    rows[0] = g.trule[t]
+    rows[1] = 0
+    rows[2] = g.length[q]
+    for m in range(k):
+        s = g.tslot[g.toff[t] + m]
+        rows[3 * (m + 1)] = g.table[kid[ends[m] * n1 + ends[m + 1]] * g.S + s]
+        rows[3 * (m + 1) + 1] = ends[m]
+        rows[3 * (m + 1) + 2] = ends[m + 1]
+    return k + 1
+
+
+def decode(dict gram, const int[::1] idx, const uint64_t[::1] seeds, bint viterbi,
+           int64_t[:, ::1] rows, int64_t[::1] n_rows, double[::1] score):
+    """Viterbi (``viterbi``) or sampled derivation of each word of idx: rows
+    (len(idx) * (kmax+1) x 3, word qq at qq * (kmax+1)), n_rows (-1: none), score."""
+    cdef Gram g
+    cdef Work w
+    cdef object keep = _gram(gram, &g)
+    cdef Py_ssize_t Q = idx.shape[0], qq
+    cdef int q, n, n1, t, st, k, m, s, i, j, jlo, bt, kmax = 0
+    cdef double lz, u, acc, x
+    cdef double *a
+    cdef double *Ls
+    cdef int ends[256]
+    cdef grind_rng rng
+    for t in range(g.T):
+        if g.toff[t + 1] - g.toff[t] > kmax:
+            kmax = g.toff[t + 1] - g.toff[t]
+    if kmax > 255:
+        raise ValueError("templates of more than 255 slots")
+    with nogil:
+        if not work_new(&w, &g):
+            work_free(&w)
+            with gil:
+                raise MemoryError()
+        for qq in range(Q):
+            q = idx[qq]
+            n_rows[qq] = -1
+            lz = forward(&g, &w, q, viterbi)
+            score[qq] = lz
+            if lz == -INFINITY:
+                continue
+            n = g.length[q]
+            n1 = n + 1
+            bt = -1
+            if viterbi:
+                for t in range(g.T):
+                    if w.logt[t] == lz:
+                        bt = t
+                        break
+            else:
+                grind_rng_seed(&rng, seeds[qq])
+                u = grind_uniform(&rng)
+                acc = 0.0
+                for t in range(g.T):
+                    x = w.scale[t] * (w.alpha + (g.toff[t] + t + g.toff[t + 1] - g.toff[t]) * n1)[n]
+                    if x > 0.0:
+                        bt = t
+                        acc += x
+                        if acc > u:
+                            break
+            t = bt
+            st = g.toff[t] + t
+            k = g.toff[t + 1] - g.toff[t]
+            ends[k] = n
+            j = n
+            for m in range(k, 0, -1):
+                if viterbi:
+                    i = w.bp[(st + m) * n1 + j]
+                else:
+                    s = g.tslot[g.toff[t] + m - 1]
+                    Ls = w.L + s * n1 * n1
+                    a = w.alpha + (st + m - 1) * n1
+                    jlo = j - g.maxlex
+                    if jlo < 0:
+                        jlo = 0
+                    acc = 0.0
+                    for i in range(jlo, j):
+                        acc += a[i] * Ls[i * n1 + j]
+                    u = grind_uniform(&rng) * acc
+                    acc = 0.0
+                    bt = -1
+                    for i in range(jlo, j):
+                        x = a[i] * Ls[i * n1 + j]
+                        if x > 0.0:
+                            bt = i
+                            acc += x
+                            if acc > u:
+                                break
+                    i = bt
+                ends[m - 1] = i
+                j = i
+            n_rows[qq] = emit(&g, &w, q, t, ends, &rows[qq * (kmax + 1), 0])
+        work_free(&w)
+    return keep is not None
+
+
+cdef object _gram(dict d, Gram *g):
+    """Point g at the arrays of d (returned, to keep them alive)."""
+    cdef const double[::1] w = d["w"]
+    cdef const int[::1] table = d["table"]
+    cdef const double[::1] logw = d["logw"]
+    cdef const int[::1] trule = d["trule"]
+    cdef const int[::1] toff = d["toff"]
+    cdef const int[::1] tslot = d["tslot"]
+    cdef const int[::1] kid = d["kid"]
+    cdef const int64_t[::1] koff = d["koff"]
+    cdef const int[::1] length = d["length"]
+    g.S, g.T, g.maxlex, g.nmax = d["S"], d["T"], d["maxlex"], d["nmax"]
+    g.nstates = toff[g.T] + g.T
+    g.w, g.table, g.logw, g.trule = &w[0], &table[0], &logw[0], &trule[0]
+    g.toff, g.tslot, g.kid, g.koff, g.length = &toff[0], &tslot[0], &kid[0], &koff[0], &length[0]
+    return d

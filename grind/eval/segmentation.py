@@ -1,0 +1,216 @@
+"""Morphological segmentation evaluation, the one-morph / every-character
+baselines and the overlap with them.
+
+Measures (all over word TYPES: a word listed several times counts once, and
+pooled over the word types, i.e. micro-averaged):
+
+* morph_P / morph_R / morph_F -- unlabeled morpheme precision, recall and F
+  (Johnson, Griffiths & Goldwater 2007): a predicted morph is correct when
+  its character span ``(start, end)`` is the span of a gold morph of the same
+  word, so in ``anana`` = ``an an a`` the two ``an`` are different morphs;
+  P = correct / predicted morphs, R = correct / gold morphs.
+* exact -- words whose predicted spans are exactly the gold spans / words.
+* boundary_P / boundary_R / boundary_F -- the Morpho Challenge / SIGMORPHON
+  convention: only *internal* boundaries (after character i, 0 < i < len)
+  count, word-initial and word-final positions never; P = correct predicted
+  boundaries / predicted boundaries, R = correct / gold boundaries.  A word
+  with no internal gold boundary and no predicted one adds nothing to either
+  (it is counted in ``exact`` and the morph scores only).  When a denominator
+  is 0 over the whole file (no predicted boundary at all, or no gold one) the
+  precision (recall) is undefined and written ``nan``, never 0 or 1; F is
+  nan when P or R is.
+
+F = 2PR / (P + R) (0 when P = R = 0).
+
+An *unparsed* predicted word (``word<TAB>_``) is scored with zero correct
+morphs, zero predicted morphs and no boundaries: its gold morphs and
+boundaries stay in the recall denominators; it is never replaced by a
+baseline segmentation.
+
+Baselines, scored the same way on the same gold: ``one-morph`` (every word
+one morph, no boundary) and ``chars`` (every character a morph).  The
+*overlap* of a prediction with a baseline is the number of parsed predicted
+words whose segmentation equals the baseline's, divided by the parsed words.
+"""
+from __future__ import annotations
+
+import math
+
+from grind.errors import InputError
+
+BASELINES = ("one-morph", "chars")
+#: A predicted morph_F or boundary_F this close to a baseline's gets a ``# note:`` line (1 point).
+NEAR = 0.01
+COLUMNS = ("system", "words", "unparsed", "morph_P", "morph_R", "morph_F", "exact",
+           "boundary_P", "boundary_R", "boundary_F", "overlap_one", "overlap_chars")
+MEASURES = ("morph_P", "morph_R", "morph_F", "exact", "boundary_P", "boundary_R", "boundary_F")
+
+
+def baseline_spans(word: str, kind: str) -> tuple[tuple[int, int], ...]:
+    """``one-morph``: ((0, n),); ``chars``: ((0, 1), (1, 2), ..., (n-1, n))."""
+    n = len(word)
+    if kind == "one-morph":
+        return ((0, n),)
+    if kind == "chars":
+        return tuple((i, i + 1) for i in range(n))
+    raise ValueError(kind)
+
+
+def boundaries(spans) -> set[int]:
+    """Internal boundary positions of a segmentation (span ends other than the word end)."""
+    if not spans:
+        return set()
+    n = max(e for _, e in spans)
+    return {e for _, e in spans if 0 < e < n}
+
+
+def word_types(records, name: str) -> dict:
+    """``{word: spans or None}`` in first-seen order; a word listed twice with
+    different segmentations is an InputError naming both lines."""
+    out: dict = {}
+    first: dict = {}
+    for r in records:
+        sp = r.spans()
+        if r.word in out:
+            if out[r.word] != sp:
+                raise InputError(f"{name}:{r.line}: word {r.word!r} is segmented differently on line "
+                                 f"{first[r.word]} (words are scored as types, once each)")
+            continue
+        out[r.word], first[r.word] = sp, r.line
+    return out
+
+
+def check_gold(gold: dict, name: str) -> None:
+    bad = [w for w, sp in gold.items() if sp is None]
+    if bad:
+        raise InputError(f"{name}: gold word {bad[0]!r} has no segmentation ('_')"
+                         f"{f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''}")
+
+
+def check_same_words(gold: dict, pred: dict, gold_name: str, pred_name: str) -> None:
+    """GOLD and PRED must hold the same word types; the error names the first missing / extra ones."""
+    missing = [w for w in gold if w not in pred]
+    extra = [w for w in pred if w not in gold]
+    for words, what in ((missing, f"missing from {pred_name}"), (extra, f"in {pred_name} but not in {gold_name}")):
+        if words:
+            shown = ", ".join(repr(w) for w in words[:5])
+            raise InputError(f"{len(words)} word(s) {what}: {shown}{' ...' if len(words) > 5 else ''} "
+                             "(GOLD and PRED must hold the same words)")
+
+
+def score(gold: dict, pred: dict, system: str = "predicted") -> dict:
+    """One row (see :data:`COLUMNS`) for predicted spans ``pred[word]`` (None = unparsed)."""
+    t = dict.fromkeys(("words", "unparsed", "mc", "mp", "mg", "exact", "bc", "bp", "bg", "parsed",
+                       "same_one", "same_chars"), 0)
+    for w, g in gold.items():
+        p = pred[w]
+        t["words"] += 1
+        t["mg"] += len(g)
+        gb = boundaries(g)
+        t["bg"] += len(gb)
+        if p is None:
+            t["unparsed"] += 1
+            continue
+        t["parsed"] += 1
+        t["mc"] += len(set(g) & set(p))
+        t["mp"] += len(p)
+        t["exact"] += int(tuple(p) == tuple(g))
+        pb = boundaries(p)
+        t["bp"] += len(pb)
+        t["bc"] += len(gb & pb)
+        t["same_one"] += int(tuple(p) == baseline_spans(w, "one-morph"))
+        t["same_chars"] += int(tuple(p) == baseline_spans(w, "chars"))
+    mp, mr = _div(t["mc"], t["mp"]), _div(t["mc"], t["mg"])
+    bp, br = _div(t["bc"], t["bp"]), _div(t["bc"], t["bg"])
+    return {"system": system, "words": t["words"], "unparsed": t["unparsed"],
+            "morph_P": mp, "morph_R": mr, "morph_F": _f(mp, mr), "exact": _div(t["exact"], t["words"]),
+            "boundary_P": bp, "boundary_R": br, "boundary_F": _f(bp, br),
+            "overlap_one": _div(t["same_one"], t["parsed"]), "overlap_chars": _div(t["same_chars"], t["parsed"]),
+            "counts": t}
+
+
+def evaluate(gold_records, pred_records, gold_name: str = "GOLD", pred_name: str = "PRED") -> dict:
+    """Score segmentation records (:func:`grind.formats.segmentations.read_segmentations`)."""
+    gold = word_types(gold_records, gold_name)
+    check_gold(gold, gold_name)
+    pred = word_types(pred_records, pred_name)
+    check_same_words(gold, pred, gold_name, pred_name)
+    return score(gold, pred)
+
+
+def baseline_rows(gold: dict) -> dict:
+    """``{"one-morph": row, "chars": row}`` scored as :func:`score` scores a prediction."""
+    return {b: score(gold, {w: baseline_spans(w, b) for w in gold}, f"baseline-{b}") for b in BASELINES}
+
+
+def _div(a, b):
+    return a / b if b else float("nan")
+
+
+def _f(p, r):
+    if math.isnan(p) or math.isnan(r):
+        return float("nan")
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def near_baseline_notes(row, base, near: float = NEAR) -> list[str]:
+    """``# note:`` lines for morph_F / boundary_F within ``near`` (inclusive) of a baseline's."""
+    out = []
+    for m in ("morph_F", "boundary_F"):
+        for b in BASELINES:
+            x, y = row[m], base[b][m]
+            if not (math.isnan(x) or math.isnan(y)) and abs(x - y) <= near + 1e-12:
+                out.append(f"# note: {m} {x:.4f} is within {100 * near:g} point of the {b} baseline's {y:.4f}\n")
+    return out
+
+
+def definitions(gold_name: str, n_lines: int, n_types: int) -> list[str]:
+    """The ``#`` lines that say what the columns of :func:`format_table` mean."""
+    dup = n_lines - n_types
+    return [
+        f"# gold: {gold_name}: {n_lines} lines, {n_types} word types"
+        f"{f' ({dup} duplicate lines counted once)' if dup else ''}\n",
+        "# convention: scored over word TYPES (a word listed more than once counts once), counts pooled over "
+        "the words (micro-averaged); F = 2PR/(P+R)\n",
+        "# morph_P / morph_R / morph_F: unlabeled morpheme precision / recall / F (Johnson, Griffiths & "
+        "Goldwater 2007): a predicted morph is correct iff its character span (start, end) is a gold morph "
+        "span of the same word\n",
+        "# exact: words whose predicted segmentation is exactly the gold one / words\n",
+        "# boundary_P / boundary_R / boundary_F: internal boundaries only (Morpho Challenge / SIGMORPHON): "
+        "word-initial and word-final positions are excluded; a word with no internal gold boundary and no "
+        "predicted one contributes nothing to boundary P/R; a P (R) with no predicted (gold) boundary in the "
+        "whole file is undefined and written nan, and so is F then\n",
+        "# unparsed: predicted words written 'word<TAB>_' (no parse): zero correct and zero predicted morphs, "
+        "no boundaries; their gold morphs and boundaries stay in the recall denominators\n",
+        "# overlap_one / overlap_chars: parsed predicted words whose segmentation equals the one-morph / "
+        "every-character baseline's, divided by the parsed predicted words\n",
+        "# baselines: rows baseline-one-morph (every word one morph) and baseline-chars (every character a "
+        "morph), the gold words scored the same way\n",
+        f"# note lines: a morph_F or boundary_F within {100 * NEAR:g} point ({NEAR}) of a baseline's\n",
+    ]
+
+
+def format_table(rows, header: bool = True) -> str:
+    out = ["\t".join(COLUMNS) + "\n"] if header else []
+    for r in rows:
+        out.append("\t".join(str(r[c]) if isinstance(r[c], (int, str)) else f"{r[c]:.4f}" for c in COLUMNS) + "\n")
+    return "".join(out)
+
+
+def format_report(row, base, name: str) -> str:
+    """One predicted file's block: ``# predicted: NAME``, its table and the ``# note:`` lines."""
+    return f"# predicted: {name}\n" + format_table([row]) + "".join(near_baseline_notes(row, base))
+
+
+def format_baselines(base) -> str:
+    return "# baselines on GOLD\n" + format_table([base[b] for b in BASELINES])
+
+
+def format_spread(rows) -> str:
+    """Mean and sample standard deviation of several predicted files' measures."""
+    import numpy as np
+    out = [f"# {len(rows)} predicted files: mean and sample standard deviation\n", "measure\tmean\tsd\n"]
+    for m in MEASURES:
+        v = np.array([r[m] for r in rows], dtype=np.float64)
+        out.append(f"{m}\t{v.mean():.4f}\t{v.std(ddof=1):.4f}\n")
+    return "".join(out)

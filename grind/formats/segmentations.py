@@ -1,0 +1,119 @@
+"""Segmentation files: one segmented word a line.
+
+Two line formats, told apart line by line by a TAB:
+
+* plain: the morphs separated by single spaces, ``ab dik ova t``; the word is
+  their concatenation;
+* sigmorphon (SIGMORPHON 2022 word-level): ``abdikovat<TAB>ab @@dik @@ova @@t``,
+  every morph after the first prefixed with ``@@``; the morphs must
+  concatenate to the word (surface segmentations only: a canonical
+  segmentation such as ``happiness<TAB>happy @@ness`` is an error).  A third
+  TAB-separated column (the SIGMORPHON category) is allowed and ignored.
+
+An *unparsed* word (``grind parse --segment`` found no derivation) is written
+in both formats as the word, a TAB and ``_``: ``abdikovat<TAB>_``; it is read
+back with ``morphs = None``.  ``#`` lines at the top of a file (before the
+first word, e.g. the header grind writes) are skipped.  An empty line, an
+empty morph (two spaces in a row, a leading or trailing space, a bare
+``@@``) or morphs that do not concatenate to the word are an
+:class:`~grind.errors.InputError` naming file and line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grind.errors import InputError
+from grind.formats.textio import quote_line, read_lines
+
+SEG_FORMATS = ("plain", "sigmorphon")
+#: The segmentation column of an unparsed word.
+UNPARSED = "_"
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """One line: ``word``, its ``morphs`` (None: unparsed) and the 1-based ``line``."""
+
+    word: str
+    morphs: tuple[str, ...] | None
+    line: int = 0
+
+    def spans(self) -> tuple[tuple[int, int], ...] | None:
+        """The morphs' character spans ``(start, end)`` (None when unparsed)."""
+        return None if self.morphs is None else spans_of(self.morphs)
+
+
+def spans_of(morphs) -> tuple[tuple[int, int], ...]:
+    """``[(start, end), ...]`` of consecutive morphs: ``an an a`` -> (0,2) (2,4) (4,5)."""
+    out, i = [], 0
+    for m in morphs:
+        out.append((i, i + len(m)))
+        i += len(m)
+    return tuple(out)
+
+
+def morphs_from_cuts(tokens, cuts) -> tuple[str, ...]:
+    """The morphs of a word given as ``tokens`` (characters, or longer units
+    joined without spaces) cut at token positions ``cuts`` (0 < cut < len)."""
+    pos = [0, *sorted(c for c in set(cuts) if 0 < c < len(tokens)), len(tokens)]
+    return tuple("".join(tokens[a:b]) for a, b in zip(pos, pos[1:]))
+
+
+def format_segmentation(word: str, morphs, fmt: str = "plain") -> str:
+    """One line (with its newline) of a segmentation file; ``morphs=None`` = unparsed."""
+    if morphs is None:
+        return f"{word}\t{UNPARSED}\n"
+    if fmt == "plain":
+        return " ".join(morphs) + "\n"
+    if fmt == "sigmorphon":
+        return word + "\t" + " @@".join(morphs) + "\n"
+    raise ValueError(fmt)
+
+
+def read_segmentations(path: str) -> list[Segmentation]:
+    """Every segmented word of ``path`` in file order (see the module doc)."""
+    name = "<stdin>" if path == "-" else path
+    out, header = [], True
+    for lineno, raw in read_lines(path):
+        line = raw.rstrip("\r\n")
+        if header and (line == "#" or line.startswith("# ")):
+            continue
+        header = False
+        where = f"{name}:{lineno}"
+        if not line.strip():
+            raise InputError(f"{where}: empty line (one segmented word a line)")
+        out.append(parse_line(line, where, lineno))
+    if not out:
+        raise InputError(f"{name}: no segmented words")
+    return out
+
+
+def parse_line(line: str, where: str, lineno: int = 0) -> Segmentation:
+    """One line of a segmentation file (``where`` = ``file:line`` for errors)."""
+    if "\t" not in line:
+        morphs = tuple(line.split(" "))
+        if "" in morphs:
+            raise InputError(f"{where}: an empty morph (morphs are separated by single spaces) in "
+                             f"{quote_line(line)}")
+        return Segmentation("".join(morphs), morphs, lineno)
+    cols = line.split("\t")
+    if len(cols) > 3:
+        raise InputError(f"{where}: {len(cols)} TAB-separated columns; expected word<TAB>segmentation "
+                         f"(and optionally a category): {quote_line(line)}")
+    word, seg = cols[0], cols[1]
+    if not word or word != word.strip():
+        raise InputError(f"{where}: an empty word or one with surrounding spaces in {quote_line(line)}")
+    if seg == UNPARSED and word != UNPARSED:
+        return Segmentation(word, None, lineno)
+    pieces = seg.split(" ")
+    for k, p in enumerate(pieces[1:], 2):
+        if not p.startswith("@@"):
+            raise InputError(f"{where}: morph {k} {p!r} does not start with '@@' (SIGMORPHON format: "
+                             f"'ab @@dik @@ova @@t'): {quote_line(line)}")
+    morphs = (pieces[0], *(p[2:] for p in pieces[1:]))
+    if "" in morphs:
+        raise InputError(f"{where}: an empty morph in {quote_line(line)}")
+    if "".join(morphs) != word:
+        raise InputError(f"{where}: the morphs {' + '.join(morphs)} = {''.join(morphs)!r} do not concatenate "
+                         f"to the word {word!r} (only surface segmentations can be scored)")
+    return Segmentation(word, morphs, lineno)

@@ -1,0 +1,202 @@
+"""The segmentation kernel (grind/kernels/segment.py) against brute-force
+enumeration of all segmentations and against the general CKY kernel, on tiny
+random template (morphology) grammars."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import oracle
+from grind.errors import InputError
+from grind.grammars.grammar import Grammar
+from grind.kernels.cky import CKYParser
+from grind.kernels.segment import SegmentParser, template_problem
+from grind.kernels.select import make_parser
+
+SEEDS = range(6)
+TOL = 1e-10
+NATIVE = [True, False]          # the compiled kernel (must be built: no skip) and the numpy one
+
+
+def random_template_grammar(seed, zero_frac=0.0):
+    """2-3 templates over 2-3 slots; every slot gets a random subset of the
+    substrings of 2-4 short random words.  Returns (grammar, words)."""
+    rng = np.random.default_rng(seed)
+    alphabet = list("abc")
+    words = [[str(c) for c in rng.choice(alphabet, size=rng.integers(2, 6))] for _ in range(rng.integers(2, 5))]
+    slots = ["Pre", "Stem", "Suf"][: rng.integers(2, 4)]
+    subs = sorted({tuple(w[i:j]) for w in words for i in range(len(w)) for j in range(i + 1, len(w) + 1)})
+    rules = []
+    all_templates = [(s,) for s in slots] + [tuple(p) for k in (2, 3) for p in itertools.product(slots, repeat=k)]
+    for t in rng.choice(len(all_templates), size=rng.integers(2, 4), replace=False):
+        rules.append(("Word", all_templates[t]))
+    rules.append(("Word", ("Stem",)) if ("Word", ("Stem",)) not in rules else ("Word", ("Stem", "Stem")))
+    for s in slots:
+        for sub in subs:
+            if s == "Stem" or rng.random() < 0.6:
+                rules.append((s, sub))
+    w = rng.gamma(1.0, 1.0, size=len(rules)) + 0.05
+    w[rng.random(len(rules)) < zero_frac] = 0.0
+    return Grammar(rules, w, "Word"), words
+
+
+def brute(grammar, weights, word):
+    """All derivations of ``word``: (rows, weight), for every template and every
+    cut of the word into k non-empty pieces, the product of the weights."""
+    lex = {(lhs, rhs): r for r, (lhs, rhs) in enumerate(grammar.rules) if lhs != grammar.start}
+    n, out = len(word), []
+    for r, (lhs, rhs) in enumerate(grammar.rules):
+        if lhs != grammar.start:
+            continue
+        k = len(rhs)
+        for cuts in itertools.combinations(range(1, n), k - 1):
+            ends = (0,) + cuts + (n,)
+            rows, wt = [(r, 0, n)], weights[r]
+            for m, s in enumerate(rhs):
+                lr = lex.get((s, tuple(word[ends[m]:ends[m + 1]])))
+                if lr is None:
+                    break
+                rows.append((lr, ends[m], ends[m + 1]))
+                wt *= weights[lr]
+            else:
+                out.append((np.array(rows, dtype=np.int64), wt))
+    return out
+
+
+def exact(grammar, weights, word):
+    ds = brute(grammar, weights, word)
+    Z = sum(w for _, w in ds)
+    counts = np.zeros(len(grammar))
+    bound = np.zeros(max(0, len(word) - 1))
+    for d, w in ds:
+        if Z > 0:
+            counts += w / Z * np.bincount(d[:, 0], minlength=len(grammar))
+            for e in d[1:-1, 2]:
+                bound[e - 1] += w / Z
+    return ds, (math.log(Z) if Z > 0 else -math.inf), counts, bound
+
+
+@pytest.mark.parametrize("native", NATIVE)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("zero_frac", [0.0, 0.3])
+def test_against_enumeration_and_cky(seed, zero_frac, native):
+    g, words = random_template_grammar(seed, zero_frac)
+    assert template_problem(g) is None
+    sents = words + [list("ab") + ["z"], []]                  # unknown character, empty word
+    seg, cky = SegmentParser(g, sents, native=native), CKYParser(g, sents)
+    assert set(seg.failures) == {len(words), len(words) + 1}
+    w = g.weights
+    counts, logz = seg.inside_outside(w)
+    ccounts, clogz = cky.inside_outside(w)
+    np.testing.assert_allclose(logz, clogz, rtol=TOL, atol=TOL)
+    np.testing.assert_allclose(counts, ccounts, rtol=1e-9, atol=TOL)
+    total = np.zeros(len(g))
+    vit, vlp = seg.viterbi(w)
+    cvit, cvlp = cky.viterbi(w)
+    bps = seg.boundary_posteriors(w)
+    for s, word in enumerate(words):
+        ds, lz, c, bound = exact(g, w, word)
+        total += c
+        assert logz[s] == pytest.approx(lz, rel=TOL, abs=TOL)
+        np.testing.assert_allclose(bps[s], bound, atol=TOL)
+        best = max((wt for _, wt in ds), default=0.0)
+        if best > 0:
+            assert vlp[s] == pytest.approx(math.log(best), rel=TOL, abs=TOL)
+            assert vlp[s] == pytest.approx(cvlp[s], rel=TOL, abs=TOL)
+            assert any(np.array_equal(vit[s], d) for d, wt in ds if wt >= best * (1 - 1e-9))
+            assert oracle.is_derivation_of(g, word, vit[s])
+            if sum(wt >= best * (1 - 1e-9) for _, wt in ds) == 1:
+                np.testing.assert_array_equal(vit[s], cvit[s])     # same format as CKY
+        else:
+            assert vit[s] is None and vlp[s] == -np.inf
+    np.testing.assert_allclose(counts, total, rtol=1e-9, atol=TOL)
+    samples = seg.sample(w, np.random.default_rng(seed))
+    for s in seg.failures:
+        assert logz[s] == -np.inf and vit[s] is None and samples[s] is None and not bps[s].any()
+    for s, word in enumerate(words):
+        assert (samples[s] is None) == (logz[s] == -np.inf)
+        if samples[s] is not None:
+            assert oracle.is_derivation_of(g, word, samples[s])
+    # idx selects words and a batch equals the sum of singles
+    c1 = sum(seg.inside_outside(w, [s])[0] for s in range(len(sents)))
+    np.testing.assert_allclose(c1, counts, rtol=1e-9, atol=TOL)
+    sp = seg.span_posteriors(w, [0])[0]
+    assert sp.sum() == pytest.approx(counts_morphs(g, w, words[0]), rel=1e-9, abs=TOL)
+
+
+def counts_morphs(g, w, word):
+    ds, _, _, _ = exact(g, w, word)
+    Z = sum(wt for _, wt in ds)
+    return sum(wt / Z * (len(d) - 1) for d, wt in ds) if Z > 0 else 0.0
+
+
+@pytest.mark.parametrize("native", NATIVE)
+@pytest.mark.parametrize("seed", [0, 3])
+def test_sample_chi_square(seed, native):
+    g, words = random_template_grammar(seed)
+    seg = SegmentParser(g, words, native=native)
+    rng = np.random.default_rng(seed)
+    s = int(np.argmax([len(brute(g, g.weights, wd)) for wd in words]))
+    ds = brute(g, g.weights, words[s])
+    Z = sum(wt for _, wt in ds)
+    posterior = {oracle.derivation_key(d): wt / Z for d, wt in ds if wt > 0}
+    keys = []
+    for _ in range(20):
+        out = seg.sample(g.weights, rng, [s] * 200)
+        keys += [oracle.derivation_key(d) for d in out]
+    p, _, outside = oracle.chisquare_gof(keys, posterior)
+    assert outside == 0 and p > 1e-4
+    # control: a wrong posterior is rejected when there is more than one derivation
+    if len(posterior) > 1:
+        wrong = {k: 1.0 / len(posterior) for k in posterior}
+        assert oracle.chisquare_gof(keys, wrong)[0] < 1e-4 or len(set(posterior.values())) == 1
+
+
+@pytest.mark.parametrize("native", NATIVE)
+def test_long_word_no_underflow(native):
+    word = list("ab" * 150)
+    rules = [("Word", ("Stem",)), ("Word", ("Stem", "Suf")), ("Stem", tuple(word)), ("Stem", tuple(word[:-2])),
+             ("Suf", ("a", "b"))]
+    g = Grammar(rules, [0.5, 0.5, 1e-200, 1e-200, 1e-200], "Word")
+    seg = SegmentParser(g, [word], native=native)
+    assert seg.native == native
+    counts, logz = seg.inside_outside(g.weights)
+    expect = np.logaddexp(math.log(0.5) + math.log(1e-200), math.log(0.5) + 2 * math.log(1e-200))
+    assert logz[0] == pytest.approx(expect, rel=1e-12)
+    assert counts.sum() == pytest.approx(2 + np.exp(math.log(0.5) + 2 * math.log(1e-200) - expect), rel=1e-9)
+
+
+def test_template_problem_and_select():
+    g, words = random_template_grammar(1)
+    assert isinstance(make_parser(g, words), SegmentParser)
+    assert isinstance(make_parser(g, words, kernel="segment"), SegmentParser)
+    assert isinstance(make_parser(g, words, kernel="cky"), CKYParser)
+    bad = Grammar([("Word", ("Stem",)), ("Stem", ("A", "b")), ("A", ("a",))], [1.0, 1.0, 1.0], "Word")
+    assert "neither" in template_problem(bad)
+    assert "not a template" in template_problem(Grammar([("Word", ("a",))], [1.0], "Word"))
+    with pytest.raises(InputError):
+        SegmentParser(bad, [["a", "b"]])
+    with pytest.raises(InputError):
+        make_parser(bad, [["a", "b"]], kernel="segment")
+    assert not isinstance(make_parser(bad, [["a", "b"]]), SegmentParser)
+
+
+@pytest.mark.parametrize("native", NATIVE)
+def test_bad_weights_and_idx(native):
+    from grind.errors import NumericalError
+    g, words = random_template_grammar(2)
+    seg = SegmentParser(g, words, native=native)
+    for bad in (np.nan, np.inf, -1.0):
+        w = g.weights.copy()
+        w[-1] = bad
+        with pytest.raises(NumericalError):
+            seg.inside_outside(w)
+    with pytest.raises(ValueError):
+        seg.viterbi(g.weights[:-1])
+    with pytest.raises(IndexError):
+        seg.inside_outside(g.weights, [len(words)])
+    c, lz = seg.inside_outside(g.weights, [])
+    assert lz.shape == (0,) and not c.any()

@@ -1,0 +1,221 @@
+"""Segmentation files, the segmentation scorer (hand-worked), parse --segment and eval --segmentation."""
+import math
+
+import pytest
+
+from conftest import grind
+from grind.cli.decode_cmds import mbr_cuts
+from grind.errors import InputError
+from grind.eval import segmentation as seg
+from grind.formats.segmentations import (Segmentation, format_segmentation, morphs_from_cuts, parse_line,
+                                         read_segmentations)
+
+nan = float("nan")
+
+
+def gold_pred(gold, pred):
+    return ({w.replace(" ", ""): Segmentation(w, tuple(w.split(" "))).spans() for w in gold},
+            {w.replace(" ", ""): Segmentation(w, tuple(w.split(" "))).spans() for w in pred})
+
+
+def same(a, b):
+    return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b)
+
+
+def check(row, **want):
+    for k, v in want.items():
+        assert same(row[k], v), (k, row[k], v)
+
+
+# ----------------------------------------------------------------------------- the scorer, by hand
+
+def test_spans_not_strings_repeated_substrings():
+    # gold an an a = (0,2) (2,4) (4,5); the predicted morph 'a' is a gold morph string but at (0,1)
+    g, p = gold_pred(["an an a"], ["a nana"])
+    check(seg.score(g, p), morph_P=0, morph_R=0, morph_F=0, exact=0, boundary_P=0, boundary_R=0, boundary_F=0)
+
+
+def test_hand_worked_two_words():
+    g, p = gold_pred(["an an a", "dog"], ["an ana", "do g"])
+    # morphs: only (0,2) of anana right: 1 of 4 predicted, 1 of 4 gold
+    # boundaries: gold {2,4} + {}; predicted {2} + {2}: 1 right of 2 predicted, of 2 gold
+    check(seg.score(g, p), words=2, unparsed=0, morph_P=0.25, morph_R=0.25, morph_F=0.25, exact=0,
+          boundary_P=0.5, boundary_R=0.5, boundary_F=0.5, overlap_one=0, overlap_chars=0)
+
+
+def test_baselines_by_hand():
+    g, _ = gold_pred(["an an a", "dog"], [])
+    base = seg.baseline_rows(g)
+    # one-morph: anana (0,5) wrong, dog (0,3) right: P 1/2, R 1/4, F 1/3; no predicted boundary: P nan
+    check(base["one-morph"], morph_P=0.5, morph_R=0.25, morph_F=1 / 3, exact=0.5,
+          boundary_P=nan, boundary_R=0, boundary_F=nan, overlap_one=1, overlap_chars=0)
+    # chars: only (4,5) of anana right: P 1/8, R 1/4, F 1/6; boundaries {1,2,3,4} + {1,2} vs {2,4}: P 2/6, R 1
+    check(base["chars"], morph_P=1 / 8, morph_R=0.25, morph_F=1 / 6, exact=0,
+          boundary_P=1 / 3, boundary_R=1, boundary_F=0.5, overlap_one=0, overlap_chars=1)
+
+
+def test_one_morph_words_have_no_boundaries():
+    g, p = gold_pred(["dog", "cat"], ["dog", "cat"])
+    check(seg.score(g, p), morph_P=1, morph_R=1, morph_F=1, exact=1,
+          boundary_P=nan, boundary_R=nan, boundary_F=nan, overlap_one=1, overlap_chars=0)
+    g, p = gold_pred(["dog", "cat"], ["do g", "cat"])
+    check(seg.score(g, p), morph_P=1 / 3, morph_R=0.5, morph_F=0.4, exact=0.5,
+          boundary_P=0, boundary_R=nan, boundary_F=nan)
+    # a word with no internal gold boundary and none predicted adds nothing to boundary P/R
+    g, p = gold_pred(["an an a", "dog"], ["an an a", "dog"])
+    g2, p2 = gold_pred(["an an a"], ["an an a"])
+    assert seg.score(g, p)["counts"]["bp"] == seg.score(g2, p2)["counts"]["bp"] == 2
+
+
+def test_unparsed_word_scores_nothing():
+    g, _ = gold_pred(["an an a", "dog"], [])
+    p = {"anana": None, "dog": ((0, 3),)}
+    check(seg.score(g, p), unparsed=1, morph_P=1, morph_R=0.25, morph_F=0.4, exact=0.5,
+          boundary_P=nan, boundary_R=0, overlap_one=1, overlap_chars=0)
+
+
+def test_word_types_and_matching():
+    recs = [parse_line(s, "f:1", k) for k, s in enumerate(["dog", "an an a", "dog"], 1)]
+    assert list(seg.word_types(recs, "f")) == ["dog", "anana"]
+    with pytest.raises(InputError, match=r"f:2: word 'dog' is segmented differently on line 1"):
+        seg.word_types([parse_line("dog", "f:1", 1), parse_line("do g", "f:2", 2)], "f")
+    g = {"dog": ((0, 3),), "cat": ((0, 3),)}
+    with pytest.raises(InputError, match=r"missing from P: 'cat'"):
+        seg.check_same_words(g, {"dog": ((0, 3),)}, "G", "P")
+    with pytest.raises(InputError, match=r"in P but not in G: 'cow'"):
+        seg.check_same_words(g, {**g, "cow": ((0, 3),)}, "G", "P")
+
+
+# ----------------------------------------------------------------------------- files
+
+def test_read_both_formats_header_and_unparsed(tmp_path):
+    f = tmp_path / "s.txt"
+    f.write_text("# grind 0.1.0\n# unparsed: 1\nab dik ova t\nabdikovat\tab @@dik @@ova @@t\n"
+                 "abdikovat\tab @@dik @@ova @@t\t010\nxyz\t_\n# x\n")
+    r = read_segmentations(str(f))
+    assert [(x.word, x.morphs, x.line) for x in r] == [
+        ("abdikovat", ("ab", "dik", "ova", "t"), 3), ("abdikovat", ("ab", "dik", "ova", "t"), 4),
+        ("abdikovat", ("ab", "dik", "ova", "t"), 5), ("xyz", None, 6), ("#x", ("#", "x"), 7)]
+    assert r[0].spans() == ((0, 2), (2, 5), (5, 8), (8, 9))
+    for fmt in ("plain", "sigmorphon"):
+        line = format_segmentation("abdikovat", ("ab", "dik", "ova", "t"), fmt)
+        assert parse_line(line.rstrip("\n"), "x", 3) == r[0]
+    assert format_segmentation("abdikovat", ("ab", "dik", "ova", "t"), "sigmorphon") == \
+        "abdikovat\tab @@dik @@ova @@t\n"
+    assert format_segmentation("xyz", None) == "xyz\t_\n"
+    assert morphs_from_cuts(list("anana"), {0, 2, 4, 5}) == ("an", "an", "a")
+
+
+@pytest.mark.parametrize("text,err", [
+    ("ab dik\n\nt\n", r"s.txt:2: empty line"),
+    ("ab  dik\n", r"s.txt:1: an empty morph"),
+    ("ab dik \n", r"s.txt:1: an empty morph"),
+    ("abdik\tab @@\n", r"s.txt:1: an empty morph"),
+    ("ok\nabdikovat\tab @@dik @@ova\n", r"s.txt:2: the morphs .* do not concatenate to the word 'abdikovat'"),
+    ("abdik\tab dik\n", r"s.txt:1: morph 2 'dik' does not start with '@@'"),
+    ("# only a header\n", r"s.txt: no segmented words"),
+])
+def test_file_errors(tmp_path, text, err):
+    f = tmp_path / "s.txt"
+    f.write_text(text)
+    with pytest.raises(InputError, match=err):
+        read_segmentations(str(f))
+
+
+# ----------------------------------------------------------------------------- parse --segment, eval
+
+GRAMMAR = """\
+0.7 Word --> A B
+0.3 Word --> A
+0.6 A --> a
+0.4 A --> a b
+0.45 B --> b
+0.3 B --> c
+0.25 B --> b c
+"""
+# Viterbi by hand: a b: a|b 0.7*0.6*0.45 = 0.189 > ab 0.3*0.4 = 0.12
+#                  a b c: a|bc 0.7*0.6*0.25 = 0.105 > ab|c 0.7*0.4*0.3 = 0.084;  a: 0.3*0.6
+CHARS = "a b\na b c\na\n"
+
+
+@pytest.fixture
+def morph(tmp_path):
+    (tmp_path / "g.txt").write_text(GRAMMAR)
+    (tmp_path / "c.txt").write_text(CHARS)
+    return tmp_path
+
+
+def body(out):
+    return [ln for ln in out.splitlines() if not ln.startswith("#")]
+
+
+@pytest.mark.parametrize("kernel", ["auto", "cky"])
+def test_parse_segment_viterbi(morph, kernel):
+    r = grind("parse", "--segment", "--kernel", kernel, morph / "g.txt", morph / "c.txt")
+    assert body(r.stdout) == ["a b", "a bc", "a"]
+    assert "# unparsed: 0" in r.stdout and "# decoder: viterbi" in r.stdout
+    r = grind("parse", "--segment", "--seg-format", "sigmorphon", "--kernel", kernel, morph / "g.txt",
+              morph / "c.txt")
+    assert body(r.stdout) == ["ab\ta @@b", "abc\ta @@bc", "a\ta"]
+
+
+def test_parse_segment_unparsed_and_mbr(morph):
+    (morph / "c2.txt").write_text(CHARS + "c\n")
+    r = grind("parse", "--segment", morph / "g.txt", morph / "c2.txt")
+    assert body(r.stdout) == ["a b", "a bc", "a", "c\t_"] and "# unparsed: 1" in r.stdout
+    assert "word 4 'c' (line 4) has no parse" in r.stderr
+    # P(boundary after a in abc) = 0.105 / 0.189 > 0.5, after b 0.084 / 0.189 < 0.5
+    r = grind("parse", "--segment", "--mbr", morph / "g.txt", morph / "c2.txt")
+    assert body(r.stdout) == ["a b", "a bc", "a", "c\t_"] and "# decoder: mbr" in r.stdout
+    r = grind("parse", "--segment", "--mbr", "--kernel", "cky", morph / "g.txt", morph / "c.txt", check=False)
+    assert r.returncode == 2 and "CKYParser" in r.stderr
+
+
+def test_mbr_cuts():
+    assert mbr_cuts([0.6, 0.5, 0.51], 4) == {1, 3}
+    assert mbr_cuts([1.0, 0.6, 0.2, 1.0], 3) == {1}          # all n + 1 positions
+    assert mbr_cuts([], 1) == set() and mbr_cuts(None, 3) is None and mbr_cuts([nan, 1], 3) is None
+    with pytest.raises(ValueError):
+        mbr_cuts([0.1], 4)
+
+
+def test_eval_segmentation_end_to_end(morph):
+    pred = morph / "p.txt"
+    pred.write_text(grind("parse", "--segment", morph / "g.txt", morph / "c.txt").stdout)
+    gold = morph / "gold.tsv"
+    gold.write_text("ab\ta @@b\nabc\tab @@c\na\ta\nab\ta @@b\n")
+    out = grind("eval", "--segmentation", gold, pred, pred).stdout
+    lines = out.splitlines()
+    assert f"# gold: {gold}: 4 lines, 3 word types (1 duplicate lines counted once)" in lines
+    assert any(ln.startswith("# boundary_P") and "word-initial and word-final" in ln for ln in lines)
+    rows = {ln.split("\t")[0]: ln.split("\t")[1:] for ln in lines if not ln.startswith("#")}
+    # morphs: ab 2/2, abc (0,1)(1,3) vs (0,2)(2,3) 0, a 1: 3 of 5 and 5; boundaries {1},{1} vs {1},{2}
+    assert rows["predicted"] == ["3", "0", "0.6000", "0.6000", "0.6000", "0.6667", "0.5000", "0.5000",
+                                 "0.5000", "0.3333", "0.6667"]
+    assert rows["baseline-one-morph"] == ["3", "0", "0.3333", "0.2000", "0.2500", "0.3333", "nan", "0.0000",
+                                          "nan", "1.0000", "0.3333"]
+    assert rows["baseline-chars"] == ["3", "0", "0.6667", "0.8000", "0.7273", "0.6667", "0.6667", "1.0000",
+                                      "0.8000", "0.3333", "1.0000"]
+    assert out.count("# predicted: ") == 2 and "# 2 predicted files: mean and sample standard deviation" in out
+    assert "morph_F\t0.6000\t0.0000" in lines
+    # a missing word, an extra word, corpus options
+    pred.write_text("a b\na\n")
+    r = grind("eval", "--segmentation", gold, pred, check=False)
+    assert r.returncode == 1 and "missing from" in r.stderr and "'abc'" in r.stderr
+    pred.write_text("a b\na bc\na\nx y\n")
+    r = grind("eval", "--segmentation", gold, pred, check=False)
+    assert r.returncode == 1 and "'xy'" in r.stderr and "not in" in r.stderr
+    r = grind("eval", "--segmentation", "--max-length", "3", gold, pred, check=False)
+    assert r.returncode == 2
+
+
+def test_eval_note_near_baseline(tmp_path):
+    gold = tmp_path / "g.txt"
+    gold.write_text("an an a\ndog\n")
+    pred = tmp_path / "p.txt"
+    pred.write_text("an ana\ndog\n")
+    out = grind("eval", "--segmentation", gold, pred).stdout
+    assert "# note:" not in out
+    pred.write_text("a n a n a\nd o g\n")
+    out = grind("eval", "--segmentation", gold, pred).stdout
+    assert "# note: morph_F 0.1667 is within 1 point of the chars baseline's 0.1667" in out
