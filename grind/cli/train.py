@@ -102,6 +102,9 @@ STREAMING = ("streaming",)
               help="ln --joint: where the second language's grammar goes.")
 @click.option("--anneal-sweeps", type=click.IntRange(1), default=None,
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
+@click.option("--proposal-batch", type=click.IntRange(1), default=1, show_default=True,
+              help="hastings: draw the proposals of this many sentences in one kernel call from the grammar of "
+                   "the other sentences' trees (1: one call per sentence; exact either way).")
 @click.option("--tolerance", type=FiniteFloatRange(0), default=None,
               help="Stop when the objective's relative gain is below this.  ln: stop when the variational "
                    "bound's relative change |B_t - B_t-1| / |B_t-1| is at most this [ln default: 1e-5]; the "

@@ -41,6 +41,44 @@ so the acceptance probability is
     min{1, ([P(t'_i | t_{-i}) theta'^{f(t_i)}] / [P(t_i | t_{-i}) theta'^{f(t'_i)}])^(1/T)}
       = min{1, exp((excess(t'_i) - excess(t_i)) / T)}.
 
+Batched proposals (cfg.proposal_batch = N > 1, ``grind train --proposal-batch``).
+With N = 1 a sweep calls the kernel once per sentence, and its fixed cost per
+call (a pass over every weight) dominates on large grammars.  With N > 1 the
+random visiting order is cut into batches B of N sentences; at the start of a
+batch the proposal grammar is computed once from the counts of the trees
+OUTSIDE the batch,
+
+    theta^B_r = b_r / b_A,   b = f(t_{-B}) + alpha   (b_A = sum_{R_A} b_r),
+    t'_i ~ q_B(t | w_i) ∝ (theta^B)^{f(t)/T}   for every i in B   (ONE kernel call, idx = B),
+
+and the sentences of B are then updated one by one, in order, each against the
+exact collapsed target given the CURRENT trees of all other sentences
+(including the already updated ones of B; the counts are updated after every
+acceptance).  The acceptance probability is JGG's (their §5 Metropolis-Hastings
+ratio, with the PCFG proposal theta' replaced by theta^B)
+
+    A(t_i -> t'_i) = min{1, [P(t'_i | t_{-i}, alpha) q_B(t_i | w_i)
+                             / (P(t_i | t_{-i}, alpha) q_B(t'_i | w_i))]^(1/T)},
+
+where P(t | t_{-i}, alpha) = prod_A B(f_A(t_{-i}) + f_A(t) + alpha_A) / B(f_A(t_{-i}) + alpha_A)
+as above and q_B is the grammar the proposal was drawn from (Z_B(w_i) cancels).
+With c = f(t_{-i}) + alpha and rising factorials its log is
+excess_B(t'_i) - excess_B(t_i), where
+
+    excess_B(t) = sum_r sum_{j<f_r(t)} log((c_r + j) / b_r) - sum_A sum_{j<n_A(t)} log((C_A + j) / b_A)
+
+(``excess`` in :meth:`Hastings._resample_batch`; it is :meth:`Hastings._excess` when c = b, so
+N = 1 is the sampler above).  Why it stays exact: theta^B depends only on the
+trees outside B, which do not change while B is processed, and never on t_i
+(nor on any t_j, j in B), so for sentence i it is an *independence* proposal
+given the rest of the state; drawing t'_i before the earlier sentences of B
+are updated does not matter since the draw is independent of them.  Each
+update therefore satisfies detailed balance for P(t_i | t_{-i}, alpha)^(1/T),
+and the sweep, a composition of such updates, leaves P(t | alpha)^(1/T)
+invariant.  The price is a proposal that ignores the other trees of B (a
+lower acceptance rate when N is a large part of the corpus); N = 1 (the
+default) is bit-identical to the per-sentence sampler.
+
 Sentences are visited in a fresh random order each sweep.  Per sentence only
 the LHSs of the two trees change, so the counts f, the per-LHS totals and the
 proposal weight vector are updated incrementally for those LHSs only.  The
@@ -49,10 +87,14 @@ acceptance rate goes to Step.extra["acceptance"].
 """
 from __future__ import annotations
 
+import itertools
+import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from grind.infer.config import option
 from grind.infer.gibbs import (SamplerConfig, TreeSampler, collapsed_logprob, initial_trees, pack_trees, schedule,
                     tree_counts, unpack_trees)
 from grind.infer.training import Step
@@ -66,7 +108,16 @@ class TreeUses(NamedTuple):
     rep: np.ndarray        # the uses that repeat an earlier one (index space)
     rank: np.ndarray       # j >= 1: how many equal uses precede it (float)
     sign: np.ndarray       # +1 for a rule, -1 for a LHS
-    touch: np.ndarray      # every rule of every LHS the tree uses
+    lhs: list              # the distinct LHSs the tree uses (its rules: Hastings._touch)
+
+
+@dataclass
+class HastingsConfig(SamplerConfig):
+    """The Hastings sampler: the samplers' options and the proposal batch."""
+
+    proposal_batch: int = option(1, "hastings: draw the proposals of this many sentences in one kernel call "
+                                 "from the grammar of the other sentences' trees (1: one call per sentence).",
+                                 (1, None))
 
 
 class Hastings(TreeSampler):
@@ -80,10 +131,10 @@ class Hastings(TreeSampler):
 
     name = "hastings"
     output = "pseudo-counts"
-    Config = SamplerConfig
+    Config = HastingsConfig
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng):
-        cfg = SamplerConfig.of(cfg)
+        cfg = HastingsConfig.of(cfg)
         self.g, self.parser, self.rng = grammar, getattr(estep, "parser", estep), rng
         self.prior = np.asarray(prior, dtype=np.float64)
         R, nA = len(grammar), len(grammar.nonterminals)
@@ -93,6 +144,9 @@ class Hastings(TreeSampler):
         ptr = np.concatenate([[0], np.cumsum(np.bincount(self.lhs, minlength=nA))])
         self._rules_of = [order[ptr[A]:ptr[A + 1]] for A in range(nA)]   # R_A
         self.iterations = cfg.iterations
+        self.proposal_batch = int(cfg.proposal_batch)
+        if self.proposal_batch > 1:
+            self._lhs_at_list = self.lhs_at.tolist()
         self.temp_start, self.anneal = schedule(cfg)
         self._set_trees(initial_trees(self.parser, theta0, rng))
         self.it = 0
@@ -100,7 +154,8 @@ class Hastings(TreeSampler):
     def _set_trees(self, trees, counts=None):
         self.trees = trees
         self.ok = np.array([k for k, d in enumerate(trees) if d is not None], dtype=np.int64)
-        self.uses = [None if d is None else self._uses(d) for d in trees]
+        uses = self._uses if self.proposal_batch == 1 else self._uses_batch
+        self.uses = [None if d is None else uses(d) for d in trees]
         f = tree_counts(trees, len(self.g)) if counts is None else np.array(counts, dtype=np.int64)
         self.n = np.concatenate([f, np.bincount(self.lhs, weights=f, minlength=len(self.a) - len(f))
                                  .astype(np.int64)])
@@ -111,9 +166,13 @@ class Hastings(TreeSampler):
         """One sweep: an MH update of every tree, in a random order."""
         T = self.temperature(self.it + 1)
         self._inv = 1.0 / T
-        self._w = self._proposal(np.arange(len(self.g)))
-        self._dirty = np.zeros(0, dtype=np.int64)
-        accepted = sum(self._resample(int(i)) for i in self.rng.permutation(self.ok))
+        if self.proposal_batch == 1:
+            self._w = self._proposal(np.arange(len(self.g)))
+            self._dirty = np.zeros(0, dtype=np.int64)
+            accepted = sum(self._resample(int(i)) for i in self.rng.permutation(self.ok))
+        else:
+            order, N = self.rng.permutation(self.ok), self.proposal_batch
+            accepted = sum(self._resample_batch(order[k:k + N]) for k in range(0, len(order), N))
         self.it += 1
         extra = {"acceptance": accepted / len(self.ok), "temperature": T}
         return Step(self.it, collapsed_logprob(self.g, self.counts, self.prior), self.it * len(self.ok),
@@ -123,7 +182,7 @@ class Hastings(TreeSampler):
         """One MH update of t_i; returns whether the proposal was accepted."""
         old = self.uses[i]
         np.add.at(self.n, old.uses, -1)                                # counts of t_{-i}
-        r = np.concatenate([self._dirty, old.touch])
+        r = np.concatenate([self._dirty, self._touch(old)])
         self._w[r] = self._proposal(r)                                 # theta'^(1/T)
         d = self.parser.sample(self._w, self.rng, [i])[0]
         keep = old
@@ -133,8 +192,62 @@ class Hastings(TreeSampler):
             if logr >= 0 or self.rng.random() < np.exp(logr):
                 self.trees[i], self.uses[i], keep = d, new, new
         np.add.at(self.n, keep.uses, 1)
-        self._dirty = keep.touch
+        self._dirty = self._touch(keep)
         return keep is not old
+
+    def _resample_batch(self, batch) -> int:
+        """MH updates of the trees of ``batch`` (sentence ids, in order) with
+        proposals drawn in one kernel call from theta^B (see the module doc);
+        returns the number accepted.  Trees are kept as :meth:`_uses_batch`
+        lists (pure Python: a tree has a handful of rules)."""
+        n, a, log, rand = self.n, self.a, math.log, self.rng.random
+        ids = batch.tolist()
+        cat = list(itertools.chain.from_iterable(self.uses[i][0] for i in ids))
+        np.subtract.at(n, cat, 1)                                      # counts of t_{-B}
+        b = n + a                                                      # b, joint index space
+        w = b[:len(self.g)] / b[self.lhs_at]                           # theta^B
+        if self._inv != 1.0:
+            w **= self._inv                                            # (theta^B)^(1/T)
+        np.add.at(n, cat, 1)
+        props = self.parser.sample(w, self.rng, batch)
+
+        def excess(t):
+            """excess_B(t) over the current n = f(t_{-i})."""
+            return math.fsum(s * (log(n[u] + a[u] + j) - log(b[u])) for u, j, s in zip(*t))
+
+        accepted = 0
+        for i, d in zip(ids, props):
+            old = self.uses[i]
+            for u in old[0]:
+                n[u] -= 1                                              # counts of t_{-i}
+            keep = old
+            if d is not None:                           # None: numerically impossible proposal
+                new = self._uses_batch(d)
+                logr = (excess(new) - excess(old)) * self._inv
+                if logr >= 0 or rand() < math.exp(logr):
+                    self.trees[i], self.uses[i], keep = d, new, new
+                    accepted += 1
+            for u in keep[0]:
+                n[u] += 1
+        return accepted
+
+    def _uses_batch(self, d) -> tuple:
+        """(uses, ranks j >= 0, signs) of derivation ``d`` as lists: each node's
+        rule (+1) and each node's R + LHS (-1), sorted, j = equal uses before it."""
+        rules = sorted(d[:, 0].tolist())
+        lhs_at = self._lhs_at_list
+        uses = rules + sorted([lhs_at[r] for r in rules])
+        ranks, signs, prev, j, R = [], [], -1, 0, len(self.g)
+        for u in uses:
+            j = j + 1 if u == prev else 0
+            prev = u
+            ranks.append(j)
+            signs.append(1.0 if u < R else -1.0)
+        return uses, ranks, signs
+
+    def _touch(self, t: TreeUses) -> np.ndarray:
+        """Every rule of every LHS tree ``t`` uses (the proposal weights its update changes)."""
+        return np.concatenate([self._rules_of[A] for A in t.lhs])
 
     def _uses(self, d) -> TreeUses:
         """The :class:`TreeUses` of derivation ``d``."""
@@ -142,10 +255,9 @@ class Hastings(TreeSampler):
         uses = np.concatenate([rules, np.sort(self.lhs_at[rules])])     # sorted: rules < R <= R + A
         j = np.arange(len(uses)) - np.searchsorted(uses, uses)        # rank among equal uses
         lhs = uses[len(rules):][j[len(rules):] == 0] - R
-        touch = np.concatenate([self._rules_of[A] for A in lhs.tolist()])
         m = j > 0
         rep = uses[m]
-        return TreeUses(uses, rep, j[m].astype(np.float64), np.where(rep < R, 1.0, -1.0), touch)
+        return TreeUses(uses, rep, j[m].astype(np.float64), np.where(rep < R, 1.0, -1.0), lhs.tolist())
 
     def _excess(self, t: TreeUses) -> float:
         """log P(t | t_{-i}, alpha) - log theta'^{f(t)}
