@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Issue 13: Johnson, Griffiths & Goldwater (2007)'s morphological segmentation experiment on Czech
+# (README "Morphology: ..."; needs $SHARED/sigmorphon2022_segmentation).
+# Protocol:
+#   data   SIGMORPHON 2022 Czech word-level segmentation: ces.word.train.tsv (30,694 types; the 2 multi-word
+#          entries 'poroučeti (se)', 'státi (se)' are skipped by grind's reader, 30,692 left) and
+#          ces.word.dev.tsv (4,000 types).  The test gold is not used.
+#   grammar grind make-grammar morph --chars (czech templates: Word --> [Pre] Stem Suf{0..3}, shared
+#          substrings of any length) over the words of train AND dev (first column only: unsupervised,
+#          the gold column is never read), so that every dev word has a derivation.
+#   train  on the train words only (one type each, first column; unsupervised).
+#          EM (maximum likelihood, alpha = 1), collapsed Hastings annealed (--temp-start TEMP, linearly
+#          to 1 over the first ANNEAL sweeps) at alpha = ALPHAS, and VB / collapsed VB at the best alpha;
+#          all run PASSES passes (EM / VB iterations, CVB / Hastings sweeps; --tolerance 0: EM and VB stop
+#          earlier only at an exact fixed point, where further iterations change nothing).  Hastings uses
+#          --proposal-batch PB when this grind has the option.  Seeds: SEEDS at every alpha, BEST_SEEDS
+#          at the best alpha (Hastings and CVB; EM and VB are deterministic: one run).
+#          Best alpha = the Hastings alpha with the highest dev boundary F (Viterbi, seed 1), unless
+#          BEST_ALPHA is given: this is model selection on dev, there is no other held-out split here.
+#   decode dev with Viterbi and with --mbr (maximum expected boundary accuracy) under the posterior mean
+#          (EM: its probabilities); score with grind eval --segmentation (morph P/R/F over spans, exact,
+#          internal-boundary P/R/F, overlap with the one-morph / every-character baselines), and the
+#          held-out per-character perplexity of dev with grind loglik --summary (EM: its unparsed dev
+#          words -- substrings unseen in train have probability 0 -- are counted and left out of it).
+#   Morfessor Baseline 2.0 (pip install morfessor into the active environment if missing; optional):
+#          trained with its defaults on the train word types (count 1 each), dev segmented with
+#          viterbi_segment, scored by the same grind eval.
+# A finished step (its trained grammar, .eval or .ppl exists) is not run again: rerunning resumes.  Prints a TSV summary to stdout.
+# Usage: data-recipes/morph-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS BEST_SEEDS BEST_ALPHA TEMP ANNEAL PB
+#   CVB_PASSES (CVB sweeps instead of PASSES: its sweep is much slower here); the summary's passes column is
+#   the steps each run's trace records (EM and VB stop early only at an exact fixed point: objective gain 0).
+#   PARTS="base alphas best" (add "long": the extra long Hastings run; a subset runs only those parts,
+#   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
+# The README table was made with the defaults except BEST_SEEDS (Hastings 1 2 3, CVB 1), CVB_PASSES=2,
+#   PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2", split over parallel processes as above.
+set -euo pipefail
+shared=${SHARED:-../shared/data}
+out=${1:-results/morph}
+mkdir -p "$out"
+sig=$shared/sigmorphon2022_segmentation
+train=$sig/ces.word.train.tsv
+dev=$sig/ces.word.dev.tsv
+PASSES=${PASSES:-50}
+ALPHAS=${ALPHAS:-"1 1e-1 1e-2 1e-3 1e-4 1e-5"}
+SEEDS=${SEEDS:-"1"}
+BEST_SEEDS=${BEST_SEEDS:-"1 2 3"}
+TEMP=${TEMP:-5}
+ANNEAL=${ANNEAL:-$(( PASSES * 4 / 5 ))}
+PB=${PB:-1024}
+LONG_PASSES=${LONG_PASSES:-200}
+C="--chars"
+PARTS=${PARTS:-"base alphas best"}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+run() { echo "+ $*" >&2; "$@"; }
+pbopt=""
+if grind train --help | grep -q -- --proposal-batch; then pbopt="--proposal-batch $PB"
+else echo "# this grind has no --proposal-batch: Hastings runs one kernel call a word" >&2; fi
+
+# Grammar over train + dev words (first column only; multi-word entries skipped as grind's reader does).
+if [[ ! -s $out/g0.txt ]]; then
+  cut -f1 "$train" "$dev" | grep -v '[[:space:]]' | awk '!seen[$0]++' > "$out/words-train-dev.txt"
+  run grind make-grammar morph $C -o "$out/g0.txt" "$out/words-train-dev.txt" 2>"$out/g0.log"
+fi
+
+score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
+  local o=$out/$1 g=$2
+  for d in viterbi mbr; do
+    [[ -s $o.$d.eval ]] && continue
+    run grind parse $C --segment --seg-format sigmorphon --$d -o "$o.$d.tsv" "$g" "$dev" 2>>"$o.log"
+    run grind eval --segmentation -o "$o.$d.eval" "$dev" "$o.$d.tsv"
+  done
+  [[ -s $o.ppl ]] || run grind loglik $C --summary -o "$o.ppl" "$g" "$dev"
+}
+one() {  # algo alpha seed extra-options...
+  local a=$1 alpha=$2 seed=$3; shift 3
+  local n=$a-a$alpha-s$seed
+  if [[ ! -s $out/$n.txt ]]; then
+    run grind train $C --algo $a --alpha $alpha --iterations $PASSES --seed $seed "$@" \
+      --trace "$out/$n.trace.tsv" -o "$out/$n.txt" "$out/g0.txt" "$train" 2>"$out/$n.log"
+  fi
+  score "$n" "$out/$n.txt"
+}
+
+# Morfessor Baseline (optional extra).
+if has base && [[ ! -s $out/morfessor.viterbi.eval ]]; then
+  if python3 -c 'import morfessor' 2>/dev/null || python3 -m pip install -q morfessor >&2; then
+    python3 - "$train" "$dev" "$out/morfessor.viterbi.tsv" <<'PY'
+import random, sys, morfessor
+random.seed(1)
+words = lambda f: [l.split('\t')[0] for l in open(f, encoding='utf-8') if l.strip()]
+m = morfessor.BaselineModel()
+m.load_data([(1, w) for w in dict.fromkeys(words(sys.argv[1])) if not any(c.isspace() for c in w)])
+m.train_batch()
+with open(sys.argv[3], 'w', encoding='utf-8') as f:
+    for w in words(sys.argv[2]):
+        f.write(w + '\t' + ' @@'.join(m.viterbi_segment(w)[0]) + '\n')
+PY
+    run grind eval --segmentation -o "$out/morfessor.viterbi.eval" "$dev" "$out/morfessor.viterbi.tsv"
+  else
+    echo "# morfessor could not be installed: no Morfessor row" >&2
+  fi
+fi
+
+has base && one em 1 1 --tolerance 0
+if has alphas; then
+  for alpha in $ALPHAS; do
+    for s in $SEEDS; do one hastings $alpha $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
+  done
+fi
+if has best; then
+  best=${BEST_ALPHA:-$(for alpha in $ALPHAS; do
+    awk -F'\t' -v a=$alpha '$1 == "predicted" {print $10 == "nan" ? -1 : $10, a}' "$out/hastings-a$alpha-s1.viterbi.eval"
+  done | sort -g -k1,1 | tail -1 | cut -d' ' -f2)}
+  echo "# best alpha (Hastings, dev boundary F, Viterbi, seed 1): $best" >&2
+  for s in $BEST_SEEDS; do one hastings $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
+  [[ ${VB:-1} == 1 ]] && one vb $best 1 --tolerance 0
+  for s in $BEST_SEEDS; do one cvb $best $s --tolerance 0 ${CVB_PASSES:+--iterations $CVB_PASSES}; done
+fi
+# Part "long" (extra, not an equal budget): Hastings at the best alpha (BEST_ALPHA, else the one chosen
+# above, else 1e-5) for LONG_PASSES sweeps, annealed over the first 4/5, seeds LONG_SEEDS (default 1).
+if has long; then
+  la=${BEST_ALPHA:-${best:-1e-5}}
+  for s in ${LONG_SEEDS:-1}; do
+    n=hastingslong-a$la-s$s
+    [[ -s $out/$n.txt ]] || run grind train $C --algo hastings --alpha $la --iterations $LONG_PASSES --seed $s \
+      --temp-start $TEMP --anneal-sweeps $(( LONG_PASSES * 4 / 5 )) $pbopt --trace "$out/$n.trace.tsv" -o "$out/$n.txt" \
+      "$out/g0.txt" "$train" 2>"$out/$n.log"
+    score "$n" "$out/$n.txt"
+  done
+fi
+
+python3 - "$out" "$PASSES" <<'PY'
+import glob, os, re, sys, statistics as st
+out, passes = sys.argv[1], sys.argv[2]
+def rows(path):
+    r = {}
+    for line in open(path):
+        f = line.rstrip('\n').split('\t')
+        if len(f) == 12 and f[0] != 'system':
+            r[f[0]] = f
+    return r
+def ppl(path):
+    if not os.path.exists(path): return None
+    kv = dict(l[2:].split(': ', 1) for l in open(path) if l.startswith('# ') and ': ' in l)
+    return float(kv['perplexity']), '%s/%s' % (kv['parsed'].strip(), kv['sentences'].strip())
+def ppls(ps):
+    if None in ps: return '-'
+    v = [p[0] for p in ps]
+    m = '%.2f' % v[0] if len(v) == 1 else '%.2f±%.2f' % (st.mean(v), st.stdev(v))
+    return '%s (%s words parsed)' % (m, '/'.join(sorted(set(p[1] for p in ps))))
+cols = ['morph_P', 'morph_R', 'morph_F', 'exact', 'boundary_P', 'boundary_R', 'boundary_F', 'overlap_one', 'overlap_chars']
+print('\t'.join(['method', 'alpha', 'passes', 'seeds', 'decoder', 'unparsed'] + cols + ['dev perplexity (per char)']))
+fmt = lambda v: 'nan' if v != v else '%.1f' % (100 * v)
+def agg(vals):
+    if len(vals) == 1: return fmt(vals[0])
+    return '%s±%s' % (fmt(st.mean(vals)), fmt(st.stdev(vals)))
+first = sorted(glob.glob(f'{out}/*.viterbi.eval'))[0]
+for b, name in (('baseline-one-morph', 'one morph per word'), ('baseline-chars', 'every character a morph')):
+    r = rows(first)[b]
+    print('\t'.join([name, '-', '-', '-', '-', r[2]] + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
+if os.path.exists(f'{out}/morfessor.viterbi.eval'):
+    r = rows(f'{out}/morfessor.viterbi.eval')['predicted']
+    print('\t'.join(['Morfessor Baseline', '-', '-', '1', 'viterbi', r[2]] + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
+groups = {}
+for f in glob.glob(f'{out}/*-a*-s*.viterbi.eval') + glob.glob(f'{out}/*-a*-s*.mbr.eval'):
+    m = re.match(r'(\w+)-a(.+?)-s(\d+)\.(viterbi|mbr)\.eval', os.path.basename(f))
+    groups.setdefault((m[1], m[2], m[4]), []).append((m[3], f))
+order = {'em': 0, 'hastings': 1, 'vb': 2, 'cvb': 3, 'hastingslong': 4}
+for (a, alpha, d), runs in sorted(groups.items(), key=lambda k: (order[k[0][0]], -float(k[0][1]), k[0][2])):
+    rs = [rows(f)['predicted'] for _, f in runs]
+    ps = [ppl(f'{out}/{a}-a{alpha}-s{s}.ppl') for s, _ in runs]
+    steps = sorted(set(max(int(l.split('\t')[0]) for l in open(f'{out}/{a}-a{alpha}-s{s}.trace.tsv') if l[:1].isdigit()) for s, _ in runs))
+    print('\t'.join([a, alpha, '/'.join(map(str, steps)), ','.join(sorted(s for s, _ in runs)), d, '/'.join(sorted(set(r[2] for r in rs)))]
+                    + [agg([float(r[i]) for r in rs]) for i in range(3, 12)] + [ppls(ps)]))
+PY
