@@ -35,7 +35,7 @@ from grind.formats.corpus import read_corpus as _read_corpus
 from grind.formats.counts import Counts
 from grind.formats.rules import PSEUDO_COUNTS
 from grind.formats.textio import set_run_info
-from grind.grammars.grammar import Grammar, read_grammar as _read_grammar, require_probabilities
+from grind.grammars.grammar import Grammar, as_probabilities, read_grammar as _read_grammar
 from grind.infer.registry import ALGORITHMS, CONFIG_OF
 
 __all__ = ["read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep", "Counts", "Grammar",
@@ -76,17 +76,7 @@ def _sentences(corpus) -> list[Sentence]:
 def _probabilities(grammar, normalise: bool, what: str) -> Grammar:
     """``grammar``, checked to hold rule probabilities; with ``normalise``
     (fit, as grind train) weights that are not are normalised per LHS with a warning."""
-    name = grammar.meta.get("path", "the grammar")
-    try:
-        require_probabilities(grammar, name, what)
-    except InputError:
-        if not normalise or grammar.weight_kind() == "counts":
-            raise
-        grammar = Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
-                          dict(grammar.meta, weights="probabilities (normalised by grind train)"))
-        log.warn("the weights are not probabilities (some left-hand side's do not sum to 1); training starts "
-                 "from them normalised per left-hand side")
-    return grammar
+    return as_probabilities(grammar, grammar.meta.get("path", "the grammar"), what, normalise)
 
 
 def _parser(grammar, sents, kernel="auto"):

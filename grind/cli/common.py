@@ -144,19 +144,8 @@ def read_probabilities(grammar_path, start=None, command="this command", normali
     """The grammar of ``grammar_path``, checked to hold rule probabilities
     (:func:`grind.grammars.grammar.require_probabilities`), or with ``normalise=True``
     its weights normalised per LHS with a warning when they are not."""
-    from grind.grammars.grammar import require_probabilities
-    grammar = read_grammar(grammar_path, start)
-    try:
-        require_probabilities(grammar, grammar_path, command)
-    except InputError:
-        if not normalise or grammar.weight_kind() == "counts":
-            raise
-        grammar = Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
-                          dict(grammar.meta, weights="probabilities (normalised by grind train)"))
-        log.warn(f"{'<stdin>' if grammar_path == '-' else grammar_path}: the weights are not probabilities "
-                 "(some left-hand side's do not sum to 1); training starts from them normalised per "
-                 "left-hand side (run 'grind init' first to choose the start yourself)")
-    return grammar
+    from grind.grammars.grammar import as_probabilities
+    return as_probabilities(read_grammar(grammar_path, start), grammar_path, command, normalise)
 
 
 def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False):

@@ -191,6 +191,25 @@ def require_probabilities(grammar: Grammar, path: str, command: str = "this comm
                          f"probabilities ({command} needs them): {fix}")
 
 
+def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
+                     normalise: bool = False) -> Grammar:
+    """``grammar`` checked by :func:`require_probabilities`; with ``normalise``
+    (training, which only needs a starting point) weights that are not
+    probabilities are normalised per LHS instead, with a warning naming ``name``."""
+    try:
+        require_probabilities(grammar, name, command)
+    except InputError:
+        if not normalise or grammar.weight_kind() == "counts":
+            raise
+        from grind import log
+        log.warn(f"{'<stdin>' if name == '-' else name}: the weights are not probabilities (some left-hand "
+                 "side's do not sum to 1); training starts from them normalised per left-hand side (run "
+                 "'grind init' first to choose the start yourself)")
+        return Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
+                       dict(grammar.meta, weights="probabilities (normalised by grind train)"))
+    return grammar
+
+
 def read_grammar(path: str, start: str | None = None) -> Grammar:
     rules, weights, pseudos, meta = read_rule_file(path)
     pc = None
