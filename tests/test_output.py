@@ -319,3 +319,21 @@ def test_output_problem_accepts_the_usual_paths(tmp_path):
 
 def test_stdout_closed_is_not_an_os_error():
     assert not issubclass(StdoutClosed, OSError)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "O_TMPFILE"), reason="Linux O_TMPFILE")
+def test_unnamed_temp_file_is_linked_without_a_named_copy(tmp_path, monkeypatch):
+    """On Linux the output is written to an unnamed O_TMPFILE and linked in
+    place: no named temporary file exists until the rename (so SIGKILL leaves
+    none).  Regression: os.link on /proc/self/fd fails (EXDEV) and the old code
+    silently fell back to a named copy."""
+    from grind.formats import textio
+
+    def no_named_temp(*a, **k):
+        raise AssertionError("a named temporary file was used")
+
+    monkeypatch.setattr(textio.tempfile, "mkstemp", no_named_temp)
+    out = tmp_path / "x.txt"
+    with textio.open_out(str(out)) as f:
+        f.write("hi\n")
+    assert out.read_text() == "hi\n" and os.listdir(tmp_path) == ["x.txt"]

@@ -8,6 +8,7 @@ Python, the API call) and the seed, so any file says which command and options m
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import lzma
@@ -132,6 +133,12 @@ def output_problem(path: str) -> str | None:
         return f"no such directory: {d}{via}"
     if os.path.exists(real) and not os.access(real, os.W_OK):
         return "permission denied (file not writable)"
+    try:                              # an unnamed probe where possible: nothing to leave behind
+        os.close(os.open(d, os.O_TMPFILE | os.O_WRONLY, 0o600))
+        return None
+    except (AttributeError, OSError) as e:
+        if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
+            return f"cannot create files in {d}: {e.strerror or e}"
     try:
         fd, probe = tempfile.mkstemp(prefix=".grind-", dir=d)
     except OSError as e:
@@ -170,6 +177,21 @@ def _compressor(path: str, raw):
     return None
 
 
+def _linkat_follow(src: str, dst: str) -> int:
+    """``linkat(AT_FDCWD, src, AT_FDCWD, dst, AT_SYMLINK_FOLLOW)``: 0 or the errno.
+    (``os.link`` calls plain ``link()``, which links the /proc/self/fd symlink
+    itself and fails with EXDEV; following it names the unnamed file.)"""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        at_fdcwd, at_symlink_follow = -100, 0x400
+        if libc.linkat(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), at_symlink_follow) == 0:
+            return 0
+        return ctypes.get_errno() or errno.EIO
+    except (OSError, AttributeError):
+        return errno.ENOSYS
+
+
 class _Temp:
     """A temporary file beside ``real`` that becomes ``real`` on :meth:`commit`.
 
@@ -202,12 +224,10 @@ class _Temp:
         """A name for the anonymous file (via /proc/self/fd; else a copy)."""
         for _ in range(100):
             name = os.path.join(self.dir, f".grind-{os.urandom(6).hex()}")
-            try:
-                os.link(f"/proc/self/fd/{self.fd}", name, follow_symlinks=True)
+            err = _linkat_follow(f"/proc/self/fd/{self.fd}", name)
+            if err == 0:
                 return name
-            except FileExistsError:
-                continue
-            except OSError:
+            if err != errno.EEXIST:
                 break
         fd, name = tempfile.mkstemp(prefix=".grind-", dir=self.dir)
         with os.fdopen(fd, "wb") as dst, os.fdopen(os.dup(self.fd), "rb") as src:
