@@ -19,3 +19,11 @@ def test_morph_bench_runs_on_the_shipped_sample(monkeypatch, capsys):
     r = morph.main(["--proposal-batch", "64", "--sub", "20"])
     assert r["words"] == 300 and all(r[k] > 0 for k in ("em", "h1", "hN", "cvb"))
     assert "Hastings sweep, --proposal-batch 64" in capsys.readouterr().out
+
+
+def test_latent_tree_bench_runs_on_synthetic_trees(capsys):
+    from grind.bench import latent_tree
+    r = latent_tree.main(["--synthetic", "40", "--h", "2", "--ref-trees", "5", "--reps", "1"])
+    assert [row["h"] for row in r["rows"]] == [2] and r["source"] == "40 synthetic random trees"
+    assert all(row["tps"] > 0 and row["ref_tps"] > 0 and row["diff"] < 1e-9 for row in r["rows"])
+    assert "| 2 |" in capsys.readouterr().out

@@ -4,7 +4,7 @@ import sys
 
 
 def main():
-    for name in ("cky", "dmv", "cvb", "ln", "morph"):
+    for name in ("cky", "dmv", "cvb", "ln", "morph", "latent_tree"):
         try:
             mod = importlib.import_module(f"grind.bench.{name}")
         except ImportError as e:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 
+from dataclasses import dataclass
+
 import click
 import numpy as np
 
@@ -165,6 +167,78 @@ def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="th
         msg = str(e)
         raise InputError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
     return grammar, sents, parser
+
+
+@dataclass
+class TreeItem:
+    """A gold tree of a ``--trees`` corpus: its number and line in the file, and its prepared yield."""
+
+    number: int
+    line: int
+    tokens: list
+
+    def __len__(self):
+        return len(self.tokens)
+
+
+def read_prepared_trees(trees_path, latent, where=None):
+    """The trees of a PTB file prepared as the latent grammar's were
+    (:func:`grind.formats.treebank.prepare`: the grammar header's ``markov``,
+    words the grammar lacks -> signatures) with their :class:`TreeItem`s;
+    trees left empty by deleting -NONE- are skipped with a warning."""
+    from grind.formats.trees import leaves, read_trees
+    from grind.formats.treebank import clean, prepare
+    name = where or ("<stdin>" if trees_path == "-" else trees_path)
+    lines: list[int] = []
+    raw = read_trees(trees_path, lines)
+    keep = [k for k, t in enumerate(raw) if clean(t, f"{name}: line {lines[k]}") is not None]
+    if len(keep) < len(raw):
+        log.warn(f"{name}: {len(raw) - len(keep)} trees hold only -NONE- elements: skipped")
+    markov = latent.grammar.meta.get("markov", "0")
+    try:
+        h = int(markov)
+    except ValueError:
+        raise InputError(f"the grammar's '# markov: {markov}' header is not a number") from None
+    prepared, _, counter = prepare([raw[k] for k in keep], name, h, known=latent.known_words())
+    if counter["replaced"]:
+        backoff = f" ({counter['backoff']} backed off to a coarser signature)" if counter["backoff"] else ""
+        log.info(f"{name}: {counter['replaced']} word tokens the grammar lacks -> unknown-word signatures"
+                 f"{backoff}")
+    items = [TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared)]
+    return prepared, items, counter
+
+
+def load_trees(grammar_path, trees_path, start=None, command="this command", normalise=False):
+    """Latent grammar, tree items and a tree-constrained parser
+    (:class:`grind.kernels.latent_tree.TreeParser`) for ``--trees`` commands."""
+    from grind.grammars.latent import LatentGrammar
+    from grind.kernels.latent_tree import TreeParser
+    grammar = read_probabilities(grammar_path, start, command, normalise)
+    name = "<stdin>" if grammar_path == "-" else grammar_path
+    try:
+        latent = LatentGrammar(grammar)
+    except InputError as e:
+        raise InputError(f"{name}: not a treebank grammar: {e}") from None
+    prepared, items, _ = read_prepared_trees(trees_path, latent)
+    parser = TreeParser(grammar, prepared, latent=latent)
+    return grammar, items, parser
+
+
+#: Algorithms that train a latent treebank grammar on gold trees (--trees).
+TREE_ALGOS = ("em", "vb", "cvb", "gibbs")
+#: How a --trees corpus is described in logs and headers.
+TREES_TEXT = "PTB gold trees, latent subtypes hidden"
+
+
+def check_tree_options(algo, spec, opts):
+    """--trees trains on gold trees: em, vb, cvb or gibbs, no corpus options, no --joint."""
+    from grind.formats.corpus import CorpusSpec
+    if algo not in TREE_ALGOS:
+        raise click.UsageError(f"--trees trains with {', '.join(TREE_ALGOS)}, not --algo {algo}")
+    if spec != CorpusSpec():
+        raise click.UsageError("--trees reads PTB trees as they are: the corpus options do not apply")
+    if opts.get("joint"):
+        raise click.UsageError("--joint is not supported with --trees")
 
 
 def known_failures(parser, n):

@@ -7,17 +7,21 @@ import numpy as np
 from grind.formats.counts import Counts, read_counts, write_counts
 from grind.grammars.grammar import Grammar, read_grammar
 from grind.cli.common import (corpus_options, output_option, start_option, kernel_option, FiniteFloatRange,
-                              write_grammar, load, report_failures)
+                              write_grammar, load, load_trees, report_failures,
+                              TREES_TEXT, check_tree_options)
 
 
 @click.command()
+@click.option("--trees", "on_trees", is_flag=True,
+              help="CORPUS holds PTB bracketed trees: expected counts of a latent treebank grammar's rules on the "
+                   "gold trees, subtypes summed out (see grind make-grammar treebank).")
 @corpus_options
 @kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def estep(grammar, corpus, spec, kernel, start, output):
+def estep(grammar, corpus, spec, kernel, start, output, on_trees):
     """Expected rule counts of CORPUS under GRAMMAR (the E-step of EM).
 
     Counts of corpus shards add up with 'grind sum'.
@@ -27,13 +31,19 @@ def estep(grammar, corpus, spec, kernel, start, output):
       grind estep g.txt shard1.txt > c1.txt; grind estep g.txt shard2.txt > c2.txt
       grind sum c1.txt c2.txt | grind mstep - > g.next.txt
     """
-    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep")
+    if on_trees:
+        check_tree_options("em", spec, {})
+        g, sents, parser = load_trees(grammar, corpus, start, "grind estep")
+        what = TREES_TEXT
+    else:
+        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep")
+        what = spec.describe()
     counts, logz = parser.inside_outside(g.probabilities())
-    report_failures(sents, parser, logz)
+    report_failures(sents, parser, logz, "trees" if on_trees else "sentences")
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
-    write_counts(output, Counts(g.rules, counts, stats), corpus=spec.describe())
+    write_counts(output, Counts(g.rules, counts, stats), corpus=what)
 
 
 @click.command("sum")
@@ -83,4 +93,5 @@ def mstep(counts, alpha, grammar_path, start, output):
         g = Grammar(c.rules, np.ones(len(c.rules)), start or c.rules[0][0])
         prev = None
     theta = map_estimate(g, c.aligned(g), alpha, previous=prev)
-    write_grammar(output, g, theta, "probabilities", estimate=f"MAP alpha={alpha}")
+    from grind.grammars.latent import treebank_meta
+    write_grammar(output, g, theta, "probabilities", estimate=f"MAP alpha={alpha}", **treebank_meta(g))

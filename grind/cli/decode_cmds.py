@@ -8,7 +8,7 @@ from grind import log
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              report_failures, write_dependencies, _given)
+                              report_failures, write_dependencies, _given, FiniteFloatRange)
 
 
 @click.command()
@@ -25,13 +25,25 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
                    "tokens are its characters) instead of trees.")
 @click.option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
               help="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
+@click.option("--max-rule-sum", "decoder", flag_value="max-rule-sum",
+              help="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
+                   "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
+                   "subtypes projected away.")
+@click.option("--max-rule-product", "decoder", flag_value="max-rule-product",
+              help="Treebank grammars: the tree maximising the product of its anchored rules' posteriors.")
+@click.option("--prune/--no-prune", default=True, show_default=True,
+              help="Treebank grammars: coarse-to-fine pruning with the grammar's projection onto the unsplit "
+                   "symbols (chart items of coarse posterior below --prune-threshold are skipped).")
+@click.option("--prune-threshold", type=FiniteFloatRange(0, 1), default=1e-4, show_default=True,
+              help="Treebank grammars: posterior below which a (span, symbol) item is pruned.")
 @seed_option
 @kernel_option
 @start_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, seed, kernel, start, output):
+def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, prune, prune_threshold, seed, kernel, start,
+          output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -71,6 +83,16 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, seed, ke
         raise click.UsageError("--committee decoding is for DMV grammars, not with --segment")
     if not segment and _given("seg_format"):
         raise click.UsageError("--seg-format needs --segment")
+    if _is_treebank_grammar(grammar):
+        if segment or ln_path or decoder == "mbr":
+            raise click.UsageError("a treebank grammar decodes with --max-rule-sum (default), --max-rule-product "
+                                   "or --viterbi")
+        _write_treebank_parses(output, grammar, corpus, spec, start,
+                               decoder if _given("decoder") else "max-rule-sum", prune, prune_threshold)
+        return
+    if decoder in ("max-rule-sum", "max-rule-product") or _given("prune") or _given("prune_threshold"):
+        raise click.UsageError("--max-rule-sum, --max-rule-product and the pruning options are for treebank "
+                               "grammars (grind make-grammar treebank)")
     g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
     if segment:
         _write_segmentations(output, g, sents, parser, decoder, seg_format, spec)
@@ -105,6 +127,81 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, seed, ke
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
+
+
+def _is_treebank_grammar(path) -> bool:
+    """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
+    mstep --grammar); a grammar read from stdin is not peeked at."""
+    from grind.formats.textio import read_lines
+    if path == "-":
+        return False
+    for _, line in read_lines(path):
+        if not line.startswith("#"):
+            return False
+        if line.strip() == "# model: treebank":
+            return True
+    return False
+
+
+def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold):
+    """Parse with a (latent) treebank grammar: unsplit, unbinarised PTB trees, the corpus's own words as leaves."""
+    import time
+
+    from grind.cli.common import read_probabilities
+    from grind.formats.trees import format_tree, map_leaves
+    from grind.formats.treebank import debinarise, unknown_token
+    from grind.grammars.latent import LatentGrammar
+    from grind.kernels.latent_parse import LatentParser
+    import dataclasses
+    if spec.column not in (None, "FORM") or spec.punct != "none" or spec.min_length > 1 or spec.max_length is not None:
+        raise click.UsageError("a treebank grammar parses every sentence's words as they are (--column FORM, no "
+                               "--punct, no length limits), so that grind eval --labeled can align them with the gold "
+                               "trees")
+    spec = dataclasses.replace(spec, column="FORM")
+    sents = read_corpus(corpus, spec)
+    g = read_probabilities(grammar_path, start, "grind parse")
+    latent = LatentGrammar(g)
+    known = latent.known_words()
+    replaced = 0
+    toks = []
+    for s in sents:
+        row = []
+        for i, w in enumerate(s.tokens):
+            if w not in known:
+                w = unknown_token(w, i == 0, known)
+                replaced += 1
+            row.append(latent.terminal(w))
+        toks.append(row)
+    parser = LatentParser(g, weights=g.probabilities(), latent=latent, prune=prune, threshold=threshold)
+    t0 = time.perf_counter()
+    results = parser.parse(toks, method=decoder)
+    seconds = time.perf_counter() - t0
+    unparsed = 0
+    lines = []
+    for s, res in zip(sents, results):
+        tree = res.tree
+        if tree is None:
+            unparsed += 1
+            why = res.reason or "no derivation has positive probability"
+            if unparsed <= 10:
+                log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
+            lines.append(format_tree(("NOPARSE", *s.tokens)))
+            continue
+        words = iter(s.tokens)
+        lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
+    if unparsed:
+        log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")
+    st = getattr(parser, "stats", {}) or {}
+    log.info(f"parsed {len(sents)} sentences in {seconds:.1f}s ({len(sents) / max(seconds, 1e-9):.1f} sentences/s)"
+             + (f", {st.get('pruned_share', 0):.1%} of chart items pruned" if prune else ""))
+    with open_out(output) as f:
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=unparsed,
+                                  unknown_words=f"{replaced} tokens the grammar lacks -> unknown-word signatures",
+                                  pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
+                                           f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
+                                           "without pruning") if prune else "none (exhaustive)",
+                                  output="unsplit symbols, unbinarised"))
+        f.writelines(ln + "\n" for ln in lines)
 
 
 def lexical_cuts(grammar, derivation) -> set[int]:

@@ -19,10 +19,15 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
               help="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
                    "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
                    "one-morph and every-character baselines always.")
+@click.option("--labeled", is_flag=True,
+              help="GOLD and PREDICTED are PTB bracketed trees; labeled brackets with EVALB's COLLINS.prm "
+                   "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
+                   "ADVP = PRT, root bracket not counted, brackets as a multiset): corpus-level labeled P/R/F1, "
+                   "exact match and tagging accuracy for all sentences and those of <= 40 words.")
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
-def eval_(gold, predicted, spec, baselines, segmentation, output):
+def eval_(gold, predicted, spec, baselines, segmentation, labeled, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -42,6 +47,10 @@ def eval_(gold, predicted, spec, baselines, segmentation, output):
     where a directed accuracy is within 1 point of a baseline's.  Several
     PREDICTED files (committee members): one table each, then the mean and
     standard deviation.
+    With --labeled (PTB trees, no corpus options): labeled brackets scored
+    as EVALB with COLLINS.prm does; lines 'all_KEY' and 'le40_KEY' per
+    PREDICTED file, after a '# predicted: NAME' line (keys: see
+    grind.eval.labeled).
 
     \b
     Columns: subset sentences words directed undirected unparsed overlap_right overlap_left
@@ -51,7 +60,14 @@ def eval_(gold, predicted, spec, baselines, segmentation, output):
       grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
       grind eval --column UPOS --punct ud gold.conllu parsed.conllu
       grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
+      grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
     """
+    if labeled:
+        report = _labeled_report(gold, predicted, spec, baselines, segmentation)
+        with open_out(output) as f:
+            f.writelines(header_lines())
+            f.write(report)
+        return
     if segmentation:
         report = _segmentation_report(gold, predicted, spec, baselines)
         with open_out(output) as f:
@@ -88,6 +104,33 @@ def eval_(gold, predicted, spec, baselines, segmentation, output):
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)
+
+
+def _labeled_report(gold, predicted, spec, baselines, segmentation):
+    from grind.cli.common import _given
+    from grind.eval.labeled import evaluate_labeled, format_report
+    from grind.formats.corpus import CorpusSpec
+    from grind.formats.trees import read_trees
+    if segmentation:
+        raise click.UsageError("--labeled and --segmentation exclude each other")
+    if spec != CorpusSpec():
+        raise click.UsageError("--labeled reads PTB trees as they are: the corpus options do not apply")
+    if _given("baselines"):
+        raise click.UsageError("--labeled has no baselines")
+    gold_name = "<stdin>" if gold == "-" else gold
+    gold_trees = read_trees(gold)
+    report = ""
+    for p in predicted:
+        name = "<stdin>" if p == "-" else p
+        try:
+            res = evaluate_labeled(gold_trees, read_trees(p))
+        except InputError as e:
+            raise InputError(f"{gold_name} vs {name}: {e}") from None
+        if res["all"]["noparse"]:
+            log.warn(f"{name}: {res['all']['noparse']} of {res['all']['sentences']} predicted trees are NOPARSE; "
+                     "scored with no bracket")
+        report += f"# predicted: {name}\n" + format_report(res)
+    return report
 
 
 def _segmentation_report(gold, predicted, spec, baselines):

@@ -175,6 +175,61 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
                   corpus=spec.describe())
 
 
+@make_grammar.command("treebank")
+@click.option("--subtypes", type=click.IntRange(1), default=1, show_default=True,
+              help="H: split every symbol but the root into H latent subtypes X@0 .. X@H-1 (1: the treebank PCFG).")
+@click.option("--markov", "markov_h", type=click.IntRange(0), default=0, show_default=True,
+              help="Horizontal Markovisation of the right-factored binarisation: the intermediate symbol remembers "
+                   "this many siblings (0: plain @X, Petrov et al.'s X-bar style).")
+@click.option("--rare", type=click.IntRange(0), default=1, show_default=True,
+              help="Training words seen at most this many times are replaced by unknown-word signatures.")
+@click.option("--noise", type=FiniteFloatRange(0, 0.5), default=0.01, show_default=True,
+              help="Relative random noise on the split rules' probabilities (breaks the symmetry; --seed).")
+@seed_option
+@output_option
+@click.argument("trees")
+def make_treebank(trees, subtypes, markov_h, rare, noise, seed, output):
+    """Treebank PCFG of the PTB bracketed TREES, optionally split into latent subtypes.
+
+    \b
+    Trees are prepared as Petrov et al. (2006): function tags and indices
+    stripped, -NONE- and the constituents it empties deleted, X --> X unary
+    chains collapsed, a ROOT symbol on top, right-factored binarisation
+    (intermediate symbols @X, --markov), rare words -> signatures such as
+    <UNK-LC-ing> (--rare).  The rules are the relative-frequency PCFG; with
+    --subtypes H every nonterminal but ROOT becomes X@0 .. X@H-1 and every
+    rule all its refinements, with probability P(rule) / (H^k) * (1 + u),
+    u ~ U(-noise, noise), renormalised (Wang & Blunsom 2013, §4.3).  Words
+    spelled like a symbol (',' is a tag and a word) are written '\\,'.
+
+    \b
+    Examples:
+      grind make-grammar treebank train.mrg > pcfg.txt
+      grind make-grammar treebank --subtypes 8 --seed 1 train.mrg > split8.txt
+      grind train --trees --algo em split8.txt train.mrg > latent8.txt
+    """
+    from grind.formats.trees import read_trees
+    from grind.formats.treebank import prepare
+    from grind.grammars.latent import split_grammar, treebank_grammar
+    name = "<stdin>" if trees == "-" else trees
+    prepared, known, counter = prepare(read_trees(trees), name, markov_h, rare=rare)
+    if not prepared:
+        raise InputError(f"{name}: no tree with a word (after deleting -NONE- elements)")
+    g = treebank_grammar(prepared)
+    base_rules = len(g)
+    g = split_grammar(g, subtypes, make_rng(seed), noise)
+    log.info(f"{name}: {len(prepared)} trees ({counter['empty']} empty after deleting -NONE-, skipped), "
+             f"{len(known)} known words, {counter['replaced']} rare word tokens -> signatures; "
+             f"{base_rules} treebank rules, {len(g)} rules with {subtypes} subtypes")
+    write_grammar(output, g, g.weights, "probabilities" if subtypes > 1 else "probabilities (relative frequencies)",
+                  model="treebank", subtypes=subtypes, markov=markov_h, rare=rare, trees=len(prepared),
+                  empty_trees_skipped=counter["empty"], rare_tokens_replaced=counter["replaced"],
+                  noise=noise if subtypes > 1 else None,
+                  preparation="function tags stripped, -NONE- deleted, X-->X collapsed, ROOT added, right-factored "
+                              f"binarisation (horizontal Markovisation {markov_h}, no parent annotation), words seen "
+                              f"<= {rare} times -> signatures")
+
+
 def dmv_tagset(corpus, spec, tags_path, tags_from):
     """The head types of an unlexicalized DMV and a one-line description (see make_dmv)."""
     from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags

@@ -11,7 +11,8 @@ from grind.formats.textio import output_group, same_file
 from grind.infer import NAMES
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, OutputPath,
                               FiniteFloatRange, AlphaType, _given, make_rng, write_grammar, read_probabilities, load,
-                              known_failures, report_failures)
+                              known_failures, report_failures, load_trees,
+                              TREES_TEXT, check_tree_options)
 
 #: --algo choices; the classes are :data:`grind.infer.registry.ALGORITHMS` (imported when one runs).
 ALGORITHMS = NAMES
@@ -128,6 +129,10 @@ STREAMING = ("streaming",)
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
 @click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
               help="Threads for the E-step (results do not depend on it).")
+@click.option("--trees", "on_trees", is_flag=True,
+              help="CORPUS (and --dev) are PTB bracketed trees: train a latent-annotation grammar (grind make-grammar "
+                   "treebank --subtypes H) on the gold trees with the subtypes hidden (em, vb, cvb, gibbs); --dev "
+                   "reports the held-out trees' log probability and, with --eval-every, labeled F1 of parsing them.")
 @corpus_options
 @kernel_option
 @seed_option
@@ -135,7 +140,7 @@ STREAMING = ("streaming",)
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
+def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
           early_stop, ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output, **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
@@ -191,7 +196,12 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     _check_ln_options(algo, opts, dev_path)
     _check_mixture_options(algo, cfg)
     joint = None
-    if opts.get("joint"):
+    if on_trees:
+        check_tree_options(algo, spec, opts)
+        g, sents, parser = load_trees(grammar, corpus, start, "grind train", normalise=True)
+        report_failures(sents, parser, known_failures(parser, len(sents)), "trees")
+        estep, n = ShardedEstep(parser, jobs), len(sents)
+    elif opts.get("joint"):
         g, sents, parser, joint = load_joint(grammar, corpus, opts["joint"], spec, start, kernel)
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
@@ -202,19 +212,22 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     prior = prior_vector(g, alpha)
-    log.info(f"training {algo} on {n} sentences ({spec.describe()}), {len(g)} rules")
+    corpus_text = TREES_TEXT if on_trees else spec.describe()
+    log.info(f"training {algo} on {n} {'trees' if on_trees else 'sentences'} ({corpus_text}), {len(g)} rules")
     from grind.infer.training import check_checkpoint, fingerprint_sentences, run_meta
     flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params if p.opts}
     from grind.formats.corpus import iter_corpus
     toks = (s.tokens for s in (iter_corpus(corpus, spec) if algo in STREAMING else sents))
     # the annealing length of gibbs / hastings is --iterations' value, as resolved by the config
     meta = run_meta(dict(params, iterations=cfg.iterations), flags, grammar=g, theta0=g.probabilities(), prior=prior,
-                    corpus_fp=fingerprint_sentences(toks), algo=algo, spec_text=spec.describe())
+                    corpus_fp=fingerprint_sentences(toks), algo=algo, spec_text=corpus_text)
     if resume:
         check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
     algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
     eval_fn = None
-    if dev_path:
+    if dev_path and on_trees:
+        eval_fn = tree_dev_evaluation(g, parser, dev_path)
+    elif dev_path:
         dev_sents = read_corpus(dev_path, spec)
         from grind.kernels.select import make_parser
         dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
@@ -225,7 +238,10 @@ def train(grammar, corpus, spec, algo, iterations, tolerance, alpha, trace_path,
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
     info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,
-                corpus=spec.describe())
+                corpus=corpus_text)
+    if on_trees:
+        from grind.grammars.latent import treebank_meta
+        info.update(treebank_meta(g))
     if hasattr(algorithm, "st"):
         info["structure"] = algorithm.st.describe()
     if hasattr(algorithm, "mstep"):
@@ -251,6 +267,44 @@ def _check_distinct_outputs(**paths):
         for k2, p2 in given[i + 1:]:
             if same_file(p1, p2):
                 raise click.UsageError(f"{k1} and {k2} name the same file: {p2}")
+
+
+def tree_dev_evaluation(g, train_parser, dev_path):
+    """The --dev evaluation of a --trees run: the held-out gold trees' log
+    probability (subtypes summed out) under the posterior mean, and labeled
+    F1 (EVALB conventions) of max-rule-sum parses of their sentences."""
+    from grind.cli.common import read_prepared_trees
+    from grind.eval.labeled import evaluate_labeled
+    from grind.formats.trees import read_trees
+    from grind.formats.treebank import debinarise
+    from grind.infer.training import heldout
+    from grind.kernels.latent_parse import LatentParser
+    from grind.kernels.latent_tree import TreeParser
+    latent = train_parser.latent
+    prepared, items, _ = read_prepared_trees(dev_path, latent)
+    dev = TreeParser(g, prepared, latent=latent)
+    gold = read_trees(dev_path)
+
+    def evaluate(a):
+        theta = a.mean()
+        out = heldout(dev, theta)
+        parser = LatentParser(g, weights=theta, latent=latent)
+        results = parser.parse([[latent.terminal(w) for w in it.tokens] for it in items])
+        pred = [None if r.tree is None else debinarise(r.tree) for r in results]
+        pred = [p if p is not None else ("NOPARSE", *it.tokens) for p, it in zip(pred, items)]
+        res = evaluate_labeled([gold[it.number - 1] for it in items], [_with_words(p, gold[it.number - 1])
+                                                                       for p, it in zip(pred, items)])
+        out["dev_f1"] = res["all"]["labeled_f1"]
+        return out
+
+    return evaluate
+
+
+def _with_words(tree, gold):
+    """``tree`` with the gold tree's words (after -NONE- deletion) as leaves (signatures undone)."""
+    from grind.formats.trees import leaves, map_leaves, prune, TRACE_TAGS
+    words = iter(leaves(prune(gold, TRACE_TAGS.__contains__)))
+    return map_leaves(tree, lambda _: next(words))
 
 
 def _number_list(value, option):

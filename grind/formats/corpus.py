@@ -271,31 +271,32 @@ def _read_ptb(lines, name, spec):
 
 def _ptb_trees(lines, name):
     """The trees of the non-``#`` lines, parsed a group of lines at a time: a
-    group ends where the bracket depth is back to 0.  Character positions in
-    errors count from the start of all those lines, as if parsed at once."""
+    group ends where the bracket depth is back to 0.  Line numbers in errors
+    are the file's."""
     from grind.formats.trees import parse_trees
-    base = 0
-    for text in _ptb_groups(lines):
+    for first, text in _ptb_groups(lines):
         try:
             yield from parse_trees(text, name)
         except InputError as e:
-            msg = re.sub(r"at character (\d+)", lambda m, base=base: f"at character {int(m.group(1)) + base}", str(e))
+            msg = re.sub(r"line (\d+)", lambda m, first=first: f"line {int(m.group(1)) + first - 1}", str(e), count=1)
             raise InputError(msg) from None
-        base += len(text)
 
 
 def _ptb_groups(lines):
-    buf, depth = [], 0
-    for _, ln in lines:
+    """``(first line number, text)`` of each group of lines holding whole trees."""
+    buf, depth, first = [], 0, None
+    for lineno, ln in lines:
         if ln.startswith("#"):
             continue
+        if first is None:
+            first = lineno
         buf.append(ln)
         depth += ln.count("(") - ln.count(")")
         if depth <= 0:
-            yield "".join(buf)
-            buf, depth = [], 0
+            yield first, "".join(buf)
+            buf, depth, first = [], 0, None
     if buf:
-        yield "".join(buf)
+        yield first, "".join(buf)
 
 
 def _blocks(lines):

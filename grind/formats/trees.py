@@ -15,8 +15,9 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 TRACE_TAGS = frozenset(["-NONE-"])
 
 
-def parse_trees(text: str, where: str = "<trees>"):
-    """Yield every tree of a text holding one or more bracketed trees."""
+def parse_trees(text: str, where: str = "<trees>", starts: list | None = None):
+    """Yield every tree of a text holding one or more bracketed trees (and
+    append each tree's first character offset to ``starts`` when given)."""
     stack: list[list] = []
     depth_start = None
     for m in _TOKEN.finditer(text):
@@ -27,7 +28,7 @@ def parse_trees(text: str, where: str = "<trees>"):
                 depth_start = m.start()
         elif tok == ")":
             if not stack:
-                raise InputError(f"{where}: unbalanced ')' at character {m.start()}")
+                raise InputError(f"{where}: line {_line(text, m.start())}: unbalanced ')' (no tree is open)")
             node = stack.pop()
             label = node[0] if node and isinstance(node[0], str) and len(node) > 1 else ""
             children = node[1:] if label else node
@@ -35,14 +36,21 @@ def parse_trees(text: str, where: str = "<trees>"):
             if stack:
                 stack[-1].append(tree)
             else:
+                if starts is not None:
+                    starts.append(depth_start)
                 yield _strip_empty_root(tree)
                 depth_start = None
         else:
             if not stack:
-                raise InputError(f"{where}: token {tok!r} outside brackets")
+                raise InputError(f"{where}: line {_line(text, m.start())}: token {tok!r} outside brackets")
             stack[-1].append(tok)
     if stack:
-        raise InputError(f"{where}: unbalanced '(' (tree starting at character {depth_start})")
+        raise InputError(f"{where}: line {_line(text, depth_start or 0)}: unbalanced '(': the tree starting here is "
+                         "never closed")
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
 
 
 def _strip_empty_root(tree):
@@ -52,11 +60,19 @@ def _strip_empty_root(tree):
     return tree
 
 
-def read_trees(path: str) -> list:
-    """All trees of a file; ``#`` header lines are skipped."""
+def read_trees(path: str, lines: list | None = None) -> list:
+    """All trees of a file; ``#`` header lines are skipped.  ``lines``: gets
+    the 1-based line number of each tree's first bracket appended."""
     name = "<stdin>" if path == "-" else path
-    text = "".join(line for _, line in read_lines(path) if not line.startswith("#"))
-    return list(parse_trees(text, name))
+    text = "".join("\n" if line.startswith("#") else line for _, line in read_lines(path))
+    if lines is None:
+        return list(parse_trees(text, name))
+    starts: list[int] = []
+    trees = list(parse_trees(text, name, starts))
+    breaks = [i for i, ch in enumerate(text) if ch == "\n"]
+    import bisect
+    lines.extend(bisect.bisect_left(breaks, s) + 1 for s in starts)
+    return trees
 
 
 def format_tree(tree) -> str:

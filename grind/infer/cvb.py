@@ -237,15 +237,23 @@ class CVB(Algorithm):
 
     def _expected_counts(self, weights, i):
         """(nonzero rule indices, float32 counts, log Z) of sentence i; none if unparseable."""
-        self._one[0] = i
-        counts, logz = self.parser.inside_outside(weights, self._one)
-        z = float(logz[0])
+        sparse = getattr(self.parser, "sparse_counts", None)
+        if sparse is not None:                  # a kernel that can give one sentence's nonzero counts directly
+            rules, values, z = sparse(weights, i)
+        else:
+            self._one[0] = i
+            counts, logz = self.parser.inside_outside(weights, self._one)
+            z = float(logz[0])
         if math.isnan(z):
             raise NumericalError(f"CVB: log Z of sentence {i} is NaN")
         if z == -math.inf:
             return _NO_RULES, _NO_VALUES, z
-        rules = np.flatnonzero(counts)
-        values = counts[rules]
+        if sparse is not None:
+            keep = values != 0
+            rules, values = rules[keep], values[keep]
+        else:
+            rules = np.flatnonzero(counts)
+            values = counts[rules]
         if not math.isfinite(values.sum()):
             raise NumericalError(f"CVB: non-finite expected counts for sentence {i}")
         values = values.astype(np.float32)

@@ -1,0 +1,133 @@
+"""The latent-annotation treebank pipeline through the CLI: make-grammar
+treebank, estep/sum/mstep --trees, train --trees (em, vb, cvb), parse,
+eval --labeled; on a tiny hand-made treebank (no shared data)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import grind, shared_path
+from grind.formats.trees import read_trees
+from grind.grammars.grammar import read_grammar
+
+TRAIN = """
+( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
+( (S (NP-SBJ (DT A) (NN cat)) (VP (VBD saw) (NP (DT the) (JJ big) (NN dog))) (. .)) )
+( (S (NP-SBJ (PRP It)) (VP (VBD ran) (ADVP (RB away))) (. .)) )
+( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD ran) (PP (IN to) (NP (DT the) (NN cat)))) (. .)) )
+( (S (NP-SBJ (DT The) (JJ big) (NN cat)) (VP (VBD saw) (NP (PRP it))) (. .)) )
+( (S (NP-SBJ (-NONE- *)) (VP (VBD ran) (ADVP (RB away))) (. .)) )
+"""
+DEV = """
+( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD ran) (ADVP (RB away))) (. .)) )
+( (S (NP-SBJ (DT A) (NN dog)) (VP (VBD saw) (NP (DT the) (NN zebra))) (. .)) )
+"""
+
+
+@pytest.fixture()
+def tb(tmp_path):
+    (tmp_path / "train.mrg").write_text(TRAIN)
+    (tmp_path / "dev.mrg").write_text(DEV)
+    grind("make-grammar", "treebank", "--rare", "0", "-o", tmp_path / "g1.txt", tmp_path / "train.mrg")
+    grind("make-grammar", "treebank", "--rare", "0", "--subtypes", "2", "--seed", "3", "-o", tmp_path / "g2.txt",
+          tmp_path / "train.mrg")
+    return tmp_path
+
+
+def trace_objectives(path):
+    rows = [ln.rstrip("\n").split("\t") for ln in open(path) if not ln.startswith("#")]
+    col = rows[0].index("objective")
+    return [float(r[col]) for r in rows[1:]]
+
+
+def test_estep_shards_sum_and_mstep_equal_one_em_iteration(tb):
+    text = TRAIN.strip().split("\n")
+    (tb / "a.mrg").write_text("\n".join(text[:3]) + "\n")
+    (tb / "b.mrg").write_text("\n".join(text[3:]) + "\n")
+    for s in ("a", "b"):
+        grind("estep", "--trees", "-o", tb / f"{s}.counts", tb / "g2.txt", tb / f"{s}.mrg")
+    grind("sum", "-o", tb / "c.counts", tb / "a.counts", tb / "b.counts")
+    grind("mstep", "--grammar", tb / "g2.txt", "-o", tb / "m.txt", tb / "c.counts")
+    grind("train", "--trees", "--algo", "em", "--iterations", "1", "-o", tb / "t.txt", tb / "g2.txt", tb / "train.mrg")
+    m, t = read_grammar(str(tb / "m.txt")), read_grammar(str(tb / "t.txt"))
+    assert m.keys() == t.keys()
+    np.testing.assert_allclose(m.weights, t.weights, rtol=1e-12, atol=1e-15)
+    assert m.meta["model"] == "treebank" and t.meta["model"] == "treebank" and t.meta["subtypes"] == "2"
+
+
+@pytest.mark.parametrize("algo", ["em", "vb"])
+def test_train_trees_objective_never_decreases(tb, algo):
+    grind("train", "--trees", "--algo", algo, "--iterations", "15", "--tolerance", "0", "--trace", tb / "tr.tsv",
+          "-o", tb / "t.txt", tb / "g2.txt", tb / "train.mrg")
+    obj = trace_objectives(tb / "tr.tsv")
+    assert len(obj) == 15
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(obj, obj[1:]))
+    assert obj[-1] > obj[0]
+
+
+def test_train_trees_cvb_and_dev_evaluation(tb):
+    grind("train", "--trees", "--algo", "cvb", "--iterations", "3", "--seed", "1", "--dev", tb / "dev.mrg",
+          "--eval-every", "1", "--trace", tb / "tr.tsv", "-o", tb / "t.txt", tb / "g2.txt", tb / "train.mrg")
+    head = open(tb / "tr.tsv").read().split("\n")
+    cols = [ln for ln in head if ln and not ln.startswith("#")][0].split("\t")
+    assert "dev_f1" in cols and "dev_logprob" in cols
+
+
+def test_train_trees_option_errors(tb):
+    r = grind("train", "--trees", "--algo", "ln", tb / "g2.txt", tb / "train.mrg", check=False)
+    assert r.returncode == 2 and "--trees trains with" in r.stderr
+    r = grind("train", "--trees", "--column", "XPOS", tb / "g2.txt", tb / "train.mrg", check=False)
+    assert r.returncode == 2 and "corpus options do not apply" in r.stderr
+
+
+@pytest.mark.parametrize("decoder", ["--max-rule-sum", "--viterbi", "--max-rule-product"])
+def test_parse_writes_unsplit_unbinarised_trees_and_eval_scores_them(tb, decoder):
+    grind("train", "--trees", "--algo", "em", "--iterations", "5", "-o", tb / "t.txt", tb / "g2.txt",
+          tb / "train.mrg")
+    grind("parse", decoder, "-o", tb / "p.trees", tb / "t.txt", tb / "dev.mrg")
+    text = open(tb / "p.trees").read()
+    assert "# unknown_words: 1 tokens" in text                     # 'zebra'
+    trees = read_trees(str(tb / "p.trees"))
+    assert len(trees) == 2 and trees[0][0] == "ROOT"
+    assert "@" not in text.split("\n", 20)[-1] and "zebra" in text
+    out = grind("eval", "--labeled", tb / "dev.mrg", tb / "p.trees").stdout
+    f1 = float([ln.split("\t")[1] for ln in out.splitlines() if ln.startswith("all_labeled_f1")][0])
+    assert 50 <= f1 <= 100
+
+
+def test_parse_pruning_off_equals_threshold_zero(tb):
+    grind("parse", "--no-prune", "-o", tb / "a.trees", tb / "g2.txt", tb / "dev.mrg")
+    grind("parse", "--prune-threshold", "0", "-o", tb / "b.trees", tb / "g2.txt", tb / "dev.mrg")
+    body = [open(tb / f).read().split("\n# output:")[-1] for f in ("a.trees", "b.trees")]
+    assert read_trees(str(tb / "a.trees")) == read_trees(str(tb / "b.trees")), body
+
+
+def test_h1_grammar_parses_its_training_trees(tb):
+    grind("parse", "-o", tb / "p.trees", tb / "g1.txt", tb / "train.mrg")
+    out = grind("eval", "--labeled", tb / "train.mrg", tb / "p.trees").stdout
+    assert "all_noparse\t0" in out
+
+
+def test_train_trees_gibbs_runs(tb):
+    grind("train", "--trees", "--algo", "gibbs", "--iterations", "3", "--seed", "2", "-o", tb / "t.txt",
+          tb / "g2.txt", tb / "train.mrg")
+    g = read_grammar(str(tb / "t.txt"))
+    assert g.meta["model"] == "treebank" and g.weight_kind() == "pseudo-counts"
+
+
+def test_pruning_changes_dev_f1_by_less_than_0_3(tmp_path):
+    """The issue's pruning check, on the PTB sample's dev split (wsj_0160-0179) with the H = 1 treebank
+    PCFG of the training split (wsj_0001-0159)."""
+    ptb = shared_path("nltk_ptb_sample", "treebank", "combined")
+    for name, lo, hi in (("train", 1, 159), ("dev", 160, 179)):
+        with open(tmp_path / f"{name}.mrg", "w") as f:
+            for i in range(lo, hi + 1):
+                f.write((ptb / f"wsj_{i:04d}.mrg").read_text() + "\n")
+    grind("make-grammar", "treebank", "-o", tmp_path / "g1.txt", tmp_path / "train.mrg")
+    f1 = {}
+    for flag in ("--prune", "--no-prune"):
+        grind("parse", flag, "-o", tmp_path / "p.trees", tmp_path / "g1.txt", tmp_path / "dev.mrg")
+        out = grind("eval", "--labeled", tmp_path / "dev.mrg", tmp_path / "p.trees").stdout
+        f1[flag] = float([ln.split("\t")[1] for ln in out.splitlines() if ln.startswith("all_labeled_f1")][0])
+    assert abs(f1["--prune"] - f1["--no-prune"]) < 0.3, f1
+    assert f1["--no-prune"] > 55, f1
