@@ -24,7 +24,7 @@ GRAMMAR = """\
 """
 CORPUS = "the dog saw a cat\ndogs barks\na cat saw dogs\nthe cat barks\ndogs saw the dog\n"
 SUBCOMMANDS = ["make-grammar", "make-grammar cnf", "make-grammar dmv", "make-grammar from-file", "init",
-               "estep", "sum", "baseline",
+               "split", "estep", "sum", "baseline",
                "mstep", "train", "parse", "eval", "loglik"]
 
 

@@ -131,3 +131,16 @@ def test_pruning_changes_dev_f1_by_less_than_0_3(tmp_path):
         f1[flag] = float([ln.split("\t")[1] for ln in out.splitlines() if ln.startswith("all_labeled_f1")][0])
     assert abs(f1["--prune"] - f1["--no-prune"]) < 0.3, f1
     assert f1["--no-prune"] > 55, f1
+
+
+def test_train_trees_checkpoint_resume_and_jobs(tb):
+    common = ["train", "--trees", "--algo", "vb", "--alpha", "0.5", "--tolerance", "0"]
+    grind(*common, "--iterations", "6", "-o", tb / "full.txt", tb / "g2.txt", tb / "train.mrg")
+    grind(*common, "--iterations", "6", "--jobs", "2", "-o", tb / "jobs.txt", tb / "g2.txt", tb / "train.mrg")
+    grind(*common, "--iterations", "3", "--checkpoint", tb / "c.npz", "--checkpoint-every", "1", "-o",
+          tb / "half.txt", tb / "g2.txt", tb / "train.mrg")
+    grind(*common, "--iterations", "6", "--checkpoint", tb / "c.npz", "--resume", "-o", tb / "resumed.txt",
+          tb / "g2.txt", tb / "train.mrg")
+    full = read_grammar(str(tb / "full.txt")).weights
+    assert np.array_equal(full, read_grammar(str(tb / "jobs.txt")).weights)
+    assert np.array_equal(full, read_grammar(str(tb / "resumed.txt")).weights)

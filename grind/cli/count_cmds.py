@@ -1,17 +1,45 @@
-"""``grind estep``, ``sum`` and ``mstep``: EM one step at a time, through count files."""
+"""``grind estep``, ``sum`` and ``mstep``: EM, MAP-EM and VB one step at a time, through count files.
+
+One iteration of ``grind train --algo em|vb`` is ``estep`` on every shard of
+the corpus (``grind split``), ``sum`` of the count files in shard order and
+``mstep`` with the grammar the counts were made with.  The count files say
+which E-step made them (``# estep:``) and with which weights (``#
+estep-weights:``, a fingerprint), so ``sum`` refuses to add counts of
+different iterations and ``mstep`` refuses counts of another grammar.
+"""
 from __future__ import annotations
 
 import click
 import numpy as np
 
+from grind import log
+from grind.errors import InputError, NumericalError
 from grind.formats.counts import Counts, read_counts, write_counts
-from grind.grammars.grammar import Grammar, read_grammar
-from grind.cli.common import (corpus_options, output_option, start_option, kernel_option, FiniteFloatRange,
-                              write_grammar, load, load_trees, report_failures,
-                              TREES_TEXT, check_tree_options)
+from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
+from grind.cli.common import (corpus_options, output_option, start_option, kernel_option, write_grammar, load,
+                              load_trees, report_failures, TREES_TEXT, check_tree_options)
+
+#: The algorithms whose iteration estep / sum / mstep carry out (map = em with --alpha, as in grind train).
+STEP_ALGOS = ("em", "map", "vb")
+#: ``# weights:`` of a VB grammar, as grind train --algo vb writes it.
+VB_WEIGHTS = f"{PSEUDO_COUNTS} (posterior)"
+
+
+def weights_fingerprint(grammar: Grammar) -> str:
+    """The ``# estep-weights:`` of counts made with ``grammar``: 16 hex digits
+    of the SHA-256 of its weights (float64, as read from the file)."""
+    from grind.infer.training import fingerprint_array
+    return fingerprint_array(grammar.weights)
 
 
 @click.command()
+@click.option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True,
+              help="Whose E-step: em and map use the grammar's rule probabilities; vb the weights "
+                   "exp(psi(alpha_hat) - psi(sum over the LHS)) of a grammar of posterior pseudo-counts alpha_hat "
+                   "(as grind train --algo vb and grind mstep --algo vb write them), or, for a grammar of "
+                   "probabilities, its probabilities: VB's initialisation (see grind mstep).")
+@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Threads (results do not depend on it).")
 @click.option("--trees", "on_trees", is_flag=True,
               help="CORPUS holds PTB bracketed trees: expected counts of a latent treebank grammar's rules on the "
                    "gold trees, subtypes summed out (see grind make-grammar treebank).")
@@ -21,29 +49,56 @@ from grind.cli.common import (corpus_options, output_option, start_option, kerne
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def estep(grammar, corpus, spec, kernel, start, output, on_trees):
-    """Expected rule counts of CORPUS under GRAMMAR (the E-step of EM).
+def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
+    """Expected rule counts of CORPUS under GRAMMAR (the E-step of EM or VB).
 
-    Counts of corpus shards add up with 'grind sum'.
+    Counts of corpus shards (grind split) add up with 'grind sum'; 'grind
+    mstep' completes the iteration.  The header carries what the objective
+    needs from the shard: sentences, parsed, words and loglik (the sum of
+    log Z over the parsed sentences: the log-likelihood for em/map, the
+    first term of the variational bound for vb), and the E-step made
+    ('# estep:', '# estep-weights:' = a fingerprint of GRAMMAR's weights).
+    The sentences are summed in blocks of 256 as grind train sums them.
 
     \b
-    Example:
-      grind estep g.txt shard1.txt > c1.txt; grind estep g.txt shard2.txt > c2.txt
-      grind sum c1.txt c2.txt | grind mstep - > g.next.txt
+    Example (one EM iteration on two shards):
+      grind estep g.txt shard.1.txt > c1.txt; grind estep g.txt shard.2.txt > c2.txt
+      grind sum c1.txt c2.txt | grind mstep --grammar g.txt - > g.next.txt
     """
+    from grind.infer.training import ShardedEstep
     if on_trees:
-        check_tree_options("em", spec, {})
+        check_tree_options("vb" if algo == "vb" else "em", spec, {})
         g, sents, parser = load_trees(grammar, corpus, start, "grind estep")
         what = TREES_TEXT
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep")
         what = spec.describe()
-    counts, logz = parser.inside_outside(g.probabilities())
+    run = ShardedEstep(parser, jobs)
+    vb = algo == "vb" and g.weight_kind() == "pseudo-counts"
+    if vb:
+        from grind.infer.vb import vb_estep
+        alpha_hat = g.weights
+        if not np.all(alpha_hat > 0):
+            r = int(np.flatnonzero(~(alpha_hat > 0))[0])
+            raise InputError(f"{grammar}: VB's pseudo-counts must be positive, but rule {g.keys()[r]} has "
+                             f"{alpha_hat[r]!r}")
+        counts, logz, lost, inexact = vb_estep(run, g, alpha_hat)
+        if len(lost) or len(inexact):
+            log.warn(f"{corpus}: VB weights exp(psi(alpha_hat) - psi(sum)) underflow to 0 for pseudo-counts below "
+                     f"~1.4e-3: {len(lost)} of {len(sents)} sentences left out (every derivation needs such a "
+                     f"rule), {len(inexact)} with counts accurate only to about 1e-12 or worse (use a larger "
+                     "--alpha)")
+    else:
+        if algo == "vb":
+            log.info(f"{grammar} holds probabilities: VB's initialisation, the E-step under them "
+                     "(grind mstep --algo vb makes the first pseudo-counts alpha + counts)")
+        counts, logz = run(g.probabilities())
     report_failures(sents, parser, logz, "trees" if on_trees else "sentences")
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
-    write_counts(output, Counts(g.rules, counts, stats), corpus=what)
+    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": weights_fingerprint(g), "corpus": what}
+    write_counts(output, Counts(g.rules, counts, stats, meta))
 
 
 @click.command("sum")
@@ -52,46 +107,184 @@ def estep(grammar, corpus, spec, kernel, start, output, on_trees):
 def sum_(counts, output):
     """Add count files (rules matched by key, in the order given).
 
+    Counts and header statistics (sentences, parsed, words, loglik) are
+    added in the order of the arguments (give shards in their order for a
+    reproducible result); the files must come from one E-step (the same
+    '# estep:' and '# estep-weights:').
+
     \b
     Example:
       grind sum c1.txt c2.txt c3.txt > c.txt
     """
-    from grind.formats.counts import check_same_grammar
+    from grind.formats.counts import check_same_grammar, estep_mismatch
     total = read_counts(counts[0])
+    first = total
     for path in counts[1:]:
         c = read_counts(path)
         check_same_grammar(c, path, total.fingerprint(), counts[0],
                            "grind sum adds count files of one grammar only")
+        problem = estep_mismatch(first, c)
+        if problem:
+            raise InputError(f"{counts[0]} and {path} come from different E-steps ({problem}): grind sum adds "
+                             "the count files of one iteration (one grammar's weights) only")
+        if c.meta.get("corpus") != first.meta.get("corpus"):
+            log.warn(f"{counts[0]} and {path} were read with different corpus options")
         total = total + c
     write_counts(output, total)
 
 
+class StepAlpha(click.ParamType):
+    """mstep --alpha: a finite number >= 0 (kept as written) or an existing file of per-rule pseudo-counts."""
+
+    name = "NUMBER|FILE"
+
+    def convert(self, value, param, ctx):
+        import math
+        import os
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            if not os.path.isfile(str(value)):
+                self.fail(f"{value!r} is neither a number nor an existing file of pseudo-counts", param, ctx)
+            return value
+        if not (math.isfinite(v) and v >= 0):
+            self.fail(f"{value!r}: a Dirichlet hyperparameter must be a finite number >= 0", param, ctx)
+        return value
+
+
 @click.command()
-@click.option("--alpha", type=FiniteFloatRange(0), default=1.0, show_default=True,
-              help="Symmetric Dirichlet hyperparameter: theta ∝ max(0, count + alpha - 1) (1 = maximum likelihood).")
+@click.option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True,
+              help="The update: em / map: theta ∝ max(0, count + alpha - 1) (MAP-EM; alpha 1 = maximum "
+                   "likelihood; map is em by another name); vb: posterior pseudo-counts alpha + count "
+                   "(needs --grammar).")
+@click.option("--alpha", type=StepAlpha(), default="1.0", show_default=True,
+              help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts, "
+                   "as grind train --alpha.")
 @click.option("--grammar", "grammar_path", default=None,
-              help="Grammar whose rule set (and weights, for unused LHSs) the output keeps.")
+              help="The grammar the counts were made with: its rule set, its weights for LHSs no sentence uses "
+                   "(em), the previous pseudo-counts for the bound (vb), and the objective of the iteration.")
 @start_option
 @output_option
 @click.argument("counts")
-def mstep(counts, alpha, grammar_path, start, output):
-    """Rule probabilities from COUNTS (MAP estimate under a Dirichlet prior).
+def mstep(counts, algo, alpha, grammar_path, start, output):
+    """Complete an iteration from (summed) COUNTS: the grammar of the next step.
 
     \b
-    Example:
-      grind sum c*.txt | grind mstep --alpha 1.0 - > g.next.txt
+    em, map  rule probabilities, the MAP estimate under a Dirichlet(alpha)
+             prior (alpha 1: maximum likelihood).  With --grammar G (the
+             grammar the counts were made with) the header's '# objective:'
+             is loglik + sum (alpha - 1) log theta_G: grind train --algo em's
+             objective of that step.
+    vb       --grammar G required.  G of pseudo-counts (a VB step): writes
+             alpha_hat = alpha + counts and '# objective:' = the variational
+             bound loglik - KL(Dir(alpha_hat_G) || Dir(alpha)), as grind
+             train --algo vb.  G of probabilities: VB's initialisation
+             (counts of 'grind estep --algo vb G'): alpha_hat = alpha +
+             counts, '# steps: 0', no objective.
+    The output is written as grind train writes its grammar ('# weights:',
+    '# algorithm:', '# alpha:', '# steps:' counted on from G's, '#
+    objective:'), so the next 'grind estep --algo ALGO' reads it.  Counts
+    summed in another order than grind train sums them give the same
+    grammar up to rounding (about 1e-15 relative a step).
+
+    \b
+    Example (grind train --algo vb --alpha 0.5 --iterations 2 g0.txt, on 2 shards):
+      for i in 0 1 2; do
+        grind estep --algo vb g$i.txt shard.1.txt > c1.txt
+        grind estep --algo vb g$i.txt shard.2.txt > c2.txt
+        grind sum c1.txt c2.txt | grind mstep --algo vb --alpha 0.5 --grammar g$i.txt - > g$((i+1)).txt
+      done    # g1.txt: the initialisation; g3.txt: grind train's grammar
     """
-    from grind.infer.em import map_estimate
     from grind.formats.counts import check_same_grammar
+    from grind.grammars.latent import treebank_meta
+    from grind.infer.em import log_dirichlet_prior, map_estimate
+    from grind.infer.training import prior_vector
+    name = "<stdin>" if counts == "-" else counts
     c = read_counts(counts)
+    if algo == "vb" and not grammar_path:
+        raise click.UsageError("--algo vb needs --grammar: the grammar the counts were made with")
     if grammar_path:
         g = read_grammar(grammar_path, start)
-        check_same_grammar(c, "<stdin>" if counts == "-" else counts, g.fingerprint(), grammar_path,
+        check_same_grammar(c, name, g.fingerprint(), grammar_path,
                            "--grammar must be the grammar the counts were made with (grind estep)")
-        prev = g.weights
     else:
         g = Grammar(c.rules, np.ones(len(c.rules)), start or c.rules[0][0])
-        prev = None
-    theta = map_estimate(g, c.aligned(g), alpha, previous=prev)
-    from grind.grammars.latent import treebank_meta
-    write_grammar(output, g, theta, "probabilities", estimate=f"MAP alpha={alpha}", **treebank_meta(g))
+    values = c.aligned(g)
+    if c.stats.get("parsed", 1) == 0:
+        raise NumericalError(f"{name}: no sentence has a parse of positive probability (# parsed: 0)")
+    try:
+        a = float(alpha)
+    except ValueError:
+        a = None
+    if algo == "vb" and a is not None and a <= 0:
+        raise click.BadParameter("VB needs a positive Dirichlet hyperparameter", param_hint="'--alpha'")
+    try:
+        prior = prior_vector(g, alpha) if a is None or a > 0 else np.zeros(len(g))
+    except InputError as e:
+        raise InputError(f"--alpha {alpha}: {e}") from None
+    made_with = grammar_path is not None and _made_with(c, g, name, grammar_path, algo)
+    name_of = "vb" if algo == "vb" else "em"
+    steps = None
+    if grammar_path:
+        same = g.meta.get("algorithm") == name_of and g.weight_kind() == ("pseudo-counts" if algo == "vb"
+                                                                           else "probabilities")
+        try:
+            steps = int(g.meta.get("steps", 0)) + 1 if same else 1
+        except ValueError:
+            steps = 1
+    objective = None
+    extra = {}
+    if algo == "vb":
+        from grind.infer.vb import kl_dirichlet
+        if g.weight_kind() == "pseudo-counts":
+            objective = c.stats["loglik"] - kl_dirichlet(g, g.weights, prior)
+        else:
+            steps = 0
+            extra["estimate"] = "VB initialisation: alpha + expected counts under the grammar's probabilities"
+        weights, kind = prior + values, VB_WEIGHTS
+    else:
+        theta_prev = g.probabilities() if grammar_path else None
+        weights, kind = map_estimate(g, values, prior, previous=theta_prev), "probabilities"
+        if made_with and "loglik" in c.stats:
+            objective = c.stats["loglik"] + log_dirichlet_prior(g, theta_prev, prior)
+        extra["estimate"] = f"MAP alpha={alpha}"
+    write_grammar(output, g, weights, kind, algorithm=name_of, alpha=alpha, steps=steps,
+                  objective=None if objective is None else repr(objective), corpus=c.meta.get("corpus"),
+                  **extra, **treebank_meta(g))
+
+
+def _made_with(c: Counts, g: Grammar, name: str, grammar_path: str, algo: str) -> bool:
+    """Whether the counts ``c`` were made by ``grind estep --algo ALGO`` with the
+    weights of ``g``: for vb an InputError unless so (the bound and the
+    steps need it); for em / map a warning when not (no objective)."""
+    kind = g.weight_kind()
+    fp, made = c.meta.get("estep-weights"), c.meta.get("estep")
+    if algo == "vb":
+        if kind not in ("pseudo-counts", "probabilities"):
+            raise InputError(f"{grammar_path}: its header says '# weights: {g.meta.get('weights')}': --algo vb "
+                             "needs VB's pseudo-counts (or, to start, rule probabilities)")
+        want = "vb" if kind == "pseudo-counts" else "probabilities"
+        if made is None or fp is None:
+            raise InputError(f"{name}: the counts do not say which E-step made them (no '# estep:' and '# "
+                             "estep-weights:' lines): make them with grind estep --algo vb")
+        if made != want:
+            how = ("VB's weights exp(psi(alpha_hat) - psi(sum))" if want == "vb"
+                   else "its probabilities (VB's initialisation)")
+            raise InputError(f"{name}: the counts were made with '# estep: {made}', but {grammar_path} holds "
+                             f"{kind}, whose E-step uses {how}: run grind estep --algo vb")
+        if fp != weights_fingerprint(g):
+            raise InputError(f"{name}: the counts were not made with the weights of {grammar_path} (weights "
+                             f"fingerprint {fp}, the grammar's is {weights_fingerprint(g)}): counts of another "
+                             "iteration?")
+        return True
+    if made == "vb":
+        raise InputError(f"{name}: the counts come from VB's E-step (# estep: vb): use --algo vb")
+    if fp is None:
+        log.info(f"{name}: the counts do not name the weights they were made with: no objective")
+        return False
+    if fp != weights_fingerprint(g):
+        log.warn(f"{name}: the counts were not made with the weights of {grammar_path}: no objective (its "
+                 "weights are used only for LHSs the counts do not use)")
+        return False
+    return True
+

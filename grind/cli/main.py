@@ -14,6 +14,7 @@ from grind.cli.decode_cmds import baseline, loglik, parse
 from grind.cli.eval_cmd import eval_
 from grind.cli.grammar_cmds import init, make_grammar, make_structure
 from grind.cli.plot_cmds import plot, show
+from grind.cli.split_cmd import split
 from grind.cli.train import train
 
 EPILOG_PIPELINE = """\b
@@ -72,6 +73,7 @@ def cli(quiet):
 cli.add_command(make_grammar)
 cli.add_command(make_structure)
 cli.add_command(init)
+cli.add_command(split)
 cli.add_command(estep)
 cli.add_command(sum_)
 cli.add_command(mstep)

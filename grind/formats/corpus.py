@@ -550,3 +550,85 @@ def read_tags(path: str) -> list[str]:
     if not tags:
         raise InputError(f"{name}: no tags (one a line or whitespace separated; '# ' starts a comment line)")
     return list(dict.fromkeys(tags))
+
+
+@dataclass
+class Block:
+    """One unit of a corpus file as ``grind split`` moves it, kept whole: a
+    text line, a word line (``--chars``), a CoNLL block (its comment lines,
+    token rows, multiword ranges and empty nodes), or the lines holding
+    whole PTB trees (with the ``#`` lines before them).
+
+    ``lines`` are its lines as read (without line ends); ``sentences`` what
+    :func:`read_corpus` makes of them under the spec's format, column and
+    punctuation rule, *before* ``--types`` and the length filters (none for
+    a block of only ``-NONE-`` trees, multiword ranges or skipped rows; PTB
+    lines may hold several trees)."""
+
+    lines: list[str]
+    sentences: list[Sentence]
+
+
+def corpus_blocks(path: str, spec: CorpusSpec, pairs=None) -> tuple[str, list[Block]]:
+    """``(format, blocks)``: the whole of ``path`` (or its ``(lineno, line)``
+    ``pairs`` when already read) as :class:`Block`s in file order, with the
+    format resolved as :func:`read_corpus` resolves it.
+
+    The file is first read with :func:`read_corpus`'s own reader, so it
+    raises the errors that reader raises (``no sentences`` included).  What
+    belongs to no sentence is not a block: a text file's leading ``#``
+    header lines and blank lines, CoNLL comment lines not followed by token
+    rows (a file header), blank lines and trailing ``#`` lines of a PTB
+    file."""
+    pairs = list(read_lines(path)) if pairs is None else pairs
+    for _ in _sentences(path, spec, iter(pairs)):
+        pass
+    name = "<stdin>" if path == "-" else path
+    if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
+        fmt = "sigmorphon"
+    else:
+        fmt, _ = _format(path, spec.format, iter(pairs))
+    blocks: list[Block] = []
+    if spec.chars:
+        header = True
+        for lineno, line in pairs:
+            s = line.rstrip("\r\n")
+            if header and s.startswith("#"):
+                continue
+            header = False
+            word = s.split("\t")[0] if fmt == "sigmorphon" else s
+            skipped = fmt == "sigmorphon" and any(c.isspace() for c in word) and word.strip()
+            sents = [] if skipped else [Sentence(list(unicodedata.normalize("NFC", word)), 0, lineno)]
+            blocks.append(Block([s], sents))
+    elif fmt == "text":
+        header = True
+        for lineno, line in pairs:
+            s = line.rstrip("\r\n")
+            if header and s.startswith("#"):
+                continue
+            header = False
+            if s.split():
+                blocks.append(Block([s], [Sentence(s.split(), 0, lineno)]))
+    elif fmt == "ptb":
+        comments: list[tuple[int, str]] = []
+        group: list[tuple[int, str]] = []
+        depth = 0
+        for lineno, line in pairs:
+            s = line.rstrip("\r\n")
+            if s.startswith("#"):
+                (group if group else comments).append((lineno, s))
+                continue
+            if not group and not s.strip():
+                continue
+            group.append((lineno, s))
+            depth += s.count("(") - s.count(")")
+            if depth <= 0:
+                sents = list(_read_ptb([(n, t + "\n") for n, t in group], name, spec))
+                blocks.append(Block([t for _, t in comments + group], sents))
+                comments, group, depth = [], [], 0
+    else:
+        for start, comment_lines, rows in _blocks(iter(pairs)):
+            lines = [(start, c + "\n") for c in comment_lines] + [(n, t + "\n") for n, t in rows]
+            sents = list(_read_treebank(lines, name, fmt, spec))
+            blocks.append(Block(comment_lines + [t for _, t in rows], sents))
+    return fmt, blocks

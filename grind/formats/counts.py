@@ -3,7 +3,9 @@
 A count file carries its corpus statistics in the header (``# sentences:``,
 ``# parsed:``, ``# words:``, ``# loglik:``) so that the files of shards add up
 (``grind sum``) to exactly what one ``grind estep`` over the whole corpus
-writes, log-likelihood included.
+writes, log-likelihood included (up to the rounding of the different order
+of addition).  It also says which E-step made it (:data:`META`), so that
+counts of different iterations are never added or completed by mistake.
 """
 from __future__ import annotations
 
@@ -17,6 +19,15 @@ from grind.formats.rules import COUNTS_HEADER, fingerprint_keys, read_rule_file,
 from grind.formats.textio import header_lines, open_out
 
 STATS = ("sentences", "parsed", "words", "loglik")
+#: Header lines a count file carries through ``grind sum``: the E-step that
+#: made it (``probabilities``: under the grammar's rule probabilities, as EM
+#: and MAP-EM and VB's initialisation run it; ``vb``: under VB's weights
+#: exp(psi(alpha_hat) - psi(sum)) of a grammar of pseudo-counts), the
+#: fingerprint of the weights of the grammar it was made with, and the corpus
+#: options.  Count files of one sum must agree on the first two.
+META = ("estep", "estep-weights", "corpus")
+#: The META lines that count files added up must agree on.
+MUST_AGREE = ("estep", "estep-weights")
 
 
 @dataclass
@@ -26,9 +37,16 @@ class Counts:
     rules: list[tuple[str, tuple[str, ...]]]
     values: np.ndarray
     stats: dict[str, float] = field(default_factory=dict)
+    #: The :data:`META` header lines (``estep``, ``estep-weights``, ``corpus``) it has.
+    meta: dict[str, str] = field(default_factory=dict)
 
     def __add__(self, other: Counts) -> Counts:
-        """Union of the rule sets (in order of first appearance), values and stats summed."""
+        """Union of the rule sets (in order of first appearance), values and
+        stats summed (``self``'s first); ``meta`` kept where both agree (an
+        InputError when they differ on the E-step, see :data:`MUST_AGREE`)."""
+        problem = estep_mismatch(self, other)
+        if problem:
+            raise InputError(f"the counts are of different E-steps ({problem}): add counts of one E-step only")
         index = {rule_key(*r): i for i, r in enumerate(self.rules)}
         rules = list(self.rules)
         extra = [r for r in other.rules if rule_key(*r) not in index]
@@ -40,7 +58,8 @@ class Counts:
         np.add.at(values, [index[rule_key(*r)] for r in other.rules], other.values)
         stats = {k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in STATS
                  if k in self.stats or k in other.stats}
-        return Counts(rules, values, stats)
+        meta = {k: v for k, v in self.meta.items() if other.meta.get(k) == v}
+        return Counts(rules, values, stats, meta)
 
     def merge(self, other: Counts) -> Counts:
         """The sum of two counts of one grammar (``self + other``, as ``grind
@@ -97,7 +116,7 @@ def read_counts(path: str) -> Counts:
         if n != len(rules):
             raise InputError(f"{name}: the header says {n} rules but the file has {len(rules)} "
                              "(a truncated or edited count file?)")
-    c = Counts(rules, values, stats)
+    c = Counts(rules, values, stats, {k: meta[k] for k in META if k in meta})
     if "grammar" in meta and meta["grammar"] != c.fingerprint():
         raise InputError(f"{name}: the rules read do not match the header's '# grammar: {meta['grammar']}' "
                          f"fingerprint (they give {c.fingerprint()}): a truncated or edited count file?")
@@ -112,11 +131,24 @@ def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str
                          f"{a.fingerprint()} and {b_fp}): {hint}")
 
 
+def estep_mismatch(a: Counts, b: Counts) -> str | None:
+    """How the E-steps of two count files differ (:data:`MUST_AGREE`), or None."""
+    for k in MUST_AGREE:
+        if a.meta.get(k) != b.meta.get(k):
+            return f"'# {k}: {a.meta.get(k, '(none)')}' and '# {k}: {b.meta.get(k, '(none)')}'"
+    return None
+
+
 def write_counts(path: str, counts: Counts, **extra) -> None:
+    """Header (what the counts are, the stats, rule count and fingerprint,
+    ``counts.meta``, then ``extra``), then one ``count LHS --> RHS`` line a rule."""
     stats = {k: _fmt_stat(counts.stats[k]) for k in STATS if k in counts.stats}
+    meta = {k: counts.meta[k] for k in META if k in counts.meta}
+    meta.update((k, v) for k, v in extra.items() if k in META)
+    extra = {k: v for k, v in extra.items() if k not in META}
     with open_out(path) as f:
         f.writelines(header_lines(weights=COUNTS_HEADER, **stats, rules=len(counts.rules),
-                                  grammar=counts.fingerprint(), **extra))
+                                  grammar=counts.fingerprint(), **meta, **extra))
         f.writelines(rule_lines(counts.rules, counts.values))
 
 

@@ -1,0 +1,316 @@
+"""Sharded training: ``grind split`` -> ``estep`` per shard -> ``sum`` -> ``mstep``,
+looped, gives the grammar and the objectives ``grind train`` gives (EM, MAP-EM, VB),
+and the cluster recipe (data-recipes/cluster/Makefile) runs it with make -j.
+
+Bit for bit with one shard (the same sentences summed in the same order, in
+blocks of 256 as grind train sums them); within 1e-12 relative with 2 and 3
+shards, whose sentences (interleaved by the cost balancing) are added in
+another order: floating-point addition is not associative.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO, SAMPLE, grind
+from grind.cli import main
+from grind.formats.corpus import CorpusSpec, corpus_blocks, read_corpus
+from grind.formats.counts import read_counts
+from grind.formats.textio import read_lines
+from grind.grammars.grammar import read_grammar
+
+TRAIN = str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
+SHORT = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
+#: The CNF setting: UPOS sentences of 2..6 tags (a CNF grammar has no derivation of one word).
+CNF = ["--column", "UPOS", "--punct", "ud", "--min-length", "2", "--max-length", "6"]
+ALGOS = {"em": "1", "map": "2", "vb": "0.5"}
+ITERATIONS = 3
+
+
+def run(*args):
+    """grind ARGS in-process (the E-steps of many shards would spend most of their time starting Python)."""
+    try:
+        main([str(a) for a in args])
+    except SystemExit as e:
+        raise AssertionError(f"grind {' '.join(map(str, args))} exited with {e.code}") from None
+
+
+def header(path) -> dict:
+    out = {}
+    for _, ln in read_lines(str(path)):
+        if not ln.startswith("#"):
+            break
+        k, _, v = ln[1:].partition(":")
+        out.setdefault(k.strip(), v.strip())
+    return out
+
+
+def trace_objectives(path) -> list[float]:
+    rows = [ln.rstrip("\n").split("\t") for ln in open(path, encoding="utf-8") if not ln.startswith("#")]
+    col = rows[0].index("objective")
+    return [float(r[col]) for r in rows[1:]]
+
+
+@pytest.fixture(scope="module")
+def grammars(tmp_path_factory):
+    """(directory, {name: (initial grammar, corpus options)}): the harmonic DMV
+    and a randomly initialised CNF grammar over the shipped sample."""
+    d = tmp_path_factory.mktemp("grammars")
+    grind("make-grammar", "dmv", *SHORT, "-o", d / "dmv0.txt", TRAIN)
+    grind("init", "--harmonic", "--corpus", TRAIN, *SHORT, "-o", d / "dmv.txt", d / "dmv0.txt")
+    grind("make-grammar", "cnf", *CNF, "-n", "3", "-o", d / "cnf0.txt", TRAIN)
+    grind("init", "--random", "--seed", "4", "-o", d / "cnf.txt", d / "cnf0.txt")
+    return d, {"dmv": (d / "dmv.txt", SHORT), "cnf": (d / "cnf.txt", CNF)}
+
+
+def sharded(d, grammar, opts, algo, alpha, k, iterations):
+    """The sharded path in ``d``: split -n k, then (VB: an initialisation round
+    and) ``iterations`` rounds of estep per shard, sum in shard order, mstep.
+    Returns the grammar files after steps 0..iterations (0: the start)."""
+    run("split", *opts, "-n", k, "-o", d / "shard", TRAIN)
+    shards = [d / f"shard.{i}.conllu.gz" for i in range(1, k + 1)]
+    g = [grammar]
+    rounds = iterations + (algo == "vb")
+    for r in range(rounds):
+        counts = []
+        for i, s in enumerate(shards, 1):
+            counts.append(d / f"c{r}.{i}.txt")
+            run("-q", "estep", "--algo", algo, *opts, "-o", counts[-1], g[-1], s)
+        run("sum", "-o", d / f"c{r}.txt", *counts)
+        g.append(d / f"g{r + 1}.txt")
+        run("mstep", "--algo", algo, "--alpha", alpha, "--grammar", g[-2], "-o", g[-1], d / f"c{r}.txt")
+    return g[1:] if algo == "vb" else g
+
+
+def trained(d, grammar, opts, algo, alpha, iterations):
+    out, trace = d / f"train-{algo}.txt", d / f"train-{algo}.tsv"
+    run("-q", "train", "--algo", "vb" if algo == "vb" else "em", "--alpha", alpha, "--iterations", iterations,
+        "--tolerance", "0", *opts, "--trace", trace, "-o", out, grammar, TRAIN)
+    return out, trace
+
+
+@pytest.mark.parametrize("model", ["dmv", "cnf"])
+@pytest.mark.parametrize("algo", list(ALGOS))
+def test_sharded_training_equals_grind_train(grammars, tmp_path, model, algo):
+    d0, models = grammars
+    grammar, opts = models[model]
+    alpha = ALGOS[algo]
+    (d0 / model).mkdir(exist_ok=True)
+    ref, trace = trained(d0 / model, grammar, opts, algo, alpha, ITERATIONS)
+    want = read_grammar(str(ref))
+    objectives = trace_objectives(trace)
+    assert len(objectives) == ITERATIONS
+    ref_head = header(ref)
+    for k in (1, 2, 3):
+        d = tmp_path / f"k{k}"
+        d.mkdir()
+        steps = sharded(d, grammar, opts, algo, alpha, k, ITERATIONS)
+        got = read_grammar(str(steps[-1]))
+        head = header(steps[-1])
+        for key in ("weights", "start", "algorithm", "alpha", "steps", "corpus"):
+            assert head[key] == ref_head[key], (k, key)
+        objs = [float(header(g)["objective"]) for g in steps[1:]]
+        if k == 1:     # the same sentences in the same order: bit for bit
+            assert np.array_equal(got.weights, want.weights)
+            assert objs == objectives and head["objective"] == ref_head["objective"]
+        else:
+            np.testing.assert_allclose(got.weights, want.weights, rtol=1e-12, atol=0)
+            np.testing.assert_allclose(objs, objectives, rtol=1e-12, atol=0)
+
+
+def blocks_of(path, spec):
+    return [tuple(b.lines) for b in corpus_blocks(str(path), spec)[1]]
+
+
+def test_split_is_deterministic_partitions_the_corpus_and_balances_cost(tmp_path):
+    spec = CorpusSpec(column="UPOS", punct="ud", max_length=10)
+    whole = blocks_of(TRAIN, spec)
+    assert len(set(whole)) == len(whole)           # sent_id comments make every block distinct
+    where = {b: i for i, b in enumerate(whole)}
+    run("split", *SHORT, "-n", 3, "-o", tmp_path / "a", TRAIN)
+    first = [(tmp_path / f"a.{i}.conllu.gz").read_bytes() for i in (1, 2, 3)]
+    run("split", *SHORT, "-n", 3, "-o", tmp_path / "a", TRAIN)
+    assert [(tmp_path / f"a.{i}.conllu.gz").read_bytes() for i in (1, 2, 3)] == first
+    seen, costs, sentences = [], [], []
+    for i in (1, 2, 3):
+        path = tmp_path / f"a.{i}.conllu.gz"
+        pos = [where[b] for b in blocks_of(path, spec)]
+        assert pos == sorted(pos)                  # each shard keeps the file's order
+        seen += pos
+        h = header(path)
+        costs.append(int(h["cost"].split()[0]))
+        sents = read_corpus(str(path), spec)
+        assert int(h["sentences"]) == len(sents)
+        assert costs[-1] == sum(len(s) ** 3 for s in sents)
+        sentences += [tuple(s.tokens) for s in sents]
+    assert sorted(seen) == list(range(len(whole)))    # every block once: merged by position, the file
+    kept = read_corpus(TRAIN, spec)
+    assert sorted(sentences) == sorted(tuple(s.tokens) for s in kept)
+    assert sum(costs) == sum(len(s) ** 3 for s in kept)
+    assert max(costs) - min(costs) <= max(len(s) ** 3 for s in kept)   # greedy: within one sentence
+    with gzip.open(tmp_path / "a.1.conllu.gz", "rt", encoding="utf-8") as f:
+        assert "\n# cost: " in f.read(2000)
+
+
+TEXT = """# a header line, not a sentence
+the dog barks
+
+# this line is a sentence: the header ended at the blank line
+a cat saw the dog
+( not a tree )
+dogs barks
+the dog barks
+a b c d e f g h
+"""
+
+
+def test_split_text_keeps_every_sentence_whatever_it_begins_with(tmp_path):
+    (tmp_path / "c.txt").write_text(TEXT)
+    spec = CorpusSpec()
+    whole = [s.tokens for s in read_corpus(str(tmp_path / "c.txt"), spec)]
+    assert len(whole) == 7
+    run("split", "-n", 3, "-o", tmp_path / "s", tmp_path / "c.txt")
+    parts = [[s.tokens for s in read_corpus(str(tmp_path / f"s.{i}.txt"), spec)] for i in (1, 2, 3)]
+    assert sorted(map(tuple, sum(parts, []))) == sorted(map(tuple, whole))
+    assert parts[0] == [whole[1]] and whole[1][0] == "#"   # the costliest sentence first, read as one
+    assert parts[1] == [list("abcdefgh")]
+    # --types: every occurrence of a sentence in one shard, so the shards read with --types hold the corpus's types
+    r = grind("split", "--types", "--max-length", "5", "-n", 2, "-o", tmp_path / "t", tmp_path / "c.txt",
+              check=False)        # shard 2 would begin with '( not a tree )', which --format auto reads as PTB
+    assert r.returncode == 1 and "pass --format text" in r.stderr and not list(tmp_path.glob("t.*"))
+    run("split", "--format", "text", "--types", "--max-length", "5", "-n", 2, "-o", tmp_path / "t",
+        tmp_path / "c.txt")
+    types = CorpusSpec(format="text", types=True, max_length=5)
+    got = [tuple(s.tokens) for i in (1, 2) for s in read_corpus(str(tmp_path / f"t.{i}.txt"), types)]
+    assert sorted(got) == sorted(tuple(s.tokens) for s in read_corpus(str(tmp_path / "c.txt"), types))
+    assert sum(len(read_corpus(str(tmp_path / f"t.{i}.txt"), CorpusSpec(format="text"))) for i in (1, 2)) == 7
+    one = [(tmp_path / f"t.{i}.txt").read_text().count("the dog barks") for i in (1, 2)]
+    assert sorted(one) == [0, 2]
+
+
+def test_split_ptb_keeps_trees_whole(tmp_path):
+    trees = ("( (S (NP (DT the) (NN dog))\n    (VP (VBZ barks))) )\n"
+             "(S (NP (NNS dogs)) (VP (VBD saw) (NP (PRP it)))) (S (NP (PRP it)) (VP (VBZ is)))\n"
+             "# a comment\n(S (NP (-NONE- *)) (VP (VB go)))\n(S (INTJ (UH yes)))\n")
+    (tmp_path / "t.mrg").write_text(trees)
+    spec = CorpusSpec(column="XPOS")
+    run("split", "--column", "XPOS", "-n", 2, "-o", tmp_path / "s", tmp_path / "t.mrg")
+    parts = [read_corpus(str(tmp_path / f"s.{i}.mrg"), spec) for i in (1, 2)]
+    assert sorted(tuple(s.tokens) for p in parts for s in p) == sorted(
+        tuple(s.tokens) for s in read_corpus(str(tmp_path / "t.mrg"), spec))
+    first = (tmp_path / "s.1.mrg").read_text()
+    assert "(S (NP (NNS dogs)) (VP (VBD saw) (NP (PRP it)))) (S (NP (PRP it)) (VP (VBZ is)))\n" in first
+
+
+def test_split_refuses_more_shards_than_sentences(tmp_path):
+    (tmp_path / "c.txt").write_text("a b\nc d e\n")
+    r = grind("split", "-n", 3, "-o", tmp_path / "s", tmp_path / "c.txt", check=False)
+    assert r.returncode == 1 and "at most 2 shards" in r.stderr
+    assert not list(tmp_path.glob("s.*"))
+
+
+def test_counts_of_different_steps_are_refused(grammars, tmp_path):
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    g = sharded(tmp_path, grammar, opts, "vb", "0.5", 2, 1)        # g[0]: the initialisation, g[1]: step 1
+    run("-q", "estep", "--algo", "vb", *opts, "-o", tmp_path / "late.txt", g[1], tmp_path / "shard.2.conllu.gz")
+    r = grind("sum", tmp_path / "c1.1.txt", tmp_path / "late.txt", check=False)     # shard 1 of step 1, 2 of step 2
+    assert r.returncode == 1 and "different E-steps" in r.stderr
+    r = grind("mstep", "--algo", "vb", "--alpha", "0.5", "--grammar", g[1], tmp_path / "c1.txt", check=False)
+    assert r.returncode == 1 and "not made with the weights of" in r.stderr
+    r = grind("mstep", "--algo", "vb", "--alpha", "0.5", "--grammar", g[0], tmp_path / "c0.txt", check=False)
+    assert r.returncode == 1 and "estep: probabilities" in r.stderr     # the init counts against a VB grammar
+    r = grind("mstep", "--algo", "vb", "--alpha", "0.5", tmp_path / "c1.txt", check=False)
+    assert r.returncode == 2 and "--grammar" in r.stderr
+    r = grind("mstep", "--algo", "em", "--grammar", g[0], tmp_path / "c1.txt", check=False)
+    assert r.returncode == 1 and "use --algo vb" in r.stderr
+    c = read_counts(str(tmp_path / "c1.txt"))
+    assert c.meta["estep"] == "vb" and c.stats["sentences"] == len(read_corpus(TRAIN, CorpusSpec(
+        column="UPOS", punct="ud", max_length=10)))
+
+
+# ----------------------------------------------------------------------------- the cluster recipe
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("algo,alpha", [("em", "1"), ("vb", "0.5")])
+def test_cluster_makefile_equals_grind_train(grammars, tmp_path, algo, alpha):
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    grind_cmd = f"{sys.executable} -m grind.cli"
+    r = subprocess.run(["make", "-j2", "-C", str(REPO / "data-recipes" / "cluster"), f"GRIND={grind_cmd}",
+                        f"GRAMMAR={grammar}", f"CORPUS={TRAIN}", "SHARDS=2", "ITERATIONS=2", f"ALGO={algo}",
+                        f"ALPHA={alpha}", f"CORPUS_OPTIONS={' '.join(opts)}", f"OUT={tmp_path / 'run'}"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"estep --algo .*shards/corpus\.2\.conllu\.gz", r.stdout)
+    got = tmp_path / "run" / "grammar.txt"
+    run("-q", "train", "--algo", algo, "--alpha", alpha, "--iterations", 2, "--tolerance", "0", *opts,
+        "--trace", tmp_path / "t.tsv", "-o", tmp_path / "want.txt", grammar, TRAIN)
+    np.testing.assert_allclose(read_grammar(str(got)).weights, read_grammar(str(tmp_path / "want.txt")).weights,
+                               rtol=1e-12, atol=0)
+    assert header(got)["weights"] == header(tmp_path / "want.txt")["weights"]
+    rows = [ln.split("\t") for ln in (tmp_path / "run" / "trace.tsv").read_text().splitlines()
+            if not ln.startswith("#")]
+    assert rows[0][:2] == ["step", "objective"]
+    np.testing.assert_allclose([float(r[1]) for r in rows[1:]], trace_objectives(tmp_path / "t.tsv"),
+                               rtol=1e-12, atol=0)
+    assert os.path.exists(tmp_path / "run" / "g2.txt")
+
+
+FAKE_SBATCH = """#!/usr/bin/env bash
+# sbatch for the test: runs the --wrap command at once (every task of an --array), prints a job id.
+# slurm.sh submits in dependency order, so running each job when submitted respects the dependencies.
+set -euo pipefail
+array=1-1 wrap=
+while (($#)); do
+    case $1 in
+        --array=*) array=${1#--array=} ;;
+        --dependency=afterok:*) grep -qx "${1#--dependency=afterok:}" "$FAKE_SLURM_LOG" ;;
+        --wrap) wrap=$2; shift ;;
+    esac
+    shift
+done
+for ((t = ${array%-*}; t <= ${array#*-}; t++)); do SLURM_ARRAY_TASK_ID=$t sh -c "$wrap" >&2; done
+id=$(( $(wc -l < "$FAKE_SLURM_LOG") + 100 ))
+echo "$id" >> "$FAKE_SLURM_LOG"
+echo "$id;cluster"
+"""
+
+
+def test_slurm_wrapper_is_valid_bash():
+    r = subprocess.run(["bash", "-n", str(REPO / "data-recipes" / "cluster" / "slurm.sh")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_slurm_wrapper_runs_with_a_stand_in_sbatch(grammars, tmp_path):
+    """slurm.sh's jobs, run by a stand-in sbatch as they are submitted (dependencies checked to name
+    jobs submitted before), give grind train's grammar: the job commands and their quoting are right."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sbatch").write_text(FAKE_SBATCH)
+    (tmp_path / "bin" / "sbatch").chmod(0o755)
+    (tmp_path / "jobs.log").write_text("")
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", FAKE_SLURM_LOG=str(tmp_path / "jobs.log"),
+               GRIND=f"{sys.executable} -m grind.cli -q", GRAMMAR=str(grammar), CORPUS=TRAIN, SHARDS="2",
+               ITERATIONS="1", ALGO="vb", ALPHA="0.5", CORPUS_OPTIONS=" ".join(opts), OUT=str(tmp_path / "my run"))
+    r = subprocess.run(["bash", str(REPO / "data-recipes" / "cluster" / "slurm.sh"), "--partition=x"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "iteration 1: E-steps job 103, M-step job 104" in r.stdout
+    run("-q", "train", "--algo", "vb", "--alpha", "0.5", "--iterations", 1, "--tolerance", "0", *opts,
+        "--trace", tmp_path / "t.tsv", "-o", tmp_path / "want.txt", grammar, TRAIN)
+    got = tmp_path / "my run" / "grammar.txt"
+    np.testing.assert_allclose(read_grammar(str(got)).weights, read_grammar(str(tmp_path / "want.txt")).weights,
+                               rtol=1e-12, atol=0)
+    trace = (tmp_path / "my run" / "trace.tsv").read_text().splitlines()
+    assert trace[0] == "step\tobjective" and float(trace[1].split("\t")[1]) == pytest.approx(
+        trace_objectives(tmp_path / "t.tsv")[0], rel=1e-12)
