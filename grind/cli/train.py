@@ -129,6 +129,16 @@ STREAMING = ("streaming",)
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
 @click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
               help="Threads for the E-step (results do not depend on it).")
+@click.option("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
+              help="Run the E-step's shards (256 sentences each) as tasks on a Dask cluster, summed here in "
+                   "shard order: the grammar is the single-process one bit for bit, whatever the number of "
+                   "workers.  local:N starts N single-threaded worker processes on this machine for the run; "
+                   "tcp://HOST:PORT connects to a running Dask scheduler.  On SLURM / PBS: start one with "
+                   "dask-jobqueue in a Python session that stays open, cluster = SLURMCluster(cores=1, "
+                   "processes=1, memory='4GB', walltime='04:00:00', python='/path/to/.venv/bin/python') (or "
+                   "PBSCluster(...)), cluster.scale(jobs=16), and pass cluster.scheduler_address here.  For em, vb, "
+                   "stochastic, ln --model 2 and --trees; needs pip install 'grind[dask]' here and the same grind "
+                   "on the workers.")
 @click.option("--trees", "on_trees", is_flag=True,
               help="CORPUS (and --dev) are PTB bracketed trees: train a latent-annotation grammar (grind make-grammar "
                    "treebank --subtypes H) on the gold trees with the subtypes hidden (em, vb, cvb, gibbs); --dev "
@@ -141,7 +151,7 @@ STREAMING = ("streaming",)
 @click.argument("grammar")
 @click.argument("corpus")
 def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
-          early_stop, ckpt, checkpoint_every, resume, jobs, kernel, seed, start, output, **opts):
+          early_stop, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start, output, **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     \b
@@ -174,6 +184,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     Examples:
       grind train --algo em --iterations 30 --column UPOS --punct ud g1.txt train.conllu > g.txt
       grind train --algo vb --alpha 0.1 --dev dev.conllu --eval-every 5 --column UPOS g1.txt train.conllu > post.txt
+      grind train --algo vb --alpha 0.1 --cluster local:8 --column UPOS g1.txt train.conllu > post.txt
     """
     from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training, write_trace
     rng = make_rng(seed)
@@ -195,6 +206,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     cfg = CONFIG_OF[algo].from_options(dict(params, spec=spec))   # None: the algorithm's default
     _check_ln_options(algo, opts, dev_path)
     _check_mixture_options(algo, cfg)
+    if cluster is not None:
+        _check_cluster_options(cluster, algo, cfg, jobs)
     joint = None
     if on_trees:
         check_tree_options(algo, spec, opts)
@@ -223,6 +236,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                     corpus_fp=fingerprint_sentences(toks), algo=algo, spec_text=corpus_text)
     if resume:
         check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
+    if cluster is not None:
+        estep = cluster_estep(cluster, parser, parser_recipe(g, sents, parser, kernel, on_trees, joint))
     algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
     eval_fn = None
     if dev_path and on_trees:
@@ -267,6 +282,69 @@ def _check_distinct_outputs(**paths):
         for k2, p2 in given[i + 1:]:
             if same_file(p1, p2):
                 raise click.UsageError(f"{k1} and {k2} name the same file: {p2}")
+
+
+#: Algorithms whose E-step is the driver's ``estep`` over the whole corpus or a minibatch (--cluster runs it).
+CLUSTER_ALGOS = ("em", "vb", "stochastic", "ln")
+#: Why the others cannot use --cluster.
+NOT_ON_CLUSTER = {
+    "cvb": "its E-step updates one sentence at a time",
+    "gibbs": "it samples one sentence at a time",
+    "hastings": "it samples one sentence at a time",
+    "streaming": "it parses each minibatch of the stream in this process",
+    "mixture": "its E-step records each sentence's component log Z in this process",
+}
+
+
+def _check_cluster_options(cluster, algo, cfg, jobs):
+    """--cluster: a valid address, an algorithm whose E-step it can run, no --jobs; Dask installed
+    (all before any data is read)."""
+    from grind.infer.dask_backend import parse_cluster, require_dask
+    try:
+        parse_cluster(cluster)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--cluster'") from None
+    if algo not in CLUSTER_ALGOS:
+        why = NOT_ON_CLUSTER.get(algo, "its E-step is not a sum over shards")
+        raise click.UsageError(f"--cluster runs the E-step of {', '.join(CLUSTER_ALGOS[:-1])} and ln --model 2, "
+                               f"not --algo {algo}: {why}")
+    if algo == "ln" and int(cfg.model) != 2:
+        raise click.UsageError("--cluster runs ln only with --model 2 (model I parses every sentence under its own "
+                               "weights, in this process)")
+    if jobs > 1:
+        raise click.UsageError("--jobs sets this process's E-step threads; with --cluster the workers run the "
+                               "E-step (leave out --jobs)")
+    require_dask()
+
+
+def parser_recipe(g, sents, parser, kernel, on_trees, joint):
+    """A picklable callable that builds ``parser`` again on a Dask worker (the parsers do not pickle)."""
+    import functools
+    from grind.kernels.select import make_parser
+    if on_trees:
+        from grind.kernels.latent_tree import TreeParser
+        return functools.partial(TreeParser, g, parser.trees, latent=parser.latent)
+    if joint is not None:
+        from grind.infer.dask_backend import build_joint
+        (g1, g2), _ = joint
+        n1 = len(parser.parsers[0].sentences)
+        return functools.partial(build_joint, g, [
+            functools.partial(make_parser, g1, [s.tokens for s in sents[:n1]], kernel),
+            functools.partial(make_parser, g2, [s.tokens for s in sents[n1:]], kernel)])
+    return functools.partial(make_parser, g, [s.tokens for s in sents], kernel)
+
+
+def cluster_estep(cluster, parser, build):
+    """A :class:`grind.infer.dask_backend.DaskEstep` on the --cluster, the parser built and checked on every
+    worker; the cluster (local:N) or the connection (tcp://) closes with the command."""
+    from grind.infer.dask_backend import DaskEstep, dask_client
+    ctx = click.get_current_context()
+    client = ctx.with_resource(dask_client(cluster))
+    estep = ctx.with_resource(DaskEstep(parser, build, client))
+    workers = estep.check()
+    log.info(f"E-step on {workers} Dask workers, in shards of {estep.shard} sentences ({len(estep.shards())} for the "
+             "whole corpus)")
+    return estep
 
 
 def tree_dev_evaluation(g, train_parser, dev_path):

@@ -86,13 +86,22 @@ class ShardedEstep:
         self.parser, self.jobs, self.shard = parser, max(1, jobs), shard
 
     def __call__(self, weights, idx=None):
-        idx = self.parser._idx(idx)
-        shards = [idx[i:i + self.shard] for i in range(0, len(idx), self.shard)] or [idx]
+        shards = self.shards(idx)
         if self.jobs == 1 or len(shards) == 1:
             parts = [self.parser.inside_outside(weights, s) for s in shards]
         else:
             with ThreadPoolExecutor(self.jobs) as ex:
                 parts = list(ex.map(lambda s: self.parser.inside_outside(weights, s), shards))
+        return self.reduce(parts)
+
+    def shards(self, idx=None) -> list:
+        """The sentence indices ``idx`` (all if None) cut into shards of ``shard``, in corpus order."""
+        idx = self.parser._idx(idx)
+        return [idx[i:i + self.shard] for i in range(0, len(idx), self.shard)] or [idx]
+
+    def reduce(self, parts) -> tuple:
+        """``(counts, logz)`` of the shards' ``(counts, logz)`` in shard order (so
+        the sum does not depend on who computed which shard, or when)."""
         counts = np.zeros(len(self.parser.grammar))
         for c, _ in parts:
             counts += c
@@ -259,11 +268,11 @@ def save_checkpoint(path, algo, rng, trace, meta, best=None):
 
 
 #: ``train`` options that may differ on --resume: when to stop (--iterations,
-#: --tolerance, --epochs), how to run (--jobs: results do not depend on it)
+#: --tolerance, --epochs), how to run (--jobs, --cluster: results do not depend on them)
 #: and what else to write (-o, --trace, --checkpoint, --checkpoint-every,
 #: --ln-params, --joint-output), and held-out evaluation (--dev, --eval-every)
 #: unless --early-stop makes it decide the result.  Everything else is recorded.
-RESUMABLE_OPTIONS = frozenset({"iterations", "tolerance", "epochs", "jobs", "output", "trace_path", "ckpt",
+RESUMABLE_OPTIONS = frozenset({"iterations", "tolerance", "epochs", "jobs", "cluster", "output", "trace_path", "ckpt",
                                "checkpoint_every", "resume", "ln_params", "joint_output", "dev_path",
                                "eval_every"})
 
@@ -414,7 +423,7 @@ def load_checkpoint(path, algo, rng, meta, with_best=False):
     this run's.  May differ on resume (:data:`RESUMABLE_OPTIONS`):
     --iterations, --tolerance, --epochs (when to stop: a longer run is the
     point of resuming; note that a run that already stopped by --tolerance
-    stays stopped), --jobs, -o, --trace, --checkpoint, --checkpoint-every,
+    stays stopped), --jobs, --cluster, -o, --trace, --checkpoint, --checkpoint-every,
     --ln-params, --joint-output, and --dev / --eval-every without
     --early-stop.  Everything else must be the same: --algo, --alpha (value,
     or a prior file's pseudo-counts), --seed, --kernel, the corpus options

@@ -1,0 +1,226 @@
+"""``grind train --cluster``: the E-step's shards as Dask tasks (grind.infer.dask_backend).
+
+The grammar must be the single-process one bit for bit: the same shards of
+256 sentences, each computed by the same kernel on a worker, summed on the
+client in shard order.  Checked on a real ``LocalCluster`` with 2 worker
+processes: ``--cluster local:2`` (the command starts and stops it) for em and
+vb, and ``--cluster tcp://...`` (a cluster this module starts) for
+stochastic VB, ln --model 2 (also --joint), --trees and a resume.  The tests
+that need Dask skip without it; the option checks run either way.
+"""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO, grind, sample_dmv
+from grind.cli import main
+from grind.grammars.grammar import read_grammar
+
+HAVE_DASK = importlib.util.find_spec("distributed") is not None
+needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask[distributed] is not installed (pip install 'grind[dask]')")
+SHORT = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
+TREES = """
+( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
+( (S (NP-SBJ (DT A) (NN cat)) (VP (VBD saw) (NP (DT the) (JJ big) (NN dog))) (. .)) )
+( (S (NP-SBJ (PRP It)) (VP (VBD ran) (ADVP (RB away))) (. .)) )
+( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD ran) (PP (IN to) (NP (DT the) (NN cat)))) (. .)) )
+( (S (NP-SBJ (DT The) (JJ big) (NN cat)) (VP (VBD saw) (NP (PRP it))) (. .)) )
+"""
+
+
+def run(*args) -> tuple[int, str]:
+    """grind ARGS in this process: (exit status, stderr)."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as e:
+            code = e.code
+    return code, err.getvalue()
+
+
+def same_grammar(a, b):
+    """Bit for bit: the same rules with the same float64 weights (headers aside)."""
+    ga, gb = read_grammar(str(a)), read_grammar(str(b))
+    assert ga.rules == gb.rules
+    assert ga.weights.tobytes() == gb.weights.tobytes(), np.max(np.abs(ga.weights - gb.weights))
+
+
+def objectives(path):
+    rows = [ln.rstrip("\n").split("\t") for ln in open(path) if not ln.startswith("#")]
+    return [r[rows[0].index("objective")] for r in rows[1:]]          # as written: repr of the float
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return sample_dmv(tmp_path_factory.mktemp("dask"), SHORT)
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """The address of a LocalCluster with 2 worker processes, for --cluster tcp://..."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+# ----------------------------------------------------------------------------- the acceptance test
+
+@needs_dask
+@pytest.mark.parametrize("algo", ["em", "vb"])
+def test_local_cluster_gives_the_single_process_grammar_bit_for_bit(sample, algo):
+    """em as the command runs (``python -m grind.cli``: the workers are spawned processes), vb in this process."""
+    d, train = sample
+    base = ["train", "--algo", algo, "--iterations", "3", "--tolerance", "0", *SHORT]
+    assert run(*base, "--trace", d / f"{algo}.tsv", "-o", d / f"{algo}.txt", d / "g1.txt", train)[0] == 0
+    dask = [*base, "--cluster", "local:2", "--trace", d / f"{algo}-dask.tsv", "-o", d / f"{algo}-dask.txt",
+            d / "g1.txt", train]
+    code, err = (0, grind(*dask).stderr) if algo == "em" else run(*dask)
+    assert code == 0 and "Traceback" not in err, err
+    assert "E-step on 2 Dask workers, in shards of 256 sentences (3 for the whole corpus)" in err
+    same_grammar(d / f"{algo}.txt", d / f"{algo}-dask.txt")
+    assert objectives(d / f"{algo}.tsv") == objectives(d / f"{algo}-dask.tsv")
+
+
+# ----------------------------------------------------------------------------- the other algorithms, tcp://
+
+@needs_dask
+@pytest.mark.parametrize("args", [
+    ["--algo", "stochastic", "--batch", "300", "--batch-iterations", "2", "--seed", "4"],
+    ["--algo", "ln", "--model", "2", "--iterations", "2", "--ln-cycles", "1"],
+], ids=["stochastic", "ln-model-2"])
+def test_tcp_cluster_gives_the_single_process_grammar(sample, scheduler, tmp_path, args):
+    d, train = sample
+    assert run("train", *args, *SHORT, "-o", tmp_path / "one.txt", d / "g1.txt", train)[0] == 0
+    code, err = run("train", *args, *SHORT, "--cluster", scheduler, "-o", tmp_path / "dask.txt", d / "g1.txt", train)
+    assert code == 0, err
+    same_grammar(tmp_path / "one.txt", tmp_path / "dask.txt")
+
+
+@needs_dask
+def test_joint_ln_on_a_cluster(sample, scheduler, tmp_path):
+    d, train = sample
+    args = ["train", "--algo", "ln", "--model", "2", "--iterations", "1", "--ln-cycles", "1", *SHORT,
+            "--joint", d / "g1.txt", train]
+    assert run(*args, "--joint-output", tmp_path / "b1.txt", "-o", tmp_path / "a1.txt", d / "g1.txt", train)[0] == 0
+    code, err = run(*args, "--cluster", scheduler, "--joint-output", tmp_path / "b2.txt", "-o", tmp_path / "a2.txt",
+                    d / "g1.txt", train)
+    assert code == 0, err
+    same_grammar(tmp_path / "a1.txt", tmp_path / "a2.txt")
+    same_grammar(tmp_path / "b1.txt", tmp_path / "b2.txt")
+
+
+@needs_dask
+def test_trees_on_a_cluster(scheduler, tmp_path):
+    (tmp_path / "train.mrg").write_text(TREES)
+    assert run("make-grammar", "treebank", "--rare", "0", "--subtypes", "2", "--seed", "3", "-o", tmp_path / "g.txt",
+               tmp_path / "train.mrg")[0] == 0
+    for algo in ("em", "vb"):
+        base = ["train", "--trees", "--algo", algo, "--iterations", "4", "--tolerance", "0"]
+        assert run(*base, "-o", tmp_path / "one.txt", tmp_path / "g.txt", tmp_path / "train.mrg")[0] == 0
+        code, err = run(*base, "--cluster", scheduler, "-o", tmp_path / "dask.txt", tmp_path / "g.txt",
+                        tmp_path / "train.mrg")
+        assert code == 0, err
+        same_grammar(tmp_path / "one.txt", tmp_path / "dask.txt")
+
+
+@needs_dask
+def test_a_cluster_run_resumes_without_the_cluster(sample, scheduler, tmp_path):
+    """--cluster does not change the result, so it may differ on --resume."""
+    d, train = sample
+    base = ["train", "--algo", "vb", "--tolerance", "0", *SHORT]
+    assert run(*base, "--iterations", "3", "-o", tmp_path / "one.txt", d / "g1.txt", train)[0] == 0
+    code, err = run(*base, "--iterations", "2", "--cluster", scheduler, "--checkpoint", tmp_path / "c.npz",
+                    "-o", tmp_path / "half.txt", d / "g1.txt", train)
+    assert code == 0, err
+    code, err = run(*base, "--iterations", "3", "--resume", "--checkpoint", tmp_path / "c.npz",
+                    "-o", tmp_path / "resumed.txt", d / "g1.txt", train)
+    assert code == 0, err
+    same_grammar(tmp_path / "one.txt", tmp_path / "resumed.txt")
+
+
+@needs_dask
+def test_dask_estep_equals_sharded_estep_on_any_sentences(sample, scheduler):
+    """Subsets of sentences (minibatches), unnormalised weights, a lost recipe; the workers' parsers are
+    dropped at close."""
+    import functools
+
+    import distributed
+
+    from grind.cli.common import load
+    from grind.formats.corpus import CorpusSpec
+    from grind.infer.dask_backend import DaskEstep, forget
+    from grind.infer.training import ShardedEstep
+    from grind.kernels.select import make_parser
+    d, train = sample
+    g, sents, parser = load(str(d / "g1.txt"), train, CorpusSpec(column="UPOS", punct="ud", max_length=10))
+    rng = np.random.default_rng(0)
+    with distributed.Client(scheduler) as client:
+        with DaskEstep(parser, functools.partial(make_parser, g, [s.tokens for s in sents]), client) as est:
+            assert est.check() == 2
+            local = ShardedEstep(parser)
+            for idx in (None, np.arange(5, 600, 3), np.array([7]), np.sort(rng.permutation(len(sents))[:400])):
+                w = g.probabilities() * rng.uniform(0.5, 1.0, len(g))
+                for a, b in zip(local(w, idx), est(w, idx)):
+                    assert a.tobytes() == b.tobytes()
+            client.cancel(est._build)                       # as when every worker that held the recipe is gone
+            assert est(w)[0].tobytes() == local(w)[0].tobytes()
+            key = est.key
+        assert not any(client.run(forget, key).values())      # close() dropped them already
+
+
+# ----------------------------------------------------------------------------- what --cluster refuses (no Dask needed)
+
+@pytest.mark.parametrize("args, message", [
+    (["--algo", "cvb"], "not --algo cvb: its E-step updates one sentence at a time"),
+    (["--algo", "gibbs"], "not --algo gibbs"),
+    (["--algo", "hastings"], "not --algo hastings"),
+    (["--algo", "streaming"], "not --algo streaming"),
+    (["--algo", "mixture"], "not --algo mixture"),
+    (["--algo", "ln"], "--cluster runs ln only with --model 2"),
+    (["--jobs", "2"], "leave out --jobs"),
+])
+def test_cluster_refuses_what_it_cannot_run(sample, args, message):
+    d, train = sample
+    code, err = run("train", *args, *SHORT, "--cluster", "local:2", d / "g1.txt", train)
+    assert code == 2 and message in err, err
+
+
+@pytest.mark.parametrize("spec", ["local:0", "local:x", "local:", "tcp://nohost", "localhost:8786", "2", ""])
+def test_bad_cluster_address_is_a_usage_error(sample, spec):
+    d, train = sample
+    code, err = run("train", *SHORT, "--cluster", spec, d / "g1.txt", train)
+    assert code == 2 and "--cluster" in err and "Traceback" not in err, err
+
+
+def test_without_dask_cluster_is_a_one_line_error(sample, monkeypatch):
+    d, train = sample
+    monkeypatch.setitem(sys.modules, "distributed", None)            # import distributed -> ImportError
+    code, err = run("train", *SHORT, "--cluster", "local:2", d / "g1.txt", train)
+    assert code == 1 and err == "grind: error: --cluster needs Dask: pip install 'grind[dask]'\n", err
+
+
+def test_dask_is_imported_only_for_cluster(sample):
+    d, train = sample
+    code = ("import sys; from grind.cli.main import main\n"
+            f"try: main(['train', '--iterations', '1', *{SHORT!r}, '-o', {str(d / 'x.txt')!r}, "
+            f"{str(d / 'g1.txt')!r}, {train!r}])\n"
+            "except SystemExit as e: assert not e.code, e.code\n"
+            "print(sorted(m for m in ('dask', 'distributed') if sys.modules.get(m) is not None))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0 and r.stdout == "[]\n", r.stderr
+
+
+def test_help_documents_cluster():
+    r = grind("train", "--help")
+    text = " ".join(r.stdout.split())
+    assert "--cluster local:N|tcp://HOST:PORT" in text and "dask-jobqueue" in text and "grind[dask]" in text
