@@ -93,6 +93,7 @@ cdef struct Work:
     int64_t *bs               # (U+1)*T
     double *gb                # T: g_b0 = sum_L gx_L of the span's items
     uint8_t *gbnz             # S
+    int *glay                 # S: bit L set when gx_L of the span's item is non-zero
     int *touched              # S
     int ntouched
     int *sym_stamp            # S
@@ -116,6 +117,18 @@ cdef struct Work:
 cdef inline int ridx(int n, int i, int j) noexcept nogil:
     """Row-packed span (i, j): rows i = 0..n-1, each j = i+1..n."""
     return i * n - (i * (i - 1)) // 2 + (j - i - 1)
+
+
+cdef inline void vzero(double *x, int n) noexcept nogil:
+    cdef int a
+    for a in range(n):
+        x[a] = 0.0
+
+
+cdef inline void vcopy(double *dst, const double *src, int n) noexcept nogil:
+    cdef int a
+    for a in range(n):
+        dst[a] = src[a]
 
 
 cdef int work_new(Work *w, Gram *g, int U, int nmax) noexcept nogil:
@@ -145,6 +158,7 @@ cdef int work_new(Work *w, Gram *g, int U, int nmax) noexcept nogil:
     w.bs = <int64_t *> calloc((U + 1) * T + 1, sizeof(int64_t))
     w.gb = <double *> calloc(T + 1, sizeof(double))
     w.gbnz = <uint8_t *> calloc(S + 1, sizeof(uint8_t))
+    w.glay = <int *> calloc(S + 1, sizeof(int))
     w.touched = <int *> calloc(S + 1, sizeof(int))
     w.sym_stamp = <int *> calloc(S + 1, sizeof(int))
     w.stamp = 0
@@ -164,7 +178,7 @@ cdef int work_new(Work *w, Gram *g, int U, int nmax) noexcept nogil:
     return (w.slot != NULL and w.span_lo != NULL and w.span_hi != NULL and w.sexp != NULL
             and w.it_sym != NULL and w.it_i != NULL and w.it_j != NULL and w.it_off != NULL
             and w.dval != NULL and w.dbp != NULL and w.bval != NULL and w.bbp != NULL and w.pool != NULL and w.gpool != NULL
-            and w.bpool != NULL and w.xs != NULL and w.bs != NULL and w.gb != NULL and w.gbnz != NULL
+            and w.bpool != NULL and w.xs != NULL and w.bs != NULL and w.gb != NULL and w.gbnz != NULL and w.glay != NULL
             and w.touched != NULL and w.sym_stamp != NULL and w.M != NULL and w.pair_stamp != NULL
             and w.pair_flag != NULL and w.pair_chk != NULL and w.pair_list != NULL and w.G != NULL and w.O != NULL
             and w.rule_stamp != NULL and w.tmp != NULL and w.keep != NULL and w.post != NULL
@@ -175,7 +189,7 @@ cdef void work_free(Work *w) noexcept nogil:
     free(w.slot); free(w.span_lo); free(w.span_hi); free(w.sexp)
     free(w.it_sym); free(w.it_i); free(w.it_j); free(w.it_off); free(w.dval); free(w.dbp)
     free(w.bval); free(w.bbp)
-    free(w.pool); free(w.gpool); free(w.bpool); free(w.xs); free(w.bs); free(w.gb); free(w.gbnz)
+    free(w.pool); free(w.gpool); free(w.bpool); free(w.xs); free(w.bs); free(w.gb); free(w.gbnz); free(w.glay)
     free(w.touched); free(w.sym_stamp); free(w.M); free(w.pair_stamp); free(w.pair_flag)
     free(w.pair_chk); free(w.pair_list); free(w.G); free(w.O); free(w.rule_stamp); free(w.tmp)
     free(w.keep); free(w.post); free(w.stack)
@@ -265,7 +279,7 @@ cdef inline void clear_touched(Work *w, Gram *g) noexcept nogil:
     for t in range(w.ntouched):
         A = w.touched[t]
         for L in range(w.U + 1):
-            memset(w.xs + L * g.T + g.soff[A], 0, g.nsub[A] * sizeof(double))
+            vzero(w.xs + L * g.T + g.soff[A], g.nsub[A])
     w.ntouched = 0
 
 
@@ -293,9 +307,12 @@ cdef inline void bin_sum(Gram *g, Work *w, int p, double f, const double *xB, in
     cdef int b, c
     if w.pair_stamp[p] != w.stamp:
         w.pair_stamp[p] = w.stamp
-        memset(Mp, 0, nB * nC * sizeof(double))
+        vzero(Mp, nB * nC)
         w.pair_list[w.npl] = p
         w.npl += 1
+    if nB == 1 and nC == 1:
+        Mp[0] += f * xB[0] * xC[0]
+        return
     for b in range(nB):
         fb = f * xB[b]
         if fb == 0.0:
@@ -453,7 +470,7 @@ cdef int inside(Gram *g, Work *w, const int *sent, int n, const uint8_t *keep, b
             for L in range(1, U + 1):
                 for t in range(w.ntouched):
                     A = w.touched[t]
-                    memcpy(w.xs + L * T + g.soff[A], w.xs + g.soff[A], g.nsub[A] * sizeof(double))
+                    vcopy(w.xs + L * T + g.soff[A], w.xs + g.soff[A], g.nsub[A])
                 for u in range(g.nun):
                     B = g.un_child[u]
                     if w.sym_stamp[B] != w.stamp:
@@ -530,7 +547,7 @@ cdef int inside(Gram *g, Work *w, const int *sent, int n, const uint8_t *keep, b
                 w.it_j[it] = j
                 w.it_off[it] = w.npool
                 for L in range(U + 1):
-                    memcpy(w.pool + w.npool + L * nA, w.xs + L * T + g.soff[A], nA * sizeof(double))
+                    vcopy(w.pool + w.npool + L * nA, w.xs + L * T + g.soff[A], nA)
                     if vit:
                         memcpy(w.bpool + w.npool + L * nA, w.bs + L * T + g.soff[A], nA * sizeof(int64_t))
                 w.npool += (U + 1) * nA
@@ -549,23 +566,27 @@ cdef inline double root_log(Gram *g, Work *w, int n, bint vit) noexcept nogil:
 
 cdef void fill_gb(Gram *g, Work *w, int lo, int hi) noexcept nogil:
     """gb[A] = sum_L gx_L[A] for the items lo..hi-1 of a span; gbnz[A] whether non-zero."""
-    cdef int it, A, nA, L, a, nz
+    cdef int it, A, nA, L, a, nz, lay
     cdef double *gbA
     cdef const double *gL
     for it in range(lo, hi):
         A = w.it_sym[it]
         nA = g.nsub[A]
         gbA = w.gb + g.soff[A]
-        memset(gbA, 0, nA * sizeof(double))
+        vzero(gbA, nA)
+        lay = 0
         for L in range(w.U + 1):
             gL = w.gpool + w.it_off[it] + L * nA
             for a in range(nA):
                 gbA[a] += gL[a]
+                if gL[a] != 0.0:
+                    lay |= 1 << L
         nz = 0
         for a in range(nA):
             if gbA[a] != 0.0:
                 nz = 1
         w.gbnz[A] = nz
+        w.glay[A] = lay
 
 
 cdef inline void pair_g(Gram *g, Work *w, int p, int sp) noexcept nogil:
@@ -577,7 +598,7 @@ cdef inline void pair_g(Gram *g, Work *w, int p, int sp) noexcept nogil:
     cdef double ga
     w.pair_stamp[p] = w.stamp
     nBC = g.nsub[g.pair_b[p]] * g.nsub[g.pair_c[p]]
-    memset(Gp, 0, nBC * sizeof(double))
+    vzero(Gp, nBC)
     w.pair_flag[p] = 0
     for r in range(g.prule_ptr[p], g.prule_ptr[p + 1]):
         A = g.bin_par[r]
@@ -605,6 +626,11 @@ cdef inline void push(Gram *g, Work *w, int p, double fp, int itB, int itC) noex
     cdef double *gC = w.gpool + w.it_off[itC] + U * nC
     cdef double *tc = w.tmp
     cdef double xb, tb, gg
+    if nB == 1 and nC == 1:
+        gg = fp * Gp[0]
+        gB[0] += gg * xC[0]
+        gC[0] += gg * xB[0]
+        return
     for c in range(nC):
         tc[c] = 0.0
     for b in range(nB):
@@ -739,8 +765,10 @@ cdef inline void rule_dp(Gram *g, Work *w, int p, int k, double fp, int itB, int
         Gr = w.G + <int64_t>g.bin_goff[r] * (U + 1)
         if w.rule_stamp[r] != w.stamp:
             w.rule_stamp[r] = w.stamp
-            memset(Gr, 0, (U + 1) * nBC * sizeof(double))
+            vzero(Gr, (U + 1) * nBC)
             for L in range(U + 1):
+                if not (w.glay[A] >> L) & 1:
+                    continue
                 gL = w.gpool + w.it_off[itA] + L * nA
                 GL = Gr + L * nBC
                 for a in range(nA):
@@ -752,6 +780,8 @@ cdef inline void rule_dp(Gram *g, Work *w, int p, int k, double fp, int itB, int
                         GL[c] += ga * Wa[c]
         d = <int64_t>itA * (U + 1)
         for L in range(U + 1):
+            if not (w.glay[A] >> L) & 1:
+                continue
             GL = Gr + L * nBC
             ps = 0.0
             for c in range(nBC):
@@ -963,7 +993,7 @@ def run(dict fine, dict coarse, const int[::1] words, const int64_t[::1] offs, i
     3 Viterbi.  prune: coarse-to-fine with ``coarse`` (posterior >= threshold kept),
     retrying without pruning when the pruned fine chart has no tree.  Outputs per
     sentence: score (the decoder's objective, -inf: no tree), logz (fine chart),
-    info (coarse items with posterior > 0, of them pruned, retried),
+    info (coarse chart items, of them pruned, retried),
     nrows (-1: no tree) rows of (symbol, i, j, children) from row_off."""
     cdef Gram gf, gc
     cdef Work w
@@ -975,8 +1005,8 @@ def run(dict fine, dict coarse, const int[::1] words, const int64_t[::1] offs, i
     cdef const uint8_t *kp
     cdef double s, ps
     cdef bint vit = method == 3
-    if U < 0:
-        raise ValueError("max_unary must be >= 0")
+    if U < 0 or U > 30:
+        raise ValueError("max_unary must be in 0..30")
     if gc.S != gf.S or gc.T > gf.T or gc.mtotal > gf.mtotal or gc.gtotal > gf.gtotal or gc.maxsub > gf.maxsub:
         raise ValueError("the coarse grammar must be the fine grammar's projection")
     for q in range(Q):
@@ -1008,15 +1038,13 @@ def run(dict fine, dict coarse, const int[::1] words, const int64_t[::1] offs, i
                 if ok > 0:
                     memset(w.post, 0, <int64_t>nsp * S * sizeof(double))
                     outside(&gc, &w, n, w.post)
-                    items = 0
-                    pruned = 0
                     for x in range(<int64_t>nsp * S):
-                        ps = w.post[x]
-                        w.keep[x] = ps >= threshold
-                        if ps > 0.0:
-                            items += 1
-                            if ps < threshold:
-                                pruned += 1
+                        w.keep[x] = w.post[x] >= threshold
+                    items = w.nit               # the coarse chart's items: non-zero inside scores
+                    pruned = 0
+                    for x in range(w.nit):
+                        if w.post[<int64_t>ridx(n, w.it_i[x], w.it_j[x]) * S + w.it_sym[x]] < threshold:
+                            pruned += 1
                     info[q, 0] = items
                     info[q, 1] = pruned
                     kp = w.keep

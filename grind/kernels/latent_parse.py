@@ -46,28 +46,43 @@ one-subtype grammar (the same kernel, H = 1) gives the posterior of every item,
 P(A over (i, j)) = sum_L gx_L x_L / Z (the expected number of A nodes over
 (i, j)); items below ``threshold`` are removed from the fine chart.  When the
 pruned fine chart has no tree, the sentence is parsed again without pruning
-(``stats["retries"]``).
+(``stats["retries"]``).  A sentence the coarse grammar cannot parse has no
+tree (the projection keeps every base rule that has a reachable refinement, so
+the fine grammar cannot parse it either).
 
-**Decoding.**  Anchored rule posteriors, from the fine chart:
+**Decoding.**  A node of a base tree is anchored at its span and at its
+layer: the top node over a span at layer U, each unary child one layer lower,
+and the chain's bottom (lexical or binary) rule at the layer where it ends.
+The anchored rule posteriors, from the fine chart, are
 
-    r(A --> B C, i, k, j) = sum_{a,b,c} g_0(A@a, i, j) W[a,b,c] beta(B@b, i, k) beta(C@c, k, j) / Z
-    r_L(A --> B, i, j)    = sum_{a,b} gx_L(A@a, i, j) W[a,b] x_{L-1}(B@b, i, j) / Z   (unary at layer L)
-    r(A --> w_i)          = sum_a g_0(A@a, i, i+1) W[a] / Z
+    r_L(A --> B C, i, k, j) = sum_{a,b,c} gx_L(A@a, i, j) W[a,b,c] beta(B@b, i, k) beta(C@c, k, j) / Z
+    r_L(A --> B, i, j)      = sum_{a,b} gx_L(A@a, i, j) W[a,b] x_{L-1}(B@b, i, j) / Z
+    r_L(A --> w_i)          = sum_a gx_L(A@a, i, i+1) W[a] / Z
+
+(summed over L they are Petrov & Klein's r(A --> B C, i, k, j) etc.).
 
 * ``max-rule-sum`` (Petrov & Klein 2007, §3, "max-rule-sum"): the base-label
-  tree maximising the sum of the posteriors of its anchored rules (each unary
-  at its layer), by a Viterbi DP over items with the same unary layers:
-  D_0(A, i, j) = max_{rule, k} r + D_U(B, i, k) + D_U(C, k, j),
-  D_L = max(D_0, max_B r_L(A --> B) + D_{L-1}(B)), the answer D_U(ROOT, 0, n);
+  tree maximising the sum of the posteriors of its anchored rules, by a
+  Viterbi DP over the items with the same unary layers:
+  E_L(A, i, j) = max_{A --> B C, k} r_L + D_U(B, i, k) + D_U(C, k, j) (the
+  lexical r_L at width 1), D_0 = E_0, D_L(A) = max(E_L(A), max_B r_L(A --> B)
+  + D_{L-1}(B)), the answer D_U(ROOT, 0, n);
 * ``max-rule-product`` (their best, "max-rule-product"): the same DP over
-  log r (the product of the posteriors);
+  log r_L (the product of the posteriors);
 * ``viterbi``: the single best latent derivation (max-product over subtypes
   and trees, with the unary layers), its subtypes projected away.
 
-Only anchored rules of positive posterior are used, and each decoder is exact
-for its objective over the items left by pruning.  Binary rules are indexed by
-(left child, right child), so a split visits only rules whose two children are
-items of the two child cells.
+Anchoring the bottom rule at its layer matters for max-rule-sum: scored by
+its posterior summed over layers, a chain ``NP --> SBAR --> S --> NP`` of
+tiny-posterior unaries above an NP would only add to the sum (the bottom
+NP rule scores the same either way), and the DP inserts such label-level
+cycles everywhere (labeled F1 40.6 instead of 64.1 with the H = 1 PTB-sample
+grammar); anchored at layer 0 under the cycle, the bottom rule has a tiny
+posterior too and the cycle loses.  Only anchored rules of positive
+posterior are used, and each decoder is exact for its objective over the
+items left by pruning.  Binary rules are indexed by (left child, right
+child), so a split visits only rules whose two children are items of the
+two child cells.
 
 The kernel is csrc/latent_parse.pyx: one nogil loop over a batch of sentences
 (coarse pass, pruning, fine pass, retry, decoding), all buffers allocated per
@@ -78,6 +93,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.sparse import coo_matrix
 
 from grind.errors import NumericalError
 from grind.grammars.latent import BINARY, LEXICAL, UNARY, LatentGrammar
@@ -135,8 +151,6 @@ def project(latent: LatentGrammar, buffer, max_iter: int = 2000, tol: float = 1e
     rows.append(row[two])
     cols.append(soff[lg.right[rule[two]]] + c[two])
     vals.append(w[two])
-    from scipy.sparse import coo_matrix
-
     M = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(T, T)).tocsr()
     Mt = M.T.tocsr()
     e = np.zeros(T)
@@ -218,9 +232,11 @@ class LatentParser:
     Attributes: ``latent``, ``buffer`` (the fine block weights), ``coarse``
     (the projected weight of every base rule), ``subtype_counts`` (the
     projection's expected subtype frequencies), and after each :meth:`parse`
-    ``stats``: ``sentences``, ``items`` (coarse chart items (span, base
-    symbol) of positive posterior, pruned sentences only), ``pruned`` (of
-    them removed), ``pruned_share`` (pruned / items), ``retries`` (sentences
+    ``stats``: ``sentences``, ``items`` (the items (span, base symbol) of
+    the coarse charts: non-zero inside score; sentences parsed with pruning
+    only), ``pruned`` (of them removed: posterior below ``threshold``,
+    including those of posterior 0, on no complete tree), ``pruned_share``
+    (pruned / items), ``retries`` (sentences
     parsed again without pruning), ``failures`` (sentences without a tree).
     """
 
@@ -229,8 +245,8 @@ class LatentParser:
         if _latent_parse is None:
             raise ImportError(f"grind.kernels._latent_parse is not built ({_IMPORT_ERROR}); run "
                               "`GRIND_KERNELS=latent_parse python setup.py build_ext --inplace`")
-        if max_unary < 0:
-            raise ValueError(f"max_unary must be >= 0, got {max_unary}")
+        if not 0 <= max_unary <= 30:
+            raise ValueError(f"max_unary must be in 0..30, got {max_unary}")
         if not threshold >= 0:
             raise ValueError(f"threshold must be >= 0, got {threshold}")
         self.grammar = grammar
