@@ -38,10 +38,14 @@ cdef struct Work:
     int *chs           # children in CSR form (n+1 offsets)
     int *ch
     int *stack
+    int *trb           # 10n token rules of the current sentence (see Corpus.tables)
+    int *arb           # n*n arc rules of the current sentence, when looked up (not stored)
 
 # Kernel functions (csrc/dmv.pyx), all nogil:
 #   cdef Work *work_new(Py_ssize_t nmax) noexcept nogil
 #   cdef void work_free(Work *w) noexcept nogil
+#   cdef const int *tables(Work *w, const int *ty, const int *type_rules, const int *dense, i64 T,
+#                          const int *tab, Py_ssize_t n) noexcept nogil
 #   cdef void gather(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n) noexcept nogil
 #   cdef int scale(Work *w, Py_ssize_t n, double target, i64 *E) noexcept nogil
 #   cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n,

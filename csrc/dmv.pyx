@@ -67,6 +67,8 @@ cdef Work *work_new(Py_ssize_t nmax) noexcept nogil:
     w.chs = <int *> malloc((k + 1) * sizeof(int))
     w.ch = <int *> malloc(k * sizeof(int))
     w.stack = <int *> malloc(3 * (4 * k + 8) * sizeof(int))
+    w.trb = <int *> malloc(10 * k * sizeof(int))
+    w.arb = <int *> malloc(N * sizeof(int))
     return w
 
 
@@ -75,8 +77,40 @@ cdef void work_free(Work *w) noexcept nogil:
     free(w.CL0); free(w.CL1); free(w.CR0); free(w.CR1); free(w.CL0s); free(w.CR0e); free(w.I)
     free(w.oCL0); free(w.oCL1); free(w.oCR0); free(w.oCR1); free(w.oCL0s); free(w.oCR0e)
     free(w.oI); free(w.cst); free(w.bpC); free(w.bpI); free(w.heads); free(w.lo); free(w.hi)
-    free(w.chs); free(w.ch); free(w.stack)
+    free(w.chs); free(w.ch); free(w.stack); free(w.trb); free(w.arb)
     free(w)
+
+
+# ---------------------------------------------------------------- rule tables
+
+cdef const int *tables(Work *w, const int *ty, const int *type_rules, const int *dense, i64 T,
+                       const int *tab, Py_ssize_t n) noexcept nogil:
+    """The static rule tables of one sentence of type ids ``ty``: its 10 rules a
+    token into w.trb (type_rules[10 t + q]); returns its n*n arc rules (h n + d:
+    choose rule of arc h -> d, -1 if none), either ``tab`` (stored, followed by
+    the n root rules that replace slot 0) or looked up in ``dense`` (index
+    (ty[h] T + ty[d]) 2 + [d > h], as DMVIndex) into w.arb."""
+    cdef Py_ssize_t i, q, h, d
+    cdef const int *src
+    cdef const int *row
+    cdef int *out
+    for i in range(n):
+        src = type_rules + 10 * ty[i]
+        for q in range(10):
+            w.trb[i * 10 + q] = src[q]
+    if tab != NULL:
+        for i in range(n):
+            w.trb[i * 10] = tab[n * n + i]
+        return tab
+    for h in range(n):
+        row = dense + 2 * T * ty[h]
+        out = w.arb + h * n
+        for d in range(h):
+            out[d] = row[2 * ty[d]]
+        out[h] = -1
+        for d in range(h + 1, n):
+            out[d] = row[2 * ty[d] + 1]
+    return w.arb
 
 
 # ---------------------------------------------------------------- weights
@@ -575,25 +609,38 @@ cdef Py_ssize_t derivation(Work *w, const int *tr, const int *ar, Py_ssize_t n, 
 # ---------------------------------------------------------------- corpus
 
 cdef class Corpus:
-    """Static per-sentence rule tables of a corpus (CSR over sentences).
+    """Static rule tables of a corpus (CSR over sentences), a few bytes a token.
 
-    sent_off[s]..sent_off[s+1]: the tokens of sentence s; tok_rules[10 k + q]:
-    rule of slot q (root, Y, sL0, nL0, sL1, nL1, sR0, nR0, sR1, nR1) of token
-    k; arc_rules[arc_off[s] + h n + d]: choose rule of arc h -> d (-1: none);
+    sent_off[s]..sent_off[s+1]: the tokens of sentence s; types[k]: the head
+    type id of token k; type_rules[10 t + q]: rule of slot q (root, Y, sL0,
+    nL0, sL1, nL1, sR0, nR0, sR1, nR1) of type t; dense[(h T + d) 2 + right]:
+    choose rule of an arc from type h to type d (-1: none; T = ntypes).  A
+    sentence's arc rules are looked up in dense at every call unless
+    tab_off[s] >= 0: then pool[tab_off[s]:] holds its n*n arc rules and n root
+    rules (masked sentences, or grammars too large for a dense table).
     bad[s] != 0: skip (failure known in advance).
     """
     cdef const i64[::1] sent_off
-    cdef const i64[::1] arc_off
-    cdef const int[::1] tok_rules
-    cdef const int[::1] arc_rules
+    cdef const int[::1] types
+    cdef const int[::1] type_rules
+    cdef const int[::1] dense
+    cdef i64 ntypes
+    cdef const i64[::1] tab_off
+    cdef const int[::1] pool
     cdef const unsigned char[::1] bad
 
-    def __init__(self, sent_off, arc_off, tok_rules, arc_rules, bad):
+    def __init__(self, sent_off, types, type_rules, dense, ntypes, tab_off, pool, bad):
         self.sent_off = np.ascontiguousarray(sent_off, dtype=np.int64)
-        self.arc_off = np.ascontiguousarray(arc_off, dtype=np.int64)
-        self.tok_rules = np.ascontiguousarray(tok_rules, dtype=np.int32)
-        self.arc_rules = np.ascontiguousarray(arc_rules, dtype=np.int32)
+        self.types = _nonempty(types, np.int32)
+        self.type_rules = _nonempty(type_rules, np.int32)
+        self.dense = _nonempty(dense, np.int32)
+        self.ntypes = ntypes
+        self.tab_off = np.ascontiguousarray(tab_off, dtype=np.int64)
+        self.pool = _nonempty(pool, np.int32)
         self.bad = np.ascontiguousarray(bad, dtype=np.uint8)
+        n = self.sent_off.shape[0] - 1
+        if self.tab_off.shape[0] != n or self.bad.shape[0] != n:
+            raise ValueError("Corpus: tab_off and bad need one entry a sentence")
 
     cdef Py_ssize_t nmax(self, const i64[::1] idx):
         cdef Py_ssize_t k, s, m = 1
@@ -601,6 +648,12 @@ cdef class Corpus:
             s = idx[k]
             m = max(m, self.sent_off[s + 1] - self.sent_off[s])
         return m
+
+    cdef const int *rules(self, Work *w, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+        """Sentence s's tables: token rules in w.trb, returns its arc rules."""
+        cdef i64 o = self.tab_off[s]
+        return tables(w, &self.types[self.sent_off[s]], &self.type_rules[0], &self.dense[0], self.ntypes,
+                      &self.pool[o] if o >= 0 else NULL, n)
 
     def inside_outside(self, const double[::1] wt, const i64[::1] idx, double[::1] counts,
                        double[::1] logz, double[::1] post=None, const i64[::1] post_off=None):
@@ -612,7 +665,7 @@ cdef class Corpus:
         cdef double Z
         cdef i64 E
         cdef int ok
-        cdef const int *tr
+        cdef const int *tr = w.trb
         cdef const int *ar
         cdef double *cp = &counts[0] if counts is not None else NULL
         cdef double *pp = &post[0] if post is not None else NULL
@@ -623,8 +676,7 @@ cdef class Corpus:
                 if self.bad[s] or n == 0:
                     logz[k] = -INFINITY
                     continue
-                tr = &self.tok_rules[10 * self.sent_off[s]]
-                ar = &self.arc_rules[self.arc_off[s]]
+                ar = self.rules(w, s, n)
                 ok = prepare(w, tr, ar, &wt[0], n, &Z, &E)
                 if ok <= 0:
                     logz[k] = -INFINITY if ok == 0 else NAN
@@ -649,7 +701,7 @@ cdef class Corpus:
         cdef i64 E
         cdef int ok, root
         cdef grind_rng g
-        cdef const int *tr
+        cdef const int *tr = w.trb
         cdef const int *ar
         cdef bint sampling = seeds is not None
         with nogil:
@@ -659,8 +711,7 @@ cdef class Corpus:
                 score[k] = -INFINITY
                 if self.bad[s] or n == 0:
                     continue
-                tr = &self.tok_rules[10 * self.sent_off[s]]
-                ar = &self.arc_rules[self.arc_off[s]]
+                ar = self.rules(w, s, n)
                 if sampling:
                     ok = prepare(w, tr, ar, &wt[0], n, &Z, &E)
                     if ok <= 0:
@@ -680,6 +731,12 @@ cdef class Corpus:
                     heads[head_off[k] + i] = w.heads[i]
                 derivation(w, tr, ar, n, &rows[3 * row_off[k]])
         work_free(w)
+
+
+def _nonempty(a, dtype):
+    """``a`` as a contiguous array of ``dtype``, one -1 if empty (so &a[0] is valid)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a if a.size else np.full(1, -1, dtype=dtype)
 
 
 def eisner(const double[:, ::1] scores):

@@ -4,7 +4,7 @@ import sys
 
 
 def main():
-    for name in ("cky", "dmv", "cvb", "ln", "morph", "latent_tree"):
+    for name in ("cky", "dmv", "cvb", "ln", "morph", "latent_tree", "latent_parse", "grammar_load"):
         try:
             mod = importlib.import_module(f"grind.bench.{name}")
         except ImportError as e:

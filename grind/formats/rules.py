@@ -7,8 +7,22 @@ same in every file grind writes, so count files of shards add up by key.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+import gzip
 import hashlib
+import io
+import lzma
+import json
 import math
+import os
+import stat
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -78,11 +92,19 @@ def parse_header_meta(line: str, meta: dict) -> None:
 
 def read_rule_file(path: str, layout: str = "[weight [pseudocount]]"):
     """(rules, weights, pseudocounts, meta) of a rule file; errors name file:line.
-    ``layout="count"``: one number a line (count files)."""
+    ``layout="count"``: one number a line (count files).  ``pseudocounts`` has
+    one entry a rule, None where the line gives none."""
+    p = _parse(_read_bytes(path), path, layout)
+    return p.rules(), p.weights, p.pseudo_list(), p.meta
+
+
+def _read_rules_slowly(lines, path: str, layout: str):
+    """The line-by-line reader: the reference :func:`_parse_fast` must agree
+    with, and what finds and reports the first bad line (file:line)."""
     rules, weights, pseudos = [], [], []
     meta: dict[str, str] = {}
     lines_of: dict[str, int] = {}
-    for lineno, line in read_lines(path):
+    for lineno, line in lines:
         s = line.strip()
         if not s:
             continue
@@ -101,6 +123,491 @@ def read_rule_file(path: str, layout: str = "[weight [pseudocount]]"):
     if not rules:
         raise InputError(f"{path}: no rules")
     return rules, np.array(weights, dtype=np.float64), pseudos, meta
+
+
+# --------------------------------------------------------------------------
+# Rules as arrays over a symbol table, a fast reader, and a cache
+
+
+@dataclass
+class RuleTable:
+    """Rules as integer arrays over a table of distinct symbols: rule r is
+    ``symbols[lhs[r]] --> symbols[rhs[rhs_off[r]]] ... symbols[rhs[rhs_off[r+1]-1]]``."""
+
+    symbols: list[str]
+    lhs: np.ndarray           # int32, one a rule
+    rhs_off: np.ndarray       # int64, one a rule + 1
+    rhs: np.ndarray           # int32
+
+    def __len__(self) -> int:
+        return len(self.lhs)
+
+    @classmethod
+    def of_rules(cls, rules) -> RuleTable:
+        """The table of a list of ``(lhs, rhs tuple)`` rules."""
+        rhs_toks = list(chain.from_iterable(rhs for _, rhs in rules))
+        lhs = [a for a, _ in rules]
+        off = np.zeros(len(rules) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, (rhs for _, rhs in rules)), dtype=np.int64, count=len(rules)), out=off[1:])
+        return cls._of_tokens(lhs, rhs_toks, off)
+
+    @classmethod
+    def _of_tokens(cls, lhs: list, rhs_toks: list, rhs_off: np.ndarray) -> RuleTable:
+        sid = {s: i for i, s in enumerate(dict.fromkeys(chain(lhs, rhs_toks)))}
+        return cls(list(sid), np.fromiter(map(sid.__getitem__, lhs), dtype=np.int32, count=len(lhs)), rhs_off,
+                   np.fromiter(map(sid.__getitem__, rhs_toks), dtype=np.int32, count=len(rhs_toks)))
+
+    def rules(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``[(lhs, rhs tuple), ...]``: the symbols' strings shared, and equal
+        right-hand sides one tuple (made once per distinct right-hand side)."""
+        get = self.symbols.__getitem__
+        k = np.diff(self.rhs_off)
+        rhs = np.empty(len(self.lhs), dtype=object)
+        for kk in np.flatnonzero(np.bincount(k)).tolist():    # the distinct right-hand sides of each length
+            rows = np.flatnonzero(k == kk)
+            cols = self.rhs[self.rhs_off[rows][:, None] + np.arange(kk)]
+            uniq, inv = _unique_rows(cols, len(self.symbols)) if kk else (np.zeros((1, 0), np.int64), rows * 0)
+            made = zip(*(map(get, c) for c in uniq.T.tolist())) if kk else [()]
+            rhs[rows] = np.fromiter(made, dtype=object, count=len(uniq))[inv]
+        sym = np.fromiter(self.symbols, dtype=object, count=len(self.symbols))
+        with _no_gc():
+            return list(zip(sym[self.lhs].tolist(), rhs.tolist()))
+
+    def duplicate(self) -> bool:
+        """Whether two rules are the same (same symbols: the tables's symbols are distinct)."""
+        k = np.diff(self.rhs_off)
+        for kk in np.unique(k).tolist():
+            rows = np.flatnonzero(k == kk)
+            cols = np.column_stack([self.lhs[rows], self.rhs[self.rhs_off[rows][:, None] + np.arange(kk)]])
+            if len(_unique_rows(cols, len(self.symbols))[0]) != len(rows):
+                return True
+        return False
+
+    def check(self) -> None:
+        """ValueError unless the arrays describe rules over the symbols."""
+        R, S = len(self.lhs), len(self.symbols)
+        off = self.rhs_off
+        if (self.lhs.dtype != np.int32 or self.rhs.dtype != np.int32 or off.dtype != np.int64
+                or self.lhs.ndim != 1 or self.rhs.ndim != 1 or off.shape != (R + 1,)):
+            raise ValueError("rule table: bad array shapes or types")
+        if off[0] != 0 or off[-1] != len(self.rhs) or np.any(np.diff(off) < 0):
+            raise ValueError("rule table: bad right-hand side offsets")
+        for ids in (self.lhs, self.rhs):
+            if ids.size and (ids.min() < 0 or ids.max() >= S):
+                raise ValueError("rule table: symbol id out of range")
+        if len(set(self.symbols)) != S:
+            raise ValueError("rule table: symbols repeat")
+
+
+def _unique_rows(m: np.ndarray, base: int):
+    """Distinct rows of the id matrix ``m`` (ids < ``base``), in order, and each row's index among them."""
+    m = np.asarray(m, dtype=np.int64)                  # 2-D
+    if m.shape[1] * math.log2(max(base, 2)) <= 62:
+        key = np.zeros(len(m), dtype=np.int64)
+        for c in m.T:
+            key = key * base + c
+        if base ** m.shape[1] <= max(1 << 22, 4 * len(m)):      # few possible rows: count them
+            seen = np.zeros(base ** m.shape[1], dtype=bool)
+            seen[key] = True
+            rank = np.cumsum(seen) - 1
+            first = np.zeros(int(rank[-1]) + 1 if len(m) else 0, dtype=np.int64)
+            first[rank[key[::-1]]] = np.arange(len(m) - 1, -1, -1)   # the first row with each key
+            return m[first], rank[key]
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        return m[first], inv.reshape(-1)
+    uniq, inv = np.unique(m, axis=0, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """The cyclic garbage collector paused while many tuples are made: it
+    would traverse the growing list of them again at every collection."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@dataclass
+class ParsedRules:
+    """A rule file read: the rules as a :class:`RuleTable`, their weights, the
+    pseudo-counts (None if no line has one; 0 where a line has none) and the
+    ``# key: value`` header."""
+
+    table: RuleTable
+    weights: np.ndarray
+    pseudo: np.ndarray | None
+    meta: dict
+    given: np.ndarray | None = None      # which lines give a pseudo-count (when some do)
+    made: list | None = None             # the rule tuples, when already made
+
+    def rules(self) -> list[tuple[str, tuple[str, ...]]]:
+        if self.made is None:
+            self.made = self.table.rules()
+        return self.made
+
+    def pseudo_list(self) -> list:
+        """One entry a rule: its pseudo-count, None where its line gives none."""
+        if self.pseudo is None or self.given is None:
+            return [None] * len(self.weights)
+        return [v if g else None for v, g in zip(self.pseudo.tolist(), self.given.tolist())]
+
+
+def _read_bytes(path: str) -> bytes | None:
+    """The bytes of ``path`` decompressed (``-`` = stdin), or None when the
+    compressed data are bad (the line reader then reports it as before)."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    return _decompress(_raw_bytes(path), path)
+
+
+def _raw_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _decompress(raw: bytes, path: str) -> bytes | None:
+    """``raw`` decompressed by the suffix of ``path`` (as :func:`open_binary` reads it)."""
+    if not path.endswith((".gz", ".xz", ".bz2")):
+        return raw
+    try:
+        if path.endswith(".gz"):
+            return gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb").read()
+        if path.endswith(".xz"):
+            return lzma.LZMAFile(io.BytesIO(raw), "rb").read()
+        import bz2
+        return bz2.BZ2File(io.BytesIO(raw), "rb").read()
+    except (OSError, EOFError, ValueError, lzma.LZMAError):
+        return None
+
+
+def _byte_lines(data: bytes, path: str):
+    """(line number, line) of ``data`` exactly as :func:`read_lines` yields a file's."""
+    name = "<stdin>" if path == "-" else path
+    for lineno, raw in enumerate(io.BytesIO(data), 1):
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name}:{lineno}: not valid UTF-8 ({e.reason})") from None
+
+
+def _parse(data: bytes | None, path: str, layout: str) -> ParsedRules:
+    """A rule file's content (``data``: its decompressed bytes; None: read it
+    line by line, as corrupt compressed data are reported).  Well-formed files
+    take the fast path; anything else is read line by line, which raises the
+    error of the first bad line."""
+    if data is not None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            fast = _parse_fast(text[1:] if text.startswith("\ufeff") else text, path, layout)
+            if fast is not None:
+                return fast
+    lines = read_lines(path) if data is None else _byte_lines(data, path)
+    rules, weights, pseudos, meta = _read_rules_slowly(lines, path, layout)
+    given = np.array([p is not None for p in pseudos], dtype=bool)
+    pc = np.array([0.0 if p is None else p for p in pseudos], dtype=np.float64) if given.any() else None
+    return ParsedRules(RuleTable.of_rules(rules), weights, pc, meta, given if given.any() else None, rules)
+
+
+#: The characters ``str.split()`` splits ASCII text at.
+_ASCII_SPACE = np.zeros(256, dtype=bool)
+_ASCII_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+
+
+def _tokens(text: str):
+    """``(tokens, per line: number of tokens, per line: a comment, per token:
+    is the arrow)`` of ``text``'s lines (split at ``\n``), each line's tokens
+    those of ``line.split()``.  ASCII text is split in one call and its
+    lines found by array operations on the bytes."""
+    if not text.isascii():
+        lines = text.split("\n")
+        toks = list(map(str.split, lines))
+        ntok = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+        flat = list(chain.from_iterable(toks))
+        first = np.cumsum(ntok) - ntok
+        comment = np.zeros(len(lines), dtype=bool)
+        has = np.flatnonzero(ntok > 0)
+        comment[has] = [flat[f].startswith("#") for f in first[has].tolist()]
+        is_arrow = np.fromiter(map(ARROW.__eq__, flat), dtype=bool, count=len(flat))
+        return flat, ntok, comment, is_arrow, lambda i: lines[i]
+    b = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    space = _ASCII_SPACE[b]
+    edge = np.diff(space.astype(np.int8), prepend=np.int8(1), append=np.int8(1))
+    starts = np.flatnonzero(edge == -1)          # space -> token
+    ends = np.flatnonzero(edge == 1)             # token -> space (exclusive ends)
+    newline = np.flatnonzero(b == 10)
+    line_start = np.concatenate([[0], newline + 1])
+    line_end = np.concatenate([newline, [len(b)]])
+    tok_line = np.searchsorted(newline, starts)  # newlines before the token
+    ntok = np.bincount(tok_line, minlength=len(line_start)).astype(np.int64)
+    flat = text.split()
+    if len(flat) != len(starts):                 # cannot be; be safe
+        raise AssertionError("token count mismatch")
+    first = np.cumsum(ntok) - ntok
+    comment = np.zeros(len(line_start), dtype=bool)
+    nonempty = ntok > 0
+    comment[nonempty] = b[starts[first[nonempty]]] == ord("#")
+    arrow = (ends - starts == 3) & (b[starts] == 45)
+    cand = np.flatnonzero(arrow)
+    arrow[cand] = (b[starts[cand] + 1] == 45) & (b[starts[cand] + 2] == 62)
+    return flat, ntok, comment, arrow, lambda i: text[line_start[i]:line_end[i]]
+
+
+def _parse_fast(text: str, path: str, layout: str) -> ParsedRules | None:
+    """Every line of ``text`` at once: tokens as ``str.split`` makes them,
+    arrows, numbers and right-hand sides found by array operations.  None
+    when some line is not a well-formed rule, comment or blank line (or two
+    rules are the same): the line-by-line reader then names it."""
+    flat, ntok, comment, arrow, line = _tokens(text)
+    meta: dict[str, str] = {}
+    for i in np.flatnonzero(comment).tolist():
+        parse_header_meta(line(i).strip(), meta)
+    is_rule = (ntok > 0) & ~comment
+    rows = np.flatnonzero(is_rule)
+    R = len(rows)
+    if not R:
+        raise InputError(f"{path}: no rules")
+    n = ntok[rows]
+    start = (np.cumsum(ntok) - ntok)[rows]       # first token of each rule line
+    at = np.flatnonzero(arrow)
+    line_of_arrow = np.searchsorted(np.cumsum(ntok), at, side="right")
+    keep = ~comment[line_of_arrow]               # an arrow in a comment is no arrow
+    at, line_of_arrow = at[keep], line_of_arrow[keep]
+    if len(at) != R or not np.array_equal(line_of_arrow, rows):
+        return None                              # a line without or with two arrows
+    p = at - start                               # arrow position in its line
+    nums = p - 1
+    k = n - p - 1
+    if np.any(p < 1) or np.any(k < 1) or np.any(nums > (1 if layout == "count" else 2)):
+        return None
+    if layout == "count" and np.any(nums < 1):
+        return None
+    get = flat.__getitem__
+    try:
+        wv = list(map(float, map(get, start[nums >= 1].tolist())))
+        pv = list(map(float, map(get, (start[nums == 2] + 1).tolist())))
+    except ValueError:
+        return None
+    weights = np.ones(R, dtype=np.float64)
+    weights[nums >= 1] = wv
+    given = nums == 2
+    pseudo = None
+    if given.any():
+        pseudo = np.zeros(R, dtype=np.float64)
+        pseudo[given] = pv
+    for v in (weights, pseudo):
+        if v is not None and not (np.all(np.isfinite(v)) and np.all(v >= 0)):
+            return None
+    off = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(k, out=off[1:])
+    rhs_at = np.repeat(at + 1 - off[:-1], k) + np.arange(int(off[-1]))
+    table = RuleTable._of_tokens(list(map(get, (at - 1).tolist())), list(map(get, rhs_at.tolist())), off)
+    if table.duplicate():
+        return None                              # the line reader names the first repeat
+    return ParsedRules(table, weights, pseudo, meta, given if pseudo is not None else None)
+
+
+# --------------------------------------------------------------------------
+# The cache of large rule files
+
+#: Rule files of at least this many bytes are cached (smaller ones read in milliseconds).
+CACHE_MIN_BYTES = 256 * 1024
+#: Cache entries kept (the most recently used, up to CACHE_MAX_BYTES in all); older ones
+#: are removed when one is added.
+CACHE_KEEP = 16
+CACHE_MAX_BYTES = 256 * 2**20
+_CACHE_FORMAT = 2
+
+
+def cache_dir() -> str | None:
+    """Where rule-file caches live: ``$GRIND_CACHE_DIR`` (``off``, ``0`` or
+    empty: no cache), else ``$XDG_CACHE_HOME/grind``, else ``~/.cache/grind``."""
+    d = os.environ.get("GRIND_CACHE_DIR")
+    if d is not None:
+        return None if d.strip().lower() in ("", "0", "off", "no", "none") else d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "grind")
+
+
+def read_rules_cached(path: str) -> ParsedRules:
+    """A grammar file read as :func:`read_rule_file` reads it, through a binary
+    cache: a regular file of at least :data:`CACHE_MIN_BYTES` is stored,
+    parsed, as ``cache_dir()/rules/SHA256.cache`` (the SHA-256 of the file's
+    bytes, so an edited file is a new entry), written atomically; an entry
+    that does not load, check and match the file's hash is ignored and
+    rewritten.  Never for stdin or pipes; without a writable cache directory
+    the file is just read."""
+    if path == "-":
+        return _parse(_read_bytes(path), path, "[weight [pseudocount]]")
+    raw = _raw_bytes(path)
+    entry = digest = None
+    where = cache_dir()
+    if where is not None and len(raw) >= CACHE_MIN_BYTES and _regular(path):
+        digest = hashlib.sha256(raw).hexdigest()
+        entry = os.path.join(where, "rules", f"{digest}.cache")
+        hit = _load_entry(entry, digest, len(raw))
+        if hit is not None:
+            return hit
+    data = _decompress(raw, path)
+    parsed = _parse(data, path, "[weight [pseudocount]]")
+    if entry is not None and digest is not None and data is not None:
+        _store_entry(entry, digest, len(raw), parsed)
+    return parsed
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+_MAGIC = b"grind-rules-cache\n"
+
+
+def _pack(info: dict, arrays: dict) -> bytes:
+    """``MAGIC``, the length of a JSON header (8 bytes, little-endian), the
+    header (``info``, each array's dtype, shape and offset, the CRC-32 of the
+    arrays' bytes), then the arrays."""
+    specs, chunks, at = {}, [], 0
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        specs[name] = [a.dtype.str, list(a.shape), at]
+        chunks.append(a.tobytes())
+        pad = -len(chunks[-1]) % 8
+        chunks.append(b"\0" * pad)
+        at += len(chunks[-2]) + pad
+    body = b"".join(chunks)
+    head = json.dumps({"info": info, "arrays": specs, "crc32": zlib.crc32(body)}).encode("utf-8")
+    head += b" " * (-(len(_MAGIC) + 8 + len(head)) % 8)
+    return b"".join([_MAGIC, len(head).to_bytes(8, "little"), head, body])
+
+
+def _unpack(blob: bytes):
+    """(info, arrays) of :func:`_pack`'s bytes; ValueError if they are not such bytes
+    (or KeyError, TypeError: the caller takes any exception as a bad entry)."""
+    if not blob.startswith(_MAGIC):
+        raise ValueError("not a rule cache")
+    n = int.from_bytes(blob[len(_MAGIC):len(_MAGIC) + 8], "little")
+    start = len(_MAGIC) + 8 + n
+    head = json.loads(blob[len(_MAGIC) + 8:start].decode("utf-8"))
+    if zlib.crc32(memoryview(blob)[start:]) != head["crc32"]:
+        raise ValueError("damaged")
+    arrays = {}
+    for name, (dt, shape, at) in head["arrays"].items():
+        dtype = np.dtype(dt)
+        if dtype.hasobject:
+            raise ValueError("object array")
+        count = int(np.prod(shape, dtype=np.int64))
+        if at < 0 or start + at + count * dtype.itemsize > len(blob):
+            raise ValueError("truncated")
+        arrays[name] = np.frombuffer(blob, dtype=dtype, count=count, offset=start + at).reshape(shape)
+    return head["info"], arrays
+
+
+def _load_entry(entry: str, digest: str, size: int) -> ParsedRules | None:
+    """The parsed file stored at ``entry``, or None if it is missing, unreadable or not this file's."""
+    try:
+        with open(entry, "rb") as f:
+            info, z = _unpack(f.read())
+        if info.get("format") != _CACHE_FORMAT or info.get("sha256") != digest or info.get("size") != size:
+            return None
+        symbols = z["symbols"].tobytes().decode("utf-8").split("\n")
+        arity = z["arity"]
+        if arity.dtype.kind not in "iu" or z["lhs"].dtype.kind not in "iu" or z["rhs"].dtype.kind not in "iu":
+            return None
+        off = np.zeros(len(arity) + 1, dtype=np.int64)
+        np.cumsum(arity, out=off[1:])
+        table = RuleTable(symbols, z["lhs"].astype(np.int32), off, z["rhs"].astype(np.int32))
+        weights = z["weights"].astype(np.float64)
+        pseudo = z["pseudo"].astype(np.float64) if info["pseudo"] else None
+        given = z["given"].copy() if info["pseudo"] else None
+        table.check()
+        R = len(table)
+        meta = info["meta"]
+        if (len(symbols) != info["symbols"] or R != info["rules"] or z["weights"].dtype != np.float64
+                or weights.shape != (R,) or not isinstance(meta, dict)
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items())):
+            return None
+        for v in (weights, pseudo):
+            if v is not None and (v.shape != (R,) or not (np.all(np.isfinite(v)) and np.all(v >= 0))):
+                return None
+        if given is not None and (given.dtype != bool or given.shape != (R,)):
+            return None
+    except Exception:                   # noqa: BLE001 - any damage means: read the file again
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(entry)                 # recently used: kept by the pruning
+    return ParsedRules(table, weights, pseudo, meta, given)
+
+
+def _store_entry(entry: str, digest: str, size: int, parsed: ParsedRules) -> None:
+    """Write the cache entry atomically (a temporary file renamed); a cache that
+    cannot be written is no error.  Then keep only the :data:`CACHE_KEEP`
+    most recently used entries."""
+    t = parsed.table
+    if any("\n" in s for s in t.symbols):
+        return
+    info = {"format": _CACHE_FORMAT, "sha256": digest, "size": size, "rules": len(t),
+            "symbols": len(t.symbols), "pseudo": parsed.pseudo is not None, "meta": parsed.meta}
+    ids = np.uint8 if len(t.symbols) <= 1 << 8 else np.uint16 if len(t.symbols) <= 1 << 16 else np.int32
+    arity = np.diff(t.rhs_off)
+    arrays = {"symbols": np.frombuffer("\n".join(t.symbols).encode("utf-8"), dtype=np.uint8),
+              "lhs": t.lhs.astype(ids), "rhs": t.rhs.astype(ids),
+              "arity": arity.astype(np.uint8 if arity.max(initial=0) < 1 << 8 else np.int64),
+              "weights": parsed.weights}
+    if parsed.pseudo is not None and parsed.given is not None:
+        arrays.update(pseudo=parsed.pseudo, given=parsed.given)
+    folder = os.path.dirname(entry)
+    tmp = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cache", dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            f.write(_pack(info, arrays))
+        os.replace(tmp, entry)
+        tmp = None
+        _prune(folder)
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _prune(folder: str) -> None:
+    """Keep the most recently used entries, at most :data:`CACHE_KEEP` of them
+    and :data:`CACHE_MAX_BYTES` in all (the newest always); remove temporary
+    files a killed process left, after a day."""
+    now = time.time()
+    entries = []
+    for e in os.scandir(folder):
+        with contextlib.suppress(OSError):
+            st = e.stat()
+            if e.name.startswith(".tmp-"):
+                if now - st.st_mtime > 86400:
+                    os.unlink(e.path)
+            elif e.name.endswith(".cache"):
+                entries.append((st.st_mtime, st.st_size, e.path))
+    total = 0
+    for k, (_, size, path) in enumerate(sorted(entries, reverse=True)):
+        total += size
+        if k and (k >= CACHE_KEEP or total > CACHE_MAX_BYTES):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def format_weight(w: float) -> str:

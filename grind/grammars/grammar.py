@@ -9,12 +9,13 @@ Weights are either rule probabilities or Dirichlet pseudo-counts; the file's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from grind.errors import InputError
-from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, fingerprint_keys, format_weight,  # noqa: F401
-                                 read_rule_file, rule_key, rule_lines)
+from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, RuleTable, fingerprint_keys,  # noqa: F401
+                                 format_weight, read_rule_file, read_rules_cached, rule_key, rule_lines)
 
 def post_order(kids: dict):
     """Depth-first over the graph ``kids`` (node -> list of children):
@@ -57,22 +58,90 @@ class Grammar:
     meta: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
+        self._derive(None)
+
+    def _derive(self, table):               # untyped, as __post_init__ was: the attributes stay Any
+        """Check the rules and set what follows from them (``nonterminals``,
+        ``terminals``, ``lhs``); from ``table`` (a :class:`RuleTable` of the
+        rules, known to be distinct: a file read) when given, without a pass
+        over the rules."""
         self.weights = np.asarray(self.weights, dtype=np.float64)
-        self.index = {rule_key(*r): i for i, r in enumerate(self.rules)}
-        if len(self.index) != len(self.rules):
-            seen = set()
-            for r in self.rules:
-                k = rule_key(*r)
-                if k in seen:
-                    raise InputError(f"duplicate rule {k}")
-                seen.add(k)
-        self.nonterminals = sorted({lhs for lhs, _ in self.rules})
-        self._nts = nts = set(self.nonterminals)
-        if self.start not in nts:
+        if table is None:
+            self._check_distinct()
+            self.nonterminals = sorted({lhs for lhs, _ in self.rules})
+            self._nts = nts = set(self.nonterminals)
+            self.terminals = sorted({s for _, rhs in self.rules for s in rhs if s not in nts})
+            lhs_id = {a: i for i, a in enumerate(self.nonterminals)}
+            self.lhs = np.array([lhs_id[a] for a, _ in self.rules], dtype=np.int64)
+        else:
+            sym = table.symbols
+            is_lhs = np.zeros(len(sym), dtype=bool)
+            is_lhs[table.lhs] = True
+            in_rhs = np.zeros(len(sym), dtype=bool)
+            in_rhs[table.rhs] = True
+            nt_ids = np.flatnonzero(is_lhs)
+            names = [sym[i] for i in nt_ids.tolist()]
+            order = sorted(range(len(names)), key=names.__getitem__)
+            self.nonterminals = [names[i] for i in order]
+            self._nts = set(self.nonterminals)
+            self.terminals = sorted(sym[i] for i in np.flatnonzero(in_rhs & ~is_lhs).tolist())
+            rank = np.full(len(sym), -1, dtype=np.int64)
+            rank[nt_ids[order]] = np.arange(len(order))
+            self.lhs = rank[table.lhs]
+            self._table = (self.rules, table)
+        if self.start not in self._nts:
             raise InputError(f"start symbol {self.start!r} is not the left-hand side of any rule")
-        self.terminals = sorted({s for _, rhs in self.rules for s in rhs if s not in nts})
-        lhs_id = {a: i for i, a in enumerate(self.nonterminals)}
-        self.lhs = np.array([lhs_id[a] for a, _ in self.rules], dtype=np.int64)
+
+    def _check_distinct(self) -> None:
+        """InputError naming the first rule whose key (``LHS --> RHS``) an earlier rule has."""
+        try:
+            distinct = len(set(self.rules)) == len(self.rules)
+        except TypeError:                   # a right-hand side given as a list
+            distinct = False
+        # distinct tuples have distinct keys unless a symbol holds a space or is empty
+        if distinct and not any(" " in s or not s for s in {x for lhs, rhs in self.rules for x in (lhs, *rhs)}):
+            return
+        seen = set()
+        for r in self.rules:
+            k = rule_key(*r)
+            if k in seen:
+                raise InputError(f"duplicate rule {k}")
+            seen.add(k)
+
+    @classmethod
+    def _from_table(cls, table: RuleTable, rules, weights, start: str, pseudocounts=None,
+                    meta=None) -> Grammar:
+        """A grammar of the distinct rules ``rules`` whose arrays are ``table``."""
+        g = cls.__new__(cls)
+        g.rules, g.weights, g.start = rules, weights, start
+        g.pseudocounts, g.meta = pseudocounts, dict(meta or {})
+        g._derive(table)
+        return g
+
+    def _sharing(self, weights, pseudocounts, meta) -> Grammar:
+        """The same rules with other weights, sharing what follows from the
+        rules (no second pass over them)."""
+        g = Grammar.__new__(Grammar)
+        g.rules, g.start, g.pseudocounts, g.meta = self.rules, self.start, pseudocounts, meta
+        g.weights = np.asarray(weights, dtype=np.float64)
+        g.nonterminals, g._nts, g.terminals, g.lhs = self.nonterminals, self._nts, self.terminals, self.lhs
+        for cached in ("_table", "index", "_dmv_index", "_dmv_problem"):   # all keyed by the rules
+            if cached in self.__dict__:
+                g.__dict__[cached] = self.__dict__[cached]
+        return g
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Rule key (``LHS --> RHS ...``) -> rule number (made on first use)."""
+        return {rule_key(*r): i for i, r in enumerate(self.rules)}
+
+    def table(self) -> RuleTable:
+        """The rules as arrays over a symbol table (:class:`RuleTable`; made once)."""
+        t = self.__dict__.get("_table")
+        if t is None or t[0] is not self.rules:
+            t = (self.rules, RuleTable.of_rules(self.rules))
+            self._table = t
+        return t[1]
 
     def __len__(self):
         return len(self.rules)
@@ -152,8 +221,7 @@ class Grammar:
 
     def with_weights(self, weights, meta=None) -> Grammar:
         """The same rules with new weights (no pseudo-counts)."""
-        return Grammar(self.rules, np.asarray(weights, dtype=np.float64), self.start,
-                       None, dict(meta if meta is not None else self.meta))
+        return self._sharing(weights, None, dict(meta if meta is not None else self.meta))
 
     def lhs_totals(self, values: np.ndarray) -> np.ndarray:
         """Sum of ``values`` over the rules of each rule's LHS, per rule."""
@@ -205,18 +273,18 @@ def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
         log.warn(f"{'<stdin>' if name == '-' else name}: the weights are not probabilities (some left-hand "
                  "side's do not sum to 1); training starts from them normalised per left-hand side (run "
                  "'grind init' first to choose the start yourself)")
-        return Grammar(grammar.rules, grammar.normalize(grammar.weights), grammar.start, grammar.pseudocounts,
-                       dict(grammar.meta, weights="probabilities (normalised by grind train)"))
+        return grammar._sharing(grammar.normalize(grammar.weights), grammar.pseudocounts,
+                                dict(grammar.meta, weights="probabilities (normalised by grind train)"))
     return grammar
 
 
 def read_grammar(path: str, start: str | None = None) -> Grammar:
-    rules, weights, pseudos, meta = read_rule_file(path)
-    pc = None
-    if any(p is not None for p in pseudos):
-        pc = np.array([p if p is not None else 0.0 for p in pseudos], dtype=np.float64)
-    start = start or meta.get("start") or rules[0][0]
+    """The grammar of a rule file (``-`` = stdin); a large file is read through
+    the binary cache of :func:`grind.formats.rules.read_rules_cached`."""
+    p = read_rules_cached(path)
+    rules = p.rules()
+    start = start or p.meta.get("start") or rules[0][0]
     try:
-        return Grammar(rules, weights, start, pc, meta)
+        return Grammar._from_table(p.table, rules, p.weights, start, p.pseudo, p.meta)
     except InputError as e:
         raise InputError(f"{path}: {e}") from None

@@ -206,27 +206,30 @@ class _Compiled:
     def __init__(self, grammar):
         self.grammar = grammar
         names, bins, uns, lexs = _internal_rules(grammar)
-        uns = [uns[u] for u in _unary_order(names, uns)]
-        order = _symbol_order(names, bins, uns, lexs)
+        uns = uns[_unary_order(names, uns)]
+        classes = _classes(len(names), bins, uns, (lexs[0], _lengths(lexs[1])))
+        order = _symbol_order(*classes)
         pos = np.empty(len(names), dtype=np.int64)
         pos[order] = np.arange(len(names))
         self.names = [names[o] for o in order]
         self.S = len(names)
-        self.start = int(pos[names.index(grammar.start)])
-        self.bins = [(int(pos[a]), int(pos[b]), int(pos[c]), r) for a, b, c, r in bins]
-        self.uns = [(int(pos[a]), int(pos[b]), r) for a, b, r in uns]
-        self.lexs = [(int(pos[a]), toks, r) for a, toks, r in lexs]
-        self.lex_index = defaultdict(list)
-        for l, (_, toks, _) in enumerate(self.lexs):
-            self.lex_index[toks].append(l)
-        self.lex_index = dict(self.lex_index)
+        self.start = int(pos[grammar.nonterminals.index(grammar.start)])
+        # rows (lhs, left, right, rule), (parent, child, rule); rule -1: an internal rule
+        self.bins, self.uns = bins.copy(), uns.copy()
+        self.bins[:, :3] = pos[bins[:, :3]]
+        self.uns[:, :2] = pos[uns[:, :2]]
+        lex_lhs, lex_toks, lex_rule = lexs
+        self.lex_lhs, self.lex_toks, self.lex_rule = pos[lex_lhs], lex_toks, lex_rule
+        self.lex_index = {}
+        for l, toks in enumerate(lex_toks):
+            self.lex_index.setdefault(toks, []).append(l)
         self.lex_index_lengths = {len(t) for t in self.lex_index}
         self.max_chain = _longest_chain(self.S, self.uns)
-        self.ph, self.w1, self.ch, binlhs = _classes(self.S, self.bins, self.uns, self.lexs)
+        self.ph, self.w1, self.ch, binlhs = (c[order] for c in classes)   # _classes of the renumbered rules
         at = np.flatnonzero(binlhs)
         self.r0, self.r1 = (int(at.min()), int(at.max()) + 1) if at.size else (0, 0)
         self._dense_layout()
-        self.orig = [np.array([r[-1] for r in rs], dtype=np.int64) for rs in (self.bins, self.uns, self.lexs)]
+        self.orig = [self.bins[:, 3].copy(), self.uns[:, 2].copy(), self.lex_rule.copy()]
 
     def _dense_layout(self):
         """Blocks of W: children over one token come from W1C, over several from PHC."""
@@ -247,11 +250,14 @@ class _Compiled:
         self.coff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         wcols = int(self.coff[-1])
         self.wsize = R * wcols
-        abc = np.array([r[:3] for r in self.bins], dtype=np.int64).reshape(-1, 3)
-        a, b, c = abc.T
+        a, b, c = (np.ascontiguousarray(x) for x in self.bins[:, :3].T)
         dpos, drule = [], []
         for k, ((ll, lh), (rl, rh)) in enumerate(ranges):
-            at = np.flatnonzero((ll <= b) & (b < lh) & (rl <= c) & (c < rh)) if sizes[k] else []
+            at: np.ndarray | list = []
+            if sizes[k]:
+                inl, inr = np.zeros(self.S, dtype=bool), np.zeros(self.S, dtype=bool)
+                inl[ll:lh], inr[rl:rh] = True, True
+                at = np.flatnonzero(inl[b] & inr[c])
             dpos.append((a[at] - self.r0) * wcols + self.coff[k] + (b[at] - ll) * (rh - rl) + (c[at] - rl))
             drule.append(at)
         self.dpos = np.concatenate(dpos).astype(np.int64)
@@ -259,15 +265,15 @@ class _Compiled:
         self.density = len(self.dpos) / max(1, self.wsize)
 
     def choose_path(self, path, threshold):
-        if not self.bins or not self.dpos.size:
+        if not len(self.bins) or not self.dpos.size:
             return "sparse"
         if path == "auto":
             return "dense" if self.density >= threshold else "sparse"
         return path
 
     def arrays(self, dense: bool) -> dict:
-        bins = np.array([r[:3] for r in self.bins], dtype=np.intc).reshape(-1, 3)
-        uns = np.array([r[:2] for r in self.uns], dtype=np.intc).reshape(-1, 2)
+        bins = self.bins[:, :3].astype(np.intc)
+        uns = self.uns[:, :2].astype(np.intc)
         left_rule = np.lexsort((bins[:, 2], bins[:, 1]))
         lhs_rule = np.argsort(bins[:, 0], kind="stable")
         unp_rule = np.argsort(uns[:, 0], kind="stable")
@@ -280,7 +286,7 @@ class _Compiled:
             "lhs_ptr": _ptr(bins[:, 0], self.S), "lhs_rule": lhs_rule,
             "un_parent": uns[:, 0], "un_child": uns[:, 1],
             "unp_ptr": _ptr(uns[:, 0], self.S), "unp_rule": unp_rule,
-            "lex_lhs": np.array([r[0] for r in self.lexs], dtype=np.intc),
+            "lex_lhs": self.lex_lhs.astype(np.intc),
             "bin_orig": self.orig[0], "un_orig": self.orig[1], "lex_orig": self.orig[2],
             "rid": self._rule_ids() if dense else np.full(1, -1, dtype=np.intc), "block_of": self.block_of,
             "left_range": [l for l, _ in self.ranges], "right_range": [r for _, r in self.ranges],
@@ -322,85 +328,137 @@ class _Compiled:
 
 def _internal_rules(grammar):
     """Binary, unary and lexical rules over symbol ids: the grammar's nonterminals,
-    then binarisation intermediates and terminal wrappers as they are created."""
+    then binarisation intermediates and terminal wrappers as they are created
+    (in rule order).  Returns ``names``, ``bins`` (rows lhs, left, right, rule;
+    rule -1 for the inner rules of a binarised one), ``uns`` (rows parent,
+    child, rule) and ``lexs`` = (lhs ids, token tuples, rules; rule -1 for a
+    wrapper's ``<t> --> t``), all in the order a rule-by-rule pass makes them.
+
+    Rules over nonterminals only with one or two children, and rules over
+    terminals only, are converted as arrays; the rest (a terminal among
+    nonterminals, or more than two children) rule by rule, in order."""
+    t = grammar.table()
+    R = len(t)
     names = list(grammar.nonterminals)
-    sym = {a: i for i, a in enumerate(names)}
-    bins, uns, lexs, wrap = [], [], [], {}
-
-    def wrapper(t):
-        if t not in wrap:
-            wrap[t] = len(names)
-            names.append(f"<{t}>")
-            lexs.append((wrap[t], (t,), -1))
-        return wrap[t]
-
-    for r, (lhs, rhs) in enumerate(grammar.rules):
-        a = sym[lhs]
-        if not any(grammar.is_nonterminal(x) for x in rhs):
-            lexs.append((a, tuple(rhs), r))
-            continue
-        kids = [sym[x] if grammar.is_nonterminal(x) else wrapper(x) for x in rhs]
-        if len(kids) == 1:
-            uns.append((a, kids[0], r))
-            continue
-        orig = r
+    nt = {a: i for i, a in enumerate(names)}
+    sym_nt = np.fromiter((nt.get(x, -1) for x in t.symbols), dtype=np.int64, count=len(t.symbols))
+    kid = sym_nt[t.rhs]                                  # nonterminal id of each child, -1: a terminal
+    k = np.diff(t.rhs_off)
+    of_rule = np.repeat(np.arange(R), k)
+    n_nt = np.bincount(of_rule, weights=kid >= 0, minlength=R).astype(np.int64)
+    lhs = np.asarray(grammar.lhs, dtype=np.int64)
+    lexical = n_nt == 0
+    binary = (n_nt == 2) & (k == 2)
+    unary = (n_nt == 1) & (k == 1)
+    other = ~(lexical | binary | unary)
+    # the rules with their own pass: wrappers and intermediates, in rule order
+    o_bins: dict[int, list] = {}
+    o_lexs: dict[int, list] = {}
+    wrap: dict[str, int] = {}
+    for r in np.flatnonzero(other).tolist():
+        lhs_name, rhs = grammar.rules[r]
+        made, rows = [], []
+        kids = []
+        for x in rhs:
+            if x in nt:
+                kids.append(nt[x])
+            else:
+                if x not in wrap:
+                    wrap[x] = len(names)
+                    names.append(f"<{x}>")
+                    made.append((wrap[x], (x,), -1))
+                kids.append(wrap[x])
+        a, orig = int(lhs[r]), r
         for p, x in enumerate(kids[:-2]):
-            names.append(f"{lhs}@{r}.{p + 1}")
-            bins.append((a, x, len(names) - 1, orig))
+            names.append(f"{lhs_name}@{r}.{p + 1}")
+            rows.append((a, x, len(names) - 1, orig))
             a, orig = len(names) - 1, -1
-        bins.append((a, kids[-2], kids[-1], orig))
-    return names, bins, uns, lexs
+        rows.append((a, kids[-2], kids[-1], orig))
+        o_bins[r], o_lexs[r] = rows, made
+    # binary and lexical rules in rule order, the rows of the others in their place
+    rb, rl, ru = np.flatnonzero(binary), np.flatnonzero(lexical), np.flatnonzero(unary)
+    first = t.rhs_off[rb]
+    bins = np.column_stack([lhs[rb], kid[first], kid[first + 1], rb]).astype(np.int64).reshape(-1, 4)
+    uns = np.column_stack([lhs[ru], kid[t.rhs_off[ru]], ru]).astype(np.int64).reshape(-1, 3)
+    rules = grammar.rules
+    lex_lhs, lex_rule = lhs[rl], rl.astype(np.int64)
+    lex_toks = [tuple(rules[r][1]) for r in rl.tolist()]
+    if o_bins:
+        nb, nl = binary.astype(np.int64), lexical.astype(np.int64)
+        for r in o_bins:
+            nb[r], nl[r] = len(o_bins[r]), len(o_lexs[r])
+        b_at, l_at = np.cumsum(nb) - nb, np.cumsum(nl) - nl
+        mine = np.zeros(int(nb.sum()), dtype=bool)
+        mine[b_at[rb]] = True
+        out = np.empty((len(mine), 4), dtype=np.int64)
+        out[mine] = bins
+        out[~mine] = [row for r in o_bins for row in o_bins[r]]
+        bins = out
+        mine = np.zeros(int(nl.sum()), dtype=bool)
+        mine[l_at[rl]] = True
+        made = [x for r in o_lexs for x in o_lexs[r]]
+        lhs_all, rule_all = np.empty(len(mine), dtype=np.int64), np.empty(len(mine), dtype=np.int64)
+        lhs_all[mine], rule_all[mine] = lex_lhs, lex_rule
+        if made:
+            lhs_all[~mine] = [a for a, _, _ in made]
+            rule_all[~mine] = [o for _, _, o in made]
+        toks_all: list = [None] * len(mine)
+        it_mine, it_made = iter(lex_toks), iter(made)
+        for q, m in enumerate(mine.tolist()):
+            toks_all[q] = next(it_mine) if m else next(it_made)[1]
+        lex_lhs, lex_rule, lex_toks = lhs_all, rule_all, toks_all
+    return names, bins, uns, (lex_lhs, lex_toks, lex_rule)
 
 
 def _unary_order(names, uns):
     """Unary rule indices, children before parents; InputError naming a cycle."""
     kids = defaultdict(list)
-    for a, b, _ in uns:
+    for a, b in uns[:, :2].tolist():
         kids[a].append(b)
     post, cyc = post_order(kids)
     if cyc:
         raise InputError("unary cycle: " + " --> ".join(names[x] for x in cyc))
     rank = {x: i for i, x in enumerate(post)}
-    return sorted(range(len(uns)), key=lambda u: rank[uns[u][1]])
+    child = uns[:, 1].tolist()
+    return np.array(sorted(range(len(uns)), key=lambda u: rank[child[u]]), dtype=np.int64)
 
 
 def _classes(S, bins, uns, lexs):
     """Per symbol: may be non-zero over several tokens (ph) / one token (w1), is a child of
-    a binary rule (ch), is the left-hand side of one (bl).  ``uns`` in topological order."""
+    a binary rule (ch), is the left-hand side of one (bl).  ``uns`` in topological order;
+    ``lexs`` = (lhs, number of tokens) of the lexical rules."""
     ph, w1, ch, bl = (np.zeros(S, bool) for _ in range(4))
-    for a, b, c, _ in bins:
-        ph[a] = bl[a] = ch[b] = ch[c] = True
-    for a, toks, _ in lexs:
-        (w1 if len(toks) == 1 else ph)[a] = True
-    for a, b, _ in uns:
+    ph[bins[:, 0]] = bl[bins[:, 0]] = True
+    ch[bins[:, 1]] = ch[bins[:, 2]] = True
+    lex_lhs, lex_len = lexs
+    w1[lex_lhs[lex_len == 1]] = True
+    ph[lex_lhs[lex_len != 1]] = True
+    for a, b in uns[:, :2].tolist():
         ph[a] |= ph[b]
         w1[a] |= w1[b]
     return ph, w1, ch, bl
 
 
-def _symbol_order(names, bins, uns, lexs):
-    """Symbols ordered so the dense kernel's row and child ranges are contiguous:
-    phrase-only non-children, phrase-and-word non-children, phrase-only children,
-    phrase-and-word children, word-only children, word-only non-children, dead."""
-    ph, w1, ch, bl = _classes(len(names), bins, uns, lexs)
+def _lengths(toks) -> np.ndarray:
+    return np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
 
-    def key(x):
-        if not (ph[x] or w1[x]):
-            return (6, 0, x)
-        if not ch[x]:
-            g = 0 if not w1[x] else (1 if ph[x] else 5)
-        else:
-            g = 2 if not w1[x] else (3 if ph[x] else 4)
-        sub = int(bl[x]) if g == 0 else int(not bl[x])
-        return (g, sub, x)
 
-    return sorted(range(len(names)), key=key)
+def _symbol_order(ph, w1, ch, bl):
+    """Symbols (given their :func:`_classes`) ordered so the dense kernel's row and
+    child ranges are contiguous: phrase-only non-children, phrase-and-word
+    non-children, phrase-only children, phrase-and-word children, word-only
+    children, word-only non-children, dead."""
+    g = np.where(~ch, np.where(~w1, 0, np.where(ph, 1, 5)), np.where(~w1, 2, np.where(ph, 3, 4)))
+    g[~(ph | w1)] = 6
+    sub = np.where(g == 0, bl, ~bl).astype(np.int64)
+    sub[g == 6] = 0
+    return np.lexsort((np.arange(len(g)), sub, g))
 
 
 def _longest_chain(S, uns):
     """Most unary rules on one path (uns in topological order)."""
     depth = np.zeros(S, dtype=np.int64)
-    for a, b, _ in uns:
+    for a, b in uns[:, :2].tolist():
         depth[a] = max(depth[a], depth[b] + 1)
     return int(depth.max()) if S else 0
 

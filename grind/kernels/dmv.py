@@ -28,7 +28,8 @@ from grind.errors import NumericalError
 from grind.kernels.contract import ChartParser
 
 __all__ = ["DMVParser", "is_dmv_grammar"]
-_CHUNK = 1 << 22          # arc-table pairs looked up at once
+_CHUNK = 1 << 16          # stored rule-table entries built at once (bounds the temporaries)
+_LOOKUP_MAX = 1 << 17     # arc rules looked up in the kernel when the dense table is this small (<= 256 types)
 FLUSH = 1e-200            # smaller weights count as 0 (see DMVParser._weights)
 
 
@@ -37,8 +38,15 @@ class DMVParser(ChartParser):
 
     ``sentences``: lists of head types (POS tags or words), not split; a
     sentence given as split tokens ``x_l x_r ...`` is accepted too.  The
-    static rule tables (10 rules a token, n^2 choose rules a sentence, -1 for
-    an impossible arc) are built once here; every call only gathers weights.
+    parser keeps a sentence as its tokens' type ids (4 bytes a token): the
+    kernel looks each sentence's rules up as it reaches it (10 a token from
+    the grammar's per-type table, n^2 choose rules from its dense type x type
+    table; -1 for an impossible arc), so its state does not grow with n^2.
+    Sentences with a mask, and all sentences of a grammar with more than
+    256 head types (a lexicalized DMV, whose type x type table would not
+    stay in cache), store their n^2 arc rules and n root rules instead
+    (int32, built in chunks).  Every call only gathers weights; the results
+    are the same bit for bit either way.
 
     ``masks`` (optional) restricts every quantity (log Z, counts, posteriors,
     Viterbi, samples) to the trees a mask allows: one mask function for all
@@ -62,33 +70,87 @@ class DMVParser(ChartParser):
         self.masks = masks
         self.index = ix = dmv_index(grammar)
         self.failures = {}
-        ids = [self._type_ids(k, s) for k, s in enumerate(self.sentences)]
-        self.lengths = np.array([len(x) for x in ids], dtype=np.int64)
-        self.tok_off = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
-        self.arc_off = np.concatenate([[0], np.cumsum(self.lengths ** 2)]).astype(np.int64)
-        flat = np.concatenate(ids + [np.zeros(0, np.int64)]).astype(np.int64)
-        bad = np.zeros(len(ids), dtype=np.uint8)
+        types = self._types()
+        bad = np.zeros(len(self.sentences), dtype=np.uint8)
         bad[list(self.failures)] = 1
-        tok_rules = ix.type_rules[np.maximum(flat, 0)]
-        tok_rules[flat < 0] = -1
-        arcs = self._arc_table(flat)
-        self._mask(tok_rules, arcs, bad)
-        self._core = _dmv.Corpus(self.tok_off, self.arc_off, tok_rules.ravel(), arcs, bad)
+        self.arc_off = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        np.cumsum(self.lengths ** 2, out=self.arc_off[1:])
+        T = len(ix.types)
+        dense = ix._dense if ix._dense is not None and ix._dense.size <= _LOOKUP_MAX else None
+        stored = bad == 0
+        if dense is not None:
+            stored &= np.fromiter((m is not None for m in masks), dtype=bool, count=len(masks))
+        tab_off, pool = self._tables(types, stored)
+        self._core = _dmv.Corpus(self.tok_off, types, ix.type_rules.ravel(),
+                                 np.zeros(0, np.int32) if dense is None else dense, T, tab_off, pool, bad)
 
-    def _mask(self, tok_rules, arcs, bad):
-        """Set the rules of the arcs and roots ``self.masks`` forbid to -1 (in place)."""
-        for k, (s, m) in enumerate(zip(self.sentences, self.masks)):
-            if m is None or bad[k]:
+    def _types(self):
+        """Head type ids of all tokens (int32, -1 in sentences that fail), and
+        ``lengths`` / ``tok_off``; unknown words and empty sentences go to
+        ``failures``, split sentences are unsplit."""
+        tid = self.index.type_id
+        for _ in range(2):          # again, once, if some sentence was unsplit
+            self.lengths = np.fromiter(map(len, self.sentences), dtype=np.int64, count=len(self.sentences))
+            self.tok_off = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+            np.cumsum(self.lengths, out=self.tok_off[1:])
+            types = np.fromiter((tid.get(t, -1) for s in self.sentences for t in s), dtype=np.int32,
+                                count=int(self.tok_off[-1]))
+            odd = np.flatnonzero(self.lengths == 0).tolist()
+            unknown = np.flatnonzero(types < 0)
+            if len(unknown):
+                odd += np.unique(np.searchsorted(self.tok_off, unknown, side="right") - 1).tolist()
+            before = [self.sentences[k] for k in odd]
+            for k in odd:
+                self._type_ids(k, self.sentences[k])
+            if all(self.sentences[k] is b for k, b in zip(odd, before)):
+                break
+        for k in self.failures:
+            types[self.tok_off[k]:self.tok_off[k + 1]] = -1
+        return types
+
+    def _tables(self, types, stored):
+        """Stored rule tables (pool: n*n arc rules, then n root rules; -1 where
+        none or forbidden by the sentence's mask) of the sentences ``stored``,
+        built a chunk of sentences at a time; tab_off = -1 for the others."""
+        n = self.lengths
+        size = np.where(stored, n * n + n, 0)
+        ends = np.cumsum(size)
+        tab_off = np.where(stored, ends - size, -1)
+        pool = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
+        sel = np.flatnonzero(stored)
+        if not len(sel):
+            return tab_off, pool
+        cut = np.searchsorted(ends[sel], np.arange(_CHUNK, int(ends[-1]), _CHUNK), side="right")
+        roots = self.index.type_rules[:, SLOT["root"]]
+        for part in np.split(sel, np.unique(cut)):
+            if not len(part):
                 continue
-            n = int(self.lengths[k])
-            a, r = m(s, n)
-            a, r = np.asarray(a, dtype=bool), np.asarray(r, dtype=bool)
-            if a.shape != (n, n) or r.shape != (n,):
-                raise ValueError(f"mask of sentence {k}: shapes {a.shape}, {r.shape} for n = {n}")
-            lo = int(self.arc_off[k])
-            arcs[lo:lo + n * n][~a.ravel()] = -1
-            o = int(self.tok_off[k])
-            tok_rules[o:o + n, SLOT["root"]][~r] = -1
+            m, o, dst = n[part], self.tok_off[part], tab_off[part]
+            # arcs h -> d of every sentence of the chunk
+            sid = np.repeat(np.arange(len(part)), m * m)
+            p = np.arange(len(sid)) - np.repeat(np.cumsum(m * m) - m * m, m * m)
+            h, d = o[sid] + p // m[sid], o[sid] + p % m[sid]
+            r = self.index.arc_rules(types[h], types[d], d > h)
+            r[h == d] = -1
+            pool[dst[sid] + p] = r
+            # root rules
+            sid = np.repeat(np.arange(len(part)), m)
+            i = np.arange(len(sid)) - np.repeat(np.cumsum(m) - m, m)
+            pool[dst[sid] + (m * m)[sid] + i] = roots[types[o[sid] + i]]
+            for k in part.tolist():
+                if self.masks[k] is not None:
+                    self._mask(k, pool[tab_off[k]:tab_off[k] + n[k] * n[k] + n[k]])
+        return tab_off, pool
+
+    def _mask(self, k, table):
+        """Set the arc and root rules of sentence k that its mask forbids to -1 in ``table`` (n*n arcs, n roots)."""
+        n = int(self.lengths[k])
+        a, r = self.masks[k](self.sentences[k], n)
+        a, r = np.asarray(a, dtype=bool), np.asarray(r, dtype=bool)
+        if a.shape != (n, n) or r.shape != (n,):
+            raise ValueError(f"mask of sentence {k}: shapes {a.shape}, {r.shape} for n = {n}")
+        table[:n * n][~a.ravel()] = -1
+        table[n * n:][~r] = -1
 
     def _type_ids(self, k, sent):
         tid = self.index.type_id
@@ -102,23 +164,6 @@ class DMVParser(ChartParser):
                 pos, bad = next((p, t) for p, t in enumerate(sent, 1) if t not in tid)
                 self.failures[k] = (f"unknown word {bad!r} at position {pos}: the grammar has no head "
                                     f"type (tag) {bad!r}; see make-grammar dmv --tags/--tags-from")
-                return np.full(len(sent), -1, dtype=np.int64)
-        return np.array([tid[t] for t in sent], dtype=np.int64)
-
-    def _arc_table(self, flat):
-        """arc_rules[arc_off[s] + h n + d] = choose rule of arc h -> d, -1 if none."""
-        P = int(self.arc_off[-1])
-        out = np.empty(P, dtype=np.int32)
-        sid_all = np.repeat(np.arange(len(self.lengths)), self.lengths ** 2)
-        for lo in range(0, P, _CHUNK):
-            sid = sid_all[lo:lo + _CHUNK]
-            p = np.arange(lo, lo + len(sid)) - self.arc_off[sid]
-            n, o = self.lengths[sid], self.tok_off[sid]
-            h, d = o + p // n, o + p % n
-            r = self.index.arc_rules(flat[h], flat[d], d > h)
-            r[(h == d) | (flat[h] < 0) | (flat[d] < 0)] = -1
-            out[lo:lo + len(sid)] = r
-        return out
 
     # -- the contract ---------------------------------------------------------
 
