@@ -206,6 +206,10 @@ class CVB(Algorithm):
         self.n = len(self.parser.sentences)
         self._index_lhs()
         self.pool = CountPool(self.n, len(grammar))
+        #: LHS totals of alpha_hat for the local-theta path (a parser with ``local_rules``, on a
+        #: grammar above ``full_refresh_rules``); None: theta refreshed per LHS (:meth:`_refresh`).
+        self.lhs_tot = (np.zeros(0) if getattr(self.parser, "local_rules", None) is not None
+                        and len(grammar) > self.full_refresh_rules else None)
         self._one = np.zeros(1, dtype=np.int64)
         self.it, self.prev, self.done, self.parsed_total = 0, None, False, 0
         self._initialise(np.asarray(theta0, dtype=np.float64), cfg.cvb_init)
@@ -234,6 +238,8 @@ class CVB(Algorithm):
         (once a sweep: rounding cannot drift across sweeps)."""
         self.alpha_hat = self.pool.add_to(self.prior.copy())
         self.theta = self.g.normalize(self.alpha_hat)
+        if self.lhs_tot is not None:
+            self.lhs_tot = np.bincount(self.g.lhs, weights=self.alpha_hat, minlength=len(self.lhs_size))
 
     def _expected_counts(self, weights, i):
         """(nonzero rule indices, float32 counts, log Z) of sentence i; none if unparseable."""
@@ -284,6 +290,16 @@ class CVB(Algorithm):
         tot = np.add.reduceat(a, _excl_cumsum(size))
         self.theta[r] = a / np.repeat(tot, size)
 
+    def _local_theta(self, i, old):
+        """theta_r = alpha_hat_r / sum_{R_A} alpha_hat for the rules sentence i's
+        parse can read only (``parser.local_rules(i)``: a gold tree's subtype
+        blocks), from LHS totals kept up to date by every change of alpha_hat
+        (``self.lhs_tot``, summed afresh once a sweep): the other entries of
+        theta go stale and are never read.  The totals are updated by the
+        changes, so they differ from fresh sums by rounding only (1e-15)."""
+        rules = self.parser.local_rules(i)
+        self.theta[rules] = self.alpha_hat[rules] / self.lhs_tot[self.g.lhs[rules]]
+
     def _visit(self, i, touched):
         """Remove, re-parse and add back sentence i; returns (its rules, log Z).
 
@@ -291,11 +307,20 @@ class CVB(Algorithm):
         on their LHSs)."""
         old, v = self.pool.get(i)
         ah = self.alpha_hat
+        local = self.lhs_tot is not None
+        if local:
+            before = ah[old].copy()
         ah[old] = np.maximum(ah[old] - v, self.prior[old])   # alpha_hat^{-i} >= alpha
-        self._refresh(touched, old)
+        if local:
+            np.add.at(self.lhs_tot, self.g.lhs[old], ah[old] - before)
+            self._local_theta(i, old)
+        else:
+            self._refresh(touched, old)
         rules, values, z = self._expected_counts(self.theta, i)
         self.pool.put(i, rules, values)
         ah[rules] += values                                    # exactly the stored float32
+        if local:
+            np.add.at(self.lhs_tot, self.g.lhs[rules], values.astype(np.float64))
         return rules, z
 
     def update(self):
@@ -337,5 +362,7 @@ class CVB(Algorithm):
         self.pool.set_state(s)
         self.alpha_hat = np.array(s["alpha_hat"], dtype=np.float64)
         self.theta = self.g.normalize(self.alpha_hat)
+        if self.lhs_tot is not None:
+            self.lhs_tot = np.bincount(self.g.lhs, weights=self.alpha_hat, minlength=len(self.lhs_size))
         self.it, self.prev, self.done = int(s["it"]), s["prev"], bool(s["done"])
         self.parsed_total = int(s["parsed_total"])

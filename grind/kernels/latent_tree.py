@@ -198,6 +198,18 @@ class TreeParser(ChartParser):
         order = np.argsort(rules[keep], kind="stable")
         return rules[keep][order], vals[keep][order], float(lz[0])
 
+    def local_rules(self, i: int) -> np.ndarray:
+        """The grammar rules tree ``i``'s E-step reads: every refinement of the
+        base rules its nodes use (empty for a failure)."""
+        if i in self.failures:
+            return _NO_RULES
+        blocks = self._blocks_of(i)
+        ent = _ranges(self.latent.offset[blocks], self.latent.size[blocks])
+        if self._identity:
+            return ent
+        rules = self.latent.rule_of_entry[ent]
+        return rules[rules >= 0]
+
     # -- internals -----------------------------------------------------------
 
     def _blocks_of(self, i):
