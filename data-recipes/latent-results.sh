@@ -26,9 +26,8 @@
 #   training and parsing time.
 # Usage: data-recipes/latent-results.sh [OUTDIR]; env HS ALGOS SEEDS ITER EVAL ALPHA PRUNE JOBS PARTS
 #   PARTS="train test" (a subset: only those parts, then the tables; e.g. two processes splitting HS).
-# The README table was made with HS="1 2 4 8" and the defaults, split over processes by H; CVB ran 5 seeds
-#   at H = 2, seed 1 only at H = 4 (ALGOS=cvb SEEDS=1), and at H = 8 one seed was stopped after 15 sweeps
-#   (about 90 s a sweep on the loaded 2-core machine); H = 16 was not run.
+# The README table was made with HS="1 2 4 8" and the defaults, split over parallel processes by H, algorithm
+#   and seed (e.g. HS=8 ALGOS=cvb SEEDS="4 5" PARTS=train), then PARTS=test; H = 16 was not run.
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/latent}
