@@ -195,64 +195,38 @@ cdef void work_free(Work *w) noexcept nogil:
     free(w.keep); free(w.post); free(w.stack)
 
 
+cdef inline int grow(void **p, int64_t n, size_t size) noexcept nogil:
+    """realloc ``*p`` to ``n`` elements of ``size`` bytes (0: out of memory, ``*p`` unchanged)."""
+    cdef void *q = realloc(p[0], n * size)
+    if q == NULL:
+        return 0
+    p[0] = q
+    return 1
+
+
 cdef int reserve(Work *w, int items, int64_t values) noexcept nogil:
     """Room for ``items`` more items and ``values`` more pool values (0: out of memory)."""
     cdef int cap
     cdef int64_t pcap
-    cdef void *p
     if w.nit + items > w.it_cap:
         cap = w.it_cap * 2
         if cap < w.nit + items:
             cap = w.nit + items
-        p = realloc(w.it_sym, cap * sizeof(int))
-        if p == NULL:
+        if not (grow(<void **> &w.it_sym, cap, sizeof(int)) and grow(<void **> &w.it_i, cap, sizeof(int))
+                and grow(<void **> &w.it_j, cap, sizeof(int)) and grow(<void **> &w.it_off, cap, sizeof(int64_t))
+                and grow(<void **> &w.dval, cap * (w.U + 1), sizeof(double))
+                and grow(<void **> &w.dbp, cap * (w.U + 1), sizeof(int64_t))
+                and grow(<void **> &w.bval, cap * (w.U + 1), sizeof(double))
+                and grow(<void **> &w.bbp, cap * (w.U + 1), sizeof(int64_t))):
             return 0
-        w.it_sym = <int *> p
-        p = realloc(w.it_i, cap * sizeof(int))
-        if p == NULL:
-            return 0
-        w.it_i = <int *> p
-        p = realloc(w.it_j, cap * sizeof(int))
-        if p == NULL:
-            return 0
-        w.it_j = <int *> p
-        p = realloc(w.it_off, cap * sizeof(int64_t))
-        if p == NULL:
-            return 0
-        w.it_off = <int64_t *> p
-        p = realloc(w.dval, cap * (w.U + 1) * sizeof(double))
-        if p == NULL:
-            return 0
-        w.dval = <double *> p
-        p = realloc(w.dbp, cap * (w.U + 1) * sizeof(int64_t))
-        if p == NULL:
-            return 0
-        w.dbp = <int64_t *> p
-        p = realloc(w.bval, cap * (w.U + 1) * sizeof(double))
-        if p == NULL:
-            return 0
-        w.bval = <double *> p
-        p = realloc(w.bbp, cap * (w.U + 1) * sizeof(int64_t))
-        if p == NULL:
-            return 0
-        w.bbp = <int64_t *> p
         w.it_cap = cap
     if w.npool + values > w.pool_cap:
         pcap = w.pool_cap * 2
         if pcap < w.npool + values:
             pcap = w.npool + values
-        p = realloc(w.pool, pcap * sizeof(double))
-        if p == NULL:
+        if not (grow(<void **> &w.pool, pcap, sizeof(double)) and grow(<void **> &w.gpool, pcap, sizeof(double))
+                and grow(<void **> &w.bpool, pcap, sizeof(int64_t))):
             return 0
-        w.pool = <double *> p
-        p = realloc(w.gpool, pcap * sizeof(double))
-        if p == NULL:
-            return 0
-        w.gpool = <double *> p
-        p = realloc(w.bpool, pcap * sizeof(int64_t))
-        if p == NULL:
-            return 0
-        w.bpool = <int64_t *> p
         w.pool_cap = pcap
     return 1
 

@@ -185,27 +185,28 @@ def read_prepared_trees(trees_path, latent, where=None):
     """The trees of a PTB file prepared as the latent grammar's were
     (:func:`grind.formats.treebank.prepare`: the grammar header's ``markov``,
     words the grammar lacks -> signatures) with their :class:`TreeItem`s;
-    trees left empty by deleting -NONE- are skipped with a warning."""
+    trees left empty by deleting -NONE- are skipped with a warning.  Returns
+    ``(prepared trees, items, counter, the raw trees of the file)``."""
     from grind.formats.trees import leaves, read_trees
-    from grind.formats.treebank import clean, prepare
+    from grind.formats.treebank import prepare
     name = where or ("<stdin>" if trees_path == "-" else trees_path)
     lines: list[int] = []
     raw = read_trees(trees_path, lines)
-    keep = [k for k, t in enumerate(raw) if clean(t, f"{name}: line {lines[k]}") is not None]
-    if len(keep) < len(raw):
-        log.warn(f"{name}: {len(raw) - len(keep)} trees hold only -NONE- elements: skipped")
     markov = latent.grammar.meta.get("markov", "0")
     try:
         h = int(markov)
     except ValueError:
         raise InputError(f"the grammar's '# markov: {markov}' header is not a number") from None
-    prepared, _, counter = prepare([raw[k] for k in keep], name, h, known=latent.known_words())
+    keep: list[int] = []
+    prepared, _, counter = prepare(raw, name, h, known=latent.known_words(), kept=keep, lines=lines)
+    if counter["empty"]:
+        log.warn(f"{name}: {counter['empty']} trees hold only -NONE- elements: skipped")
     if counter["replaced"]:
         backoff = f" ({counter['backoff']} backed off to a coarser signature)" if counter["backoff"] else ""
         log.info(f"{name}: {counter['replaced']} word tokens the grammar lacks -> unknown-word signatures"
                  f"{backoff}")
     items = [TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared)]
-    return prepared, items, counter
+    return prepared, items, counter, raw
 
 
 def load_trees(grammar_path, trees_path, start=None, command="this command", normalise=False):
@@ -219,7 +220,7 @@ def load_trees(grammar_path, trees_path, start=None, command="this command", nor
         latent = LatentGrammar(grammar)
     except InputError as e:
         raise InputError(f"{name}: not a treebank grammar: {e}") from None
-    prepared, items, _ = read_prepared_trees(trees_path, latent)
+    prepared, items, _, _ = read_prepared_trees(trees_path, latent)
     parser = TreeParser(grammar, prepared, latent=latent)
     return grammar, items, parser
 

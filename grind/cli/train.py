@@ -353,36 +353,34 @@ def tree_dev_evaluation(g, train_parser, dev_path):
     F1 (EVALB conventions) of max-rule-sum parses of their sentences."""
     from grind.cli.common import read_prepared_trees
     from grind.eval.labeled import evaluate_labeled
-    from grind.formats.trees import read_trees
+    from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune
     from grind.formats.treebank import debinarise
     from grind.infer.training import heldout
     from grind.kernels.latent_parse import LatentParser
     from grind.kernels.latent_tree import TreeParser
     latent = train_parser.latent
-    prepared, items, _ = read_prepared_trees(dev_path, latent)
+    prepared, items, _, raw = read_prepared_trees(dev_path, latent)
     dev = TreeParser(g, prepared, latent=latent)
-    gold = read_trees(dev_path)
+    gold = [raw[it.number - 1] for it in items]
+    words = [leaves(prune(t, TRACE_TAGS.__contains__)) for t in gold]
+    sents = [[latent.terminal(w) for w in it.tokens] for it in items]
 
     def evaluate(a):
         theta = a.mean()
         out = heldout(dev, theta)
-        parser = LatentParser(g, weights=theta, latent=latent)
-        results = parser.parse([[latent.terminal(w) for w in it.tokens] for it in items])
-        pred = [None if r.tree is None else debinarise(r.tree) for r in results]
-        pred = [p if p is not None else ("NOPARSE", *it.tokens) for p, it in zip(pred, items)]
-        res = evaluate_labeled([gold[it.number - 1] for it in items], [_with_words(p, gold[it.number - 1])
-                                                                       for p, it in zip(pred, items)])
-        out["dev_f1"] = res["all"]["labeled_f1"]
+        results = LatentParser(g, weights=theta, latent=latent).parse(sents)
+        pred = [("NOPARSE", *ws) if r.tree is None else map_leaves(debinarise(r.tree), _feed(ws))
+                for r, ws in zip(results, words)]
+        out["dev_f1"] = evaluate_labeled(gold, pred)["all"]["labeled_f1"]
         return out
 
     return evaluate
 
 
-def _with_words(tree, gold):
-    """``tree`` with the gold tree's words (after -NONE- deletion) as leaves (signatures undone)."""
-    from grind.formats.trees import leaves, map_leaves, prune, TRACE_TAGS
-    words = iter(leaves(prune(gold, TRACE_TAGS.__contains__)))
-    return map_leaves(tree, lambda _: next(words))
+def _feed(words):
+    """A leaf function giving ``words`` in order (the gold words back in place of signatures)."""
+    it = iter(words)
+    return lambda _: next(it)
 
 
 def _number_list(value, option):

@@ -204,20 +204,24 @@ def unknown_token(word: str, first: bool, known) -> str:
     return sig
 
 
-def prepare(trees, where: str = "<trees>", h: int | None = 0, known=None, rare: int = 1):
+def prepare(trees, where: str = "<trees>", h: int | None = 0, known=None, rare: int = 1, kept: list | None = None,
+            lines: list | None = None):
     """Cleaned, binarised trees with unknown words replaced: by :func:`map_words`
     against ``known`` (a grammar's terminals), or when ``known`` is None by the
     training rule (words seen at most ``rare`` times).  Returns
     ``(trees, known, counter)``; trees left empty by cleaning are dropped and
-    counted as ``empty``."""
+    counted as ``empty`` (``kept``: gets the indices of the trees kept appended; ``lines``: each
+    tree's line number, for messages)."""
     counter: Counter = Counter()
     cleaned = []
     for k, t in enumerate(trees, 1):
-        c = clean(t, f"{where}: tree {k}")
+        c = clean(t, f"{where}: line {lines[k - 1]}" if lines else f"{where}: tree {k}")
         if c is None:
             counter["empty"] += 1
         else:
             cleaned.append(c)
+            if kept is not None:
+                kept.append(k - 1)
     if known is None:
         freq = word_counts(cleaned)
         known = {w for w, n in freq.items() if n > rare}
