@@ -306,19 +306,73 @@ def _parse(data: bytes | None, path: str, layout: str) -> ParsedRules:
     take the fast path; anything else is read line by line, which raises the
     error of the first bad line."""
     if data is not None:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None:
-            fast = _parse_fast(text[1:] if text.startswith("\ufeff") else text, path, layout)
-            if fast is not None:
-                return fast
+        fast = _parse_chunks(data, path, layout)
+        if fast is not None:
+            return fast
     lines = read_lines(path) if data is None else _byte_lines(data, path)
     rules, weights, pseudos, meta = _read_rules_slowly(lines, path, layout)
     given = np.array([p is not None for p in pseudos], dtype=bool)
     pc = np.array([0.0 if p is None else p for p in pseudos], dtype=np.float64) if given.any() else None
     return ParsedRules(RuleTable.of_rules(rules), weights, pc, meta, given if given.any() else None, rules)
+
+
+#: Bytes of a rule file parsed at once by the fast reader: its temporaries (a
+#: string per token) are ~15 times the text, so a large file goes in pieces.
+CHUNK_BYTES = 16 << 20
+
+
+def _parse_chunks(data: bytes, path: str, layout: str, chunk: int | None = None) -> ParsedRules | None:
+    """:func:`_parse_fast` over pieces of ``data`` of about ``chunk`` bytes (cut
+    after a newline), their tables merged into one; None (the line reader
+    then reads the file and names the problem) if some piece is not
+    well-formed UTF-8 rules, or two rules of the file are the same."""
+    chunk = CHUNK_BYTES if chunk is None else chunk
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    parts: list[ParsedRules] = []
+    meta: dict[str, str] = {}
+    lo = 0
+    while lo < len(data):
+        hi = data.find(b"\n", min(lo + chunk, len(data)) - 1) + 1 or len(data)
+        try:
+            text = data[lo:hi].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        lo = hi
+        part = _parse_fast(text, path, layout, allow_empty=True)
+        if part is None:
+            return None
+        meta.update(part.meta)
+        if len(part.weights):
+            parts.append(part)
+    if not parts:
+        raise InputError(f"{path}: no rules")
+    if len(parts) == 1:
+        parts[0].meta = meta
+        return parts[0]
+    merged = _merge(parts, meta)
+    return None if merged.table.duplicate() else merged
+
+
+def _merge(parts: list[ParsedRules], meta: dict) -> ParsedRules:
+    """The rules of ``parts`` in order as one :class:`ParsedRules` (one symbol table)."""
+    sid: dict[str, int] = {}
+    lhs, rhs, off, shift = [], [], [np.zeros(1, dtype=np.int64)], 0
+    for p in parts:
+        t = p.table
+        remap = np.fromiter((sid.setdefault(x, len(sid)) for x in t.symbols), dtype=np.int32, count=len(t.symbols))
+        lhs.append(remap[t.lhs])
+        rhs.append(remap[t.rhs])
+        off.append(t.rhs_off[1:] + shift)
+        shift += int(t.rhs_off[-1])
+    table = RuleTable(list(sid), np.concatenate(lhs), np.concatenate(off), np.concatenate(rhs))
+    weights = np.concatenate([p.weights for p in parts])
+    pseudo = given = None
+    if any(p.pseudo is not None for p in parts):
+        pseudo = np.concatenate([p.pseudo if p.pseudo is not None else np.zeros(len(p.weights)) for p in parts])
+        given = np.concatenate([p.given if p.given is not None else np.zeros(len(p.weights), dtype=bool)
+                                for p in parts])
+    return ParsedRules(table, weights, pseudo, meta, given)
 
 
 #: The characters ``str.split()`` splits ASCII text at.
@@ -365,7 +419,7 @@ def _tokens(text: str):
     return flat, ntok, comment, arrow, lambda i: text[line_start[i]:line_end[i]]
 
 
-def _parse_fast(text: str, path: str, layout: str) -> ParsedRules | None:
+def _parse_fast(text: str, path: str, layout: str, allow_empty: bool = False) -> ParsedRules | None:
     """Every line of ``text`` at once: tokens as ``str.split`` makes them,
     arrows, numbers and right-hand sides found by array operations.  None
     when some line is not a well-formed rule, comment or blank line (or two
@@ -378,6 +432,9 @@ def _parse_fast(text: str, path: str, layout: str) -> ParsedRules | None:
     rows = np.flatnonzero(is_rule)
     R = len(rows)
     if not R:
+        if allow_empty:
+            return ParsedRules(RuleTable([], np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32)),
+                               np.zeros(0), None, meta)
         raise InputError(f"{path}: no rules")
     n = ntok[rows]
     start = (np.cumsum(ntok) - ntok)[rows]       # first token of each rule line

@@ -144,11 +144,25 @@ class DMVIndex:
         self._fill(cls)
 
     def _fill(self, cls):
-        tid, T = self.type_id, len(self.types)
-        R = len(cls)
-        self.kind = np.array([k for k, _, _ in cls], dtype=np.int64)
-        self.head = np.array([tid[h] for _, h, _ in cls], dtype=np.int64)
-        self.dep = np.array([tid[d] if d is not None else -1 for _, _, d in cls], dtype=np.int64)
+        tid = self.type_id
+        self._fill_arrays(np.array([k for k, _, _ in cls], dtype=np.int64),
+                          np.array([tid[h] for _, h, _ in cls], dtype=np.int64),
+                          np.array([tid[d] if d is not None else -1 for _, _, d in cls], dtype=np.int64))
+
+    @classmethod
+    def of_arrays(cls, types, kind, head, dep) -> DMVIndex:
+        """The index of rules already classified: ``types`` (sorted head
+        types), per rule its ``kind`` and ``head`` / ``dep`` type ids (-1 where none)."""
+        ix = cls.__new__(cls)
+        ix.types = list(types)
+        ix.type_id = {h: i for i, h in enumerate(ix.types)}
+        ix._fill_arrays(np.asarray(kind, dtype=np.int64), np.asarray(head, dtype=np.int64),
+                        np.asarray(dep, dtype=np.int64))
+        return ix
+
+    def _fill_arrays(self, kind, head, dep):
+        T, R = len(self.types), len(kind)
+        self.kind, self.head, self.dep = kind, head, dep
         self.type_rules = np.full((T, len(SLOTS)), -1, dtype=np.int32)
         single = self.kind < CHOOSE_L
         self.type_rules[self.head[single], self.kind[single]] = np.arange(R)[single]
@@ -244,25 +258,37 @@ def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None) -> Gramma
     """
     sentences = [list(s) for s in sentences]
     types = sorted({t for s in sentences for t in s}) if vocabulary is None else list(dict.fromkeys(vocabulary))
-    rules = [r for h in types for r in head_rules(h)]
-    rules.sort(key=lambda r: r[0] != START)          # S rules first: S is the start
-    cls = [(SLOT["root"], h, None) for h in types]
-    cls += [(q, h, None) for h in types for q in range(1, len(SLOTS))]
-    for h, d, right in _choose_triples(sentences, types, lexicalized):
-        rules.append(choose_rule(types[h], types[d], bool(right)))
-        cls.append((CHOOSE_R if right else CHOOSE_L, types[h], types[d]))
+    T = len(types)
+    rank = np.empty(T, dtype=np.int64)                # DMVIndex type ids are positions in sorted order
+    rank[sorted(range(T), key=types.__getitem__)] = np.arange(T)
+    own = [list(head_rules(h)) for h in types]      # per type its 10 rules in SLOTS order, the root rule first
+    rules = [rs[0] for rs in own] + [r for rs in own for r in rs[1:]]    # S rules first: S is the start
+    kind = [np.full(T, SLOT["root"], np.int64), np.tile(np.arange(1, len(SLOTS), dtype=np.int64), T)]
+    head = [rank, np.repeat(rank, len(SLOTS) - 1)]
+    dep = [np.full(len(rules), -1, np.int64)]
+    # choose rules share their symbols' strings: one Y_d, L_h, L'_h, R_h, R'_h object a type, not a rule
+    y = [rs[0][1][0] for rs in own]
+    lp, lh = [rs[3][1][0] for rs in own], [rs[4][0] for rs in own]
+    rp, rh = [rs[7][1][0] for rs in own], [rs[8][0] for rs in own]
+    h, d, right = _choose_arrays(sentences, types, lexicalized)
+    rules += [(rp[a], (rh[a], y[b])) if r else (lp[a], (y[b], lh[a]))
+              for a, b, r in zip(h.tolist(), d.tolist(), right.tolist())]
+    kind.append(np.where(right == 1, CHOOSE_R, CHOOSE_L))
+    head.append(rank[h])
+    dep.append(rank[d])
     g = Grammar(rules, np.ones(len(rules)), START, meta={"model": "dmv"})
     g.weights = g.normalize(g.weights)
-    g._dmv_index = (g.rules, DMVIndex(g, cls))  # type: ignore[attr-defined]  # the rules fit by construction
+    ix = DMVIndex.of_arrays(sorted(types), np.concatenate(kind), np.concatenate(head), np.concatenate(dep))
+    g._dmv_index = (g.rules, ix)  # type: ignore[attr-defined]  # the rules fit by construction
     return g
 
 
-def _choose_triples(sentences, types, lexicalized):
-    """Sorted (h, d, right) type-id triples that get a choose rule."""
+def _choose_arrays(sentences, types, lexicalized):
+    """Arrays ``(h, d, right)`` of the sorted type-id triples that get a choose rule."""
     T = len(types)
     if not lexicalized:
         h, d, r = np.meshgrid(np.arange(T), np.arange(T), [0, 1], indexing="ij")
-        return zip(h.ravel().tolist(), d.ravel().tolist(), r.ravel().tolist())
+        return h.ravel(), d.ravel(), r.ravel()
     tid = {t: i for i, t in enumerate(types)}
     by_len = {}
     for s in sentences:
@@ -277,7 +303,7 @@ def _choose_triples(sentences, types, lexicalized):
         keys.append((b * T + a) * 2)                         # head j, dep i left
         keys.append((a * T + b) * 2 + 1)                     # head i, dep j right
     keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-    return zip((keys // 2 // T).tolist(), (keys // 2 % T).tolist(), (keys % 2).tolist())
+    return keys // 2 // T, keys // 2 % T, keys % 2
 
 
 # --------------------------------------------------------------------------
