@@ -41,6 +41,20 @@ cdef struct Work:
     int *trb           # 10n token rules of the current sentence (see Corpus.tables)
     int *arb           # n*n arc rules of the current sentence, when looked up (not stored)
 
+# Rule weights computed from counts instead of read from a weight vector (the
+# collapsed Metropolis-Hastings sweep, Corpus.hastings): over the joint index
+# space of grind.infer.hastings (rule r at r, its LHS A at lhs_at[r] = R + A),
+#   theta_r = ((cnt[r] + a[r]) / (cnt[lhs_at[r]] + a[lhs_at[r]]))^inv;
+# for inv != 1 as pw[r] / pw[lhs_at[r]] with pw[u] = (cnt[u] + a[u])^inv
+# cached: valid while cnt[u] == pwn[u], the count it was computed at.
+cdef struct Theta:
+    const i64 *cnt
+    const double *a
+    const i64 *lhs_at
+    double inv
+    double *pw         # NULL when inv = 1
+    i64 *pwn
+
 # Kernel functions (csrc/dmv.pyx), all nogil:
 #   cdef Work *work_new(Py_ssize_t nmax) noexcept nogil
 #   cdef void work_free(Work *w) noexcept nogil
@@ -48,7 +62,8 @@ cdef struct Work:
 #                          const int *tab, Py_ssize_t n) noexcept nogil
 #   cdef void gather(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n) noexcept nogil
 #   cdef int scale(Work *w, Py_ssize_t n, double target, i64 *E) noexcept nogil
-#   cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n,
+#   cdef void gather_theta(Work *w, const int *tr, const int *ar, const Theta *th, Py_ssize_t n) noexcept nogil
+#   cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, const Theta *th, Py_ssize_t n,
 #                    double *Z, i64 *E) noexcept nogil
 #   cdef double inside(Work *w, Py_ssize_t n) noexcept nogil
 #   cdef void outside(Work *w, Py_ssize_t n) noexcept nogil

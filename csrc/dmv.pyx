@@ -1,6 +1,8 @@
 # Split-head DMV kernel: Eisner-style O(n^3) inside-outside, Viterbi and
 # sampling for the split-head DMV grammar of grind/dmv.py, batched over a whole
-# corpus in one nogil call.
+# corpus in one nogil call; and a whole sweep of the collapsed
+# Metropolis-Hastings sampler (grind/infer/hastings.py) in one call, the
+# proposal weights computed from its integer rule counts (Corpus.hastings).
 #
 # Items (words 0..n-1, Eisner 1996 / Eisner & Satta 1999 split-head form):
 #   CL_v(h, a)  L0_h (v=0) / L_h (v=1) over words a..h
@@ -20,11 +22,11 @@
 # posteriors, added back to log Z).  If Z still leaves [1e-280, 1e280], the
 # log-space Viterbi score re-centres the scaling so the best tree weighs ~1.
 
-from dmv cimport Work, i64, u64
+from dmv cimport Work, Theta, i64, u64
 from rng cimport grind_rng, grind_rng_seed, grind_uniform
-from libc.stdlib cimport malloc, free
-from libc.string cimport memset
-from libc.math cimport log, frexp, ldexp, llround, INFINITY, NAN
+from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memcpy, memset
+from libc.math cimport log, log1p, exp, pow, frexp, ldexp, llround, INFINITY, NAN
 
 import numpy as np
 
@@ -32,6 +34,7 @@ cdef double LN2 = 0.6931471805599453
 cdef double ZLO = 1e-280
 cdef double ZHI = 1e280
 cdef double DBLMIN = 2.2250738585072014e-308
+cdef double FLUSH = 1e-200          # = grind.kernels.dmv.FLUSH
 
 
 # ---------------------------------------------------------------- workspace
@@ -133,6 +136,55 @@ cdef void gather(Work *w, const int *tr, const int *ar, const double *wt, Py_ssi
             w.A[h * n + d] = rw(wt, ar[h * n + d]) * y[d]
 
 
+cdef inline double powc(const Theta *th, i64 u) noexcept nogil:
+    """(cnt[u] + a[u])^inv, from the cache th.pw when it was computed at the current cnt[u]."""
+    cdef double x
+    if th.pwn[u] == th.cnt[u]:
+        return th.pw[u]
+    x = pow(th.cnt[u] + th.a[u], th.inv)
+    th.pw[u] = x
+    th.pwn[u] = th.cnt[u]
+    return x
+
+
+cdef inline double theta(const Theta *th, int r) noexcept nogil:
+    """theta_r^inv, theta_r = (cnt[r] + a[r]) / (cnt[A] + a[A]) with A = lhs_at[r],
+    as powc(r) / powc(A) when inv != 1; 0 for r < 0, and below FLUSH
+    flushed to 0, as DMVParser._weights does (NaN stays NaN)."""
+    cdef i64 A
+    cdef double x
+    if r < 0:
+        return 0.0
+    A = th.lhs_at[r]
+    if th.pw == NULL:
+        x = (th.cnt[r] + th.a[r]) / (th.cnt[A] + th.a[A])
+    else:
+        x = powc(th, r) / powc(th, A)
+    return 0.0 if x < FLUSH else x
+
+
+cdef void gather_theta(Work *w, const int *tr, const int *ar, const Theta *th, Py_ssize_t n) noexcept nogil:
+    """``gather`` with the weights computed from counts (see Theta) instead of read."""
+    cdef Py_ssize_t i, q, h, d
+    cdef double *y = w.tmp
+    for i in range(n):
+        y[i] = theta(th, tr[i * 10 + 1])
+        w.R[i] = theta(th, tr[i * 10]) * y[i]
+        for q in range(8):
+            w.st[q * n + i] = theta(th, tr[i * 10 + 2 + q])
+    for h in range(n):
+        for d in range(n):
+            w.A[h * n + d] = theta(th, ar[h * n + d]) * y[d]
+
+
+cdef inline void regather(Work *w, const int *tr, const int *ar, const double *wt, const Theta *th,
+                          Py_ssize_t n) noexcept nogil:
+    if th == NULL:
+        gather(w, tr, ar, wt, n)
+    else:
+        gather_theta(w, tr, ar, th, n)
+
+
 cdef inline double dmax(double a, double b) noexcept nogil:
     return a if a > b else b
 
@@ -193,27 +245,27 @@ cdef int scale(Work *w, Py_ssize_t n, double target, i64 *E) noexcept nogil:
     return 1
 
 
-cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n,
+cdef int prepare(Work *w, const int *tr, const int *ar, const double *wt, const Theta *th, Py_ssize_t n,
                  double *Z, i64 *E) noexcept nogil:
-    """Gather, scale and run the inside pass; 1 ok, 0 if Z = 0, -1 on failure.
-    log Z = log(Z) + E log 2."""
+    """Gather (the weights wt, or computed by th if not NULL), scale and run the
+    inside pass; 1 ok, 0 if Z = 0, -1 on failure.  log Z = log(Z) + E log 2."""
     cdef int ok, root
     cdef double V
-    gather(w, tr, ar, wt, n)
+    regather(w, tr, ar, wt, th, n)
     ok = scale(w, n, NAN, E)
     if ok <= 0:
         return ok
     Z[0] = inside(w, n)
     if Z[0] >= ZLO and Z[0] <= ZHI:
         return 1
-    gather(w, tr, ar, wt, n)             # rare: re-centre on the best tree
+    regather(w, tr, ar, wt, th, n)             # rare: re-centre on the best tree
     logify(w, n)
     V = viterbi(w, n, &root)
     if V == -INFINITY:
         return 0
     if not (V < INFINITY):
         return -1
-    gather(w, tr, ar, wt, n)
+    regather(w, tr, ar, wt, th, n)
     ok = scale(w, n, V / LN2, E)
     if ok <= 0:
         return ok
@@ -606,6 +658,67 @@ cdef Py_ssize_t derivation(Work *w, const int *tr, const int *ar, Py_ssize_t n, 
     return emit_y(w, tr, ar, n, root, rows, i)
 
 
+# ---------------------------------------------------------------- collapsed Metropolis-Hastings
+
+cdef inline void move(const i64 *rows, Py_ssize_t m, const i64 *lhs_at, i64 *to, i64 d) noexcept nogil:
+    """to[r] += d and to[lhs_at[r]] += d for the rule r of each of the m rows."""
+    cdef Py_ssize_t k
+    cdef i64 r
+    for k in range(m):
+        r = rows[3 * k]
+        to[r] += d
+        to[lhs_at[r]] += d
+
+
+cdef double excess(const i64 *rows, Py_ssize_t m, const Theta *th, const i64 *inb, int *seen) noexcept nogil:
+    """excess_B(t) of grind.infer.hastings for the tree of the m rows: over its
+    uses u (each node's rule, sign +1, and that rule's LHS, sign -1), with j the
+    number of equal uses before it, c_u = cnt[u] + a[u] (cnt = the counts of
+    t_{-i}) and b_u = cnt[u] - inb[u] + a[u] (the counts the proposal was drawn
+    from; inb NULL: b = c),
+
+        sum_u sign_u log((c_u + j) / b_u),
+
+    a term being 0 when j = 0 and b = c (for b = c the terms are log1p(j / c_u)).
+    ``seen`` (one int a use, all 0) is left all 0."""
+    cdef Py_ssize_t k
+    cdef int q
+    cdef i64 u, j, mb
+    cdef double ex = 0.0, t
+    for k in range(m):
+        u = rows[3 * k]
+        for q in range(2):
+            if q:
+                u = th.lhs_at[u]
+            j = seen[u]
+            seen[u] = <int> (j + 1)
+            mb = inb[u] if inb != NULL else 0
+            if mb == 0:
+                if j == 0:
+                    continue
+                t = log1p(j / (th.cnt[u] + th.a[u]))
+            else:
+                t = log(((th.cnt[u] + j) + th.a[u]) / ((th.cnt[u] - mb) + th.a[u]))
+            ex += -t if q else t
+    for k in range(m):
+        u = rows[3 * k]
+        seen[u] = 0
+        seen[th.lhs_at[u]] = 0
+    return ex
+
+
+cdef inline int metropolis(i64 *cur, const i64 *prop, Py_ssize_t m, const Theta *th, const i64 *inb, int *seen,
+                           grind_rng *g) noexcept nogil:
+    """Accept the proposal ``prop`` for the tree ``cur`` (m rows each) with
+    probability min{1, exp((excess(prop) - excess(cur)) inv)}, counts = t_{-i};
+    on acceptance it is copied over cur.  Returns 1 if accepted."""
+    cdef double logr = (excess(prop, m, th, inb, seen) - excess(cur, m, th, inb, seen)) * th.inv
+    if logr >= 0.0 or grind_uniform(g) < exp(logr):
+        memcpy(cur, prop, 3 * m * sizeof(i64))
+        return 1
+    return 0
+
+
 # ---------------------------------------------------------------- corpus
 
 cdef class Corpus:
@@ -677,7 +790,7 @@ cdef class Corpus:
                     logz[k] = -INFINITY
                     continue
                 ar = self.rules(w, s, n)
-                ok = prepare(w, tr, ar, &wt[0], n, &Z, &E)
+                ok = prepare(w, tr, ar, &wt[0], NULL, n, &Z, &E)
                 if ok <= 0:
                     logz[k] = -INFINITY if ok == 0 else NAN
                     continue
@@ -713,7 +826,7 @@ cdef class Corpus:
                     continue
                 ar = self.rules(w, s, n)
                 if sampling:
-                    ok = prepare(w, tr, ar, &wt[0], n, &Z, &E)
+                    ok = prepare(w, tr, ar, &wt[0], NULL, n, &Z, &E)
                     if ok <= 0:
                         score[k] = -INFINITY if ok == 0 else NAN
                         continue
@@ -731,6 +844,147 @@ cdef class Corpus:
                     heads[head_off[k] + i] = w.heads[i]
                 derivation(w, tr, ar, n, &rows[3 * row_off[k]])
         work_free(w)
+
+
+    def hastings(self, i64[::1] cnt, const double[::1] a, const i64[::1] lhs_at, const i64[::1] order,
+                 Py_ssize_t batch, double inv, i64[::1] rows, const i64[::1] row_off, u64 seed):
+        """One sweep of the collapsed Metropolis-Hastings sampler (grind.infer.hastings)
+        over the sentences ``order``, in that order, in batches of ``batch``.
+
+        cnt (int64, modified): rule counts of the current trees at [r], per-LHS
+        totals at lhs_at[r] (joint index space, see grind.infer.hastings); a:
+        the hyperparameters in the same layout; inv = 1/T.  rows (modified):
+        the current tree of sentence s as 5n-1 derivation rows (rule, start,
+        end) at rows[3 row_off[s]:].  For each batch B: the trees of B are taken
+        out of cnt, a proposal is drawn for every sentence of B from theta^B =
+        ((cnt + a) / per-LHS total)^inv, the trees are put back, and each tree is
+        then updated in order (counts = t_{-i}) with the MH acceptance
+        min{1, exp((excess_B(t') - excess_B(t_i)) inv)}; batch = 1 is the
+        per-sentence sampler (theta' from the counts of t_{-i}).  One
+        xoshiro256** stream seeded with ``seed`` draws the trees and the
+        acceptance uniforms.  Returns (accepted, failed): failed = -1, or the
+        sentence whose chart left floating-point range (counts are then
+        restored to those of the current trees and the sweep stops there).
+        """
+        cdef Py_ssize_t K = order.shape[0], U = cnt.shape[0], k, s
+        cdef Py_ssize_t nmax, L, B = max(1, min(batch, K)), acc = 0, fail
+        cdef Work *w
+        cdef int *seen
+        cdef i64 *inb = NULL
+        cdef i64 *prop
+        cdef char *pok
+        cdef Theta th
+        cdef grind_rng g
+        if a.shape[0] != U or lhs_at.shape[0] > U or row_off.shape[0] != self.sent_off.shape[0] - 1:
+            raise ValueError("Corpus.hastings: inconsistent array sizes")
+        if K == 0:
+            return 0, -1
+        for k in range(K):
+            s = order[k]
+            if s < 0 or s >= row_off.shape[0] or self.bad[s] or self.sent_off[s + 1] == self.sent_off[s]:
+                raise ValueError(f"Corpus.hastings: sentence {s} cannot have a tree")
+            if 3 * (row_off[s] + 5 * (self.sent_off[s + 1] - self.sent_off[s]) - 1) > rows.shape[0]:
+                raise ValueError("Corpus.hastings: rows too short")
+        nmax = self.nmax(order)
+        L = 5 * nmax - 1
+        th.cnt = &cnt[0]
+        th.a = &a[0]
+        th.lhs_at = &lhs_at[0]
+        th.inv = inv
+        th.pw = NULL
+        th.pwn = NULL
+        grind_rng_seed(&g, seed)
+        w = work_new(nmax)
+        seen = <int *> calloc(U, sizeof(int))
+        if B > 1:
+            inb = <i64 *> calloc(U, sizeof(i64))
+        prop = <i64 *> malloc(3 * L * B * sizeof(i64))
+        pok = <char *> malloc(B)
+        if inv != 1.0:
+            th.pw = <double *> malloc(U * sizeof(double))
+            th.pwn = <i64 *> malloc(U * sizeof(i64))
+        if (seen == NULL or prop == NULL or pok == NULL or (B > 1 and inb == NULL)
+                or (inv != 1.0 and (th.pw == NULL or th.pwn == NULL))):
+            work_free(w); free(seen); free(inb); free(prop); free(pok); free(th.pw); free(th.pwn)
+            raise MemoryError()
+        for k in range(U if th.pwn != NULL else 0):
+            th.pwn[k] = -1                           # counts are >= 0: nothing cached yet
+        with nogil:
+            fail = self._hastings(w, &th, &cnt[0], &order[0], K, B, &rows[0], &row_off[0], inb, seen,
+                                  prop, pok, L, &g, &acc)
+        work_free(w)
+        free(seen); free(inb); free(prop); free(pok); free(th.pw); free(th.pwn)
+        return acc, fail
+
+    cdef Py_ssize_t _hastings(self, Work *w, const Theta *th, i64 *cnt, const i64 *order, Py_ssize_t K,
+                              Py_ssize_t B, i64 *rows, const i64 *row_off, i64 *inb, int *seen, i64 *prop,
+                              char *pok, Py_ssize_t L, grind_rng *g, Py_ssize_t *acc) noexcept nogil:
+        """The sweep of ``hastings`` (inb: NULL for B = 1, else all 0: the uses of
+        the trees of the batch other than the one being updated)."""
+        cdef Py_ssize_t k0 = 0, k1, k, s, n, m
+        cdef const i64 *lhs_at = th.lhs_at
+        cdef const int *ar
+        cdef i64 *cur
+        cdef i64 *P
+        cdef double Z
+        cdef i64 E
+        cdef int ok
+        while k0 < K:
+            k1 = min(k0 + B, K)
+            if inb != NULL:                          # cnt = f(t_{-B}), inb = f(t_B)
+                for k in range(k0, k1):
+                    s = order[k]
+                    m = 5 * (self.sent_off[s + 1] - self.sent_off[s]) - 1
+                    move(rows + 3 * row_off[s], m, lhs_at, cnt, -1)
+                    move(rows + 3 * row_off[s], m, lhs_at, inb, 1)
+            for k in range(k0, k1):                  # proposals (B = 1: and the update)
+                s = order[k]
+                n = self.sent_off[s + 1] - self.sent_off[s]
+                m = 5 * n - 1
+                cur = rows + 3 * row_off[s]
+                P = prop + 3 * L * (k - k0)
+                if inb == NULL:
+                    move(cur, m, lhs_at, cnt, -1)    # cnt = f(t_{-i})
+                ar = self.rules(w, s, n)
+                ok = prepare(w, w.trb, ar, NULL, th, n, &Z, &E)
+                if ok < 0:                           # restore cnt = f(t), inb = 0
+                    if inb == NULL:
+                        move(cur, m, lhs_at, cnt, 1)
+                        return s
+                    for k in range(k0, k1):
+                        m = 5 * (self.sent_off[order[k] + 1] - self.sent_off[order[k]]) - 1
+                        move(rows + 3 * row_off[order[k]], m, lhs_at, cnt, 1)
+                        move(rows + 3 * row_off[order[k]], m, lhs_at, inb, -1)
+                    return s
+                pok[k - k0] = ok > 0                 # Z = 0: no proposal, t_i is kept
+                if ok > 0:
+                    traverse(w, n, -1, g)
+                    derivation(w, w.trb, ar, n, P)
+                if inb == NULL:
+                    if ok > 0:
+                        acc[0] += metropolis(cur, P, m, th, NULL, seen, g)
+                    move(cur, m, lhs_at, cnt, 1)
+            if inb != NULL:
+                for k in range(k0, k1):              # cnt = f(t)
+                    s = order[k]
+                    m = 5 * (self.sent_off[s + 1] - self.sent_off[s]) - 1
+                    move(rows + 3 * row_off[s], m, lhs_at, cnt, 1)
+                for k in range(k0, k1):              # the updates, in order
+                    s = order[k]
+                    m = 5 * (self.sent_off[s + 1] - self.sent_off[s]) - 1
+                    cur = rows + 3 * row_off[s]
+                    move(cur, m, lhs_at, cnt, -1)
+                    move(cur, m, lhs_at, inb, -1)
+                    if pok[k - k0]:
+                        acc[0] += metropolis(cur, prop + 3 * L * (k - k0), m, th, inb, seen, g)
+                    move(cur, m, lhs_at, cnt, 1)
+                    move(cur, m, lhs_at, inb, 1)
+                for k in range(k0, k1):              # inb = 0
+                    s = order[k]
+                    m = 5 * (self.sent_off[s + 1] - self.sent_off[s]) - 1
+                    move(rows + 3 * row_off[s], m, lhs_at, inb, -1)
+            k0 = k1
+        return -1
 
 
 def _nonempty(a, dtype):

@@ -79,6 +79,22 @@ invariant.  The price is a proposal that ignores the other trees of B (a
 lower acceptance rate when N is a large part of the corpus); N = 1 (the
 default) is bit-identical to the per-sentence sampler.
 
+The DMV kernel's sweep.  When the parser is the split-head DMV kernel
+(:class:`~grind.kernels.dmv.DMVParser`, which has ``hastings_sweep``), a whole
+sweep -- for every batch (N = 1: every sentence) the proposal weights computed
+from the integer counts as needed (theta^B_r = ((f_r + alpha_r) / (f_A +
+alpha_A))^(1/T), f the counts of the trees outside the batch), the inside
+chart, the top-down tree draw, excess_B of both trees, the acceptance test and
+the count update -- runs in one nogil call (csrc/dmv.pyx, Corpus.hastings), on
+the same chain as above: same target, same proposals, same acceptance
+probabilities, so the same stationary distribution.  Its random numbers are one
+xoshiro256** stream per sweep seeded by ``rng.integers(2**63)`` after the
+visiting order ``rng.permutation``, so a run is reproducible from ``--seed``
+and resumes bit-identically, but its draws differ from the Python path's
+(``Hastings.fast = False`` forces that path, the reference; other kernels
+always take it).  The trees are then kept as one int64 array of derivation rows
+(5n-1 a sentence); ``self.trees`` is rebuilt from it when read.
+
 Sentences are visited in a fresh random order each sweep.  Per sentence only
 the LHSs of the two trees change, so the counts f, the per-LHS totals and the
 proposal weight vector are updated incrementally for those LHSs only.  The
@@ -132,13 +148,15 @@ class Hastings(TreeSampler):
     name = "hastings"
     output = "pseudo-counts"
     Config = HastingsConfig
+    fast = True         # sweep in the parser's kernel when it has one (DMV); False: the Python path
 
     def __init__(self, grammar, estep, prior, theta0, cfg, rng):
         cfg = HastingsConfig.of(cfg)
         self.g, self.parser, self.rng = grammar, getattr(estep, "parser", estep), rng
         self.prior = np.asarray(prior, dtype=np.float64)
         R, nA = len(grammar), len(grammar.nonterminals)
-        self.lhs, self.lhs_at = grammar.lhs, R + grammar.lhs          # rule -> its LHS's slot
+        self.lhs = grammar.lhs
+        self.lhs_at = np.ascontiguousarray(R + grammar.lhs, dtype=np.int64)   # rule -> its LHS's slot
         self.a = np.concatenate([self.prior, np.bincount(self.lhs, weights=self.prior, minlength=nA)])
         order = np.argsort(self.lhs, kind="stable")
         ptr = np.concatenate([[0], np.cumsum(np.bincount(self.lhs, minlength=nA))])
@@ -152,13 +170,50 @@ class Hastings(TreeSampler):
         self.it = 0
 
     def _set_trees(self, trees, counts=None):
-        self.trees = trees
-        self.ok = np.array([k for k, d in enumerate(trees) if d is not None], dtype=np.int64)
-        uses = self._uses if self.proposal_batch == 1 else self._uses_batch
-        self.uses = [None if d is None else uses(d) for d in trees]
-        f = tree_counts(trees, len(self.g)) if counts is None else np.array(counts, dtype=np.int64)
+        """The state: trees (a list, None for a skipped sentence) and their counts."""
+        self._trees, self.uses, self._flat = list(trees), None, None
+        self.ok = np.array([k for k, d in enumerate(self._trees) if d is not None], dtype=np.int64)
+        f = tree_counts(self._trees, len(self.g)) if counts is None else np.array(counts, dtype=np.int64)
         self.n = np.concatenate([f, np.bincount(self.lhs, weights=f, minlength=len(self.a) - len(f))
                                  .astype(np.int64)])
+
+    # -- the two representations of the trees -----------------------------------
+    # Python path: self._trees (list of derivations) and self.uses; kernel path:
+    # self._flat = (rows, row_off, tree_len), pack_trees' layout.  At least one
+    # is current; the other is None until it is needed.
+
+    @property
+    def trees(self) -> list:
+        """The current derivation of every sentence (None: skipped)."""
+        if self._trees is None:
+            rows, _, lens = self._flat
+            self._trees = unpack_trees({"tree_rows": rows, "tree_len": lens})
+        return self._trees
+
+    def _kernel_ready(self) -> bool:
+        """Whether this sweep runs in the parser's kernel (building its state if so)."""
+        if not (self.fast and callable(getattr(self.parser, "hastings_sweep", None))):
+            return False
+        if self._flat is None:
+            trees = self._trees
+            lens = np.array([-1 if d is None else len(d) for d in trees], dtype=np.int64)
+            want = 5 * np.asarray(self.parser.lengths, dtype=np.int64) - 1     # a split-head DMV tree's rows
+            if len(want) != len(lens) or np.any((lens >= 0) & (lens != want)):
+                return False
+            rows = np.ascontiguousarray(pack_trees(trees)["tree_rows"], dtype=np.int64).reshape(-1, 3)
+            if rows.size and (rows[:, 0].min() < 0 or rows[:, 0].max() >= len(self.g)):
+                return False
+            off = np.concatenate([[0], np.cumsum(np.maximum(lens, 0))[:-1]]).astype(np.int64)
+            self._flat = (rows, off, lens)
+        return True
+
+    def _python_ready(self):
+        """Make self.trees / self.uses current for the Python path."""
+        trees = self.trees
+        if self.uses is None:
+            uses = self._uses if self.proposal_batch == 1 else self._uses_batch
+            self.uses = [None if d is None else uses(d) for d in trees]
+        self._flat = None
 
     # -- one sweep ------------------------------------------------------------
 
@@ -166,11 +221,22 @@ class Hastings(TreeSampler):
         """One sweep: an MH update of every tree, in a random order."""
         T = self.temperature(self.it + 1)
         self._inv = 1.0 / T
-        if self.proposal_batch == 1:
+        if self._kernel_ready():
+            order = self.rng.permutation(self.ok)
+            seed = int(self.rng.integers(2 ** 63))
+            rows, off, _ = self._flat
+            try:
+                accepted = self.parser.hastings_sweep(self.n, self.a, self.lhs_at, order, self.proposal_batch,
+                                                      self._inv, rows, off, seed)
+            finally:                                     # rows changed in place (also on NumericalError)
+                self._trees = self.uses = None
+        elif self.proposal_batch == 1:
+            self._python_ready()
             self._w = self._proposal(np.arange(len(self.g)))
             self._dirty = np.zeros(0, dtype=np.int64)
             accepted = sum(self._resample(int(i)) for i in self.rng.permutation(self.ok))
         else:
+            self._python_ready()
             order, N = self.rng.permutation(self.ok), self.proposal_batch
             accepted = sum(self._resample_batch(order[k:k + N]) for k in range(0, len(order), N))
         self.it += 1
@@ -279,7 +345,12 @@ class Hastings(TreeSampler):
         return self.n[:len(self.g)]
 
     def get_state(self):
-        return {**pack_trees(self.trees), "counts": self.counts.copy(), "it": self.it}
+        if self._trees is None:                          # kernel path: already packed
+            rows, _, lens = self._flat
+            packed = {"tree_rows": rows.copy(), "tree_len": lens.copy()}
+        else:
+            packed = pack_trees(self._trees)
+        return {**packed, "counts": self.counts.copy(), "it": self.it}
 
     def set_state(self, s):
         self._set_trees(unpack_trees(s), s["counts"])

@@ -13,7 +13,9 @@ sentence.  With A(h,d) = choose(d|h,dir) Y(d) and s/n the STOP/¬STOP weights::
 
 and E[f_r] = sum over the items built with rule r of inside * outside / Z
 (outside = dZ/d item, by reverse-mode differentiation of these sums).
-The whole corpus runs in one nogil call (csrc/dmv.pyx).  Derivations are
+The whole corpus runs in one nogil call (csrc/dmv.pyx), and so does a whole
+sweep of the collapsed Metropolis-Hastings sampler
+(:meth:`DMVParser.hastings_sweep`, used by :mod:`grind.infer.hastings`).  Derivations are
 those the CKY kernel returns on the split sentence: rows ``(rule, start,
 end)`` in pre-order over split positions 0..2n.
 """
@@ -258,6 +260,36 @@ class DMVParser(ChartParser):
         k = len(self._idx(idx))
         seeds = rng.integers(2 ** 63, size=k, dtype=np.int64).astype(np.uint64)
         return self._trees(weights, idx, seeds)
+
+    def hastings_sweep(self, counts, alpha, lhs_at, order, batch, inv, rows, row_off, seed):
+        """One collapsed Metropolis-Hastings sweep in one nogil call (the
+        sampler and its math: :mod:`grind.infer.hastings`); returns the number
+        of accepted proposals.
+
+        ``counts`` (int64, updated in place) and ``alpha`` (float64) are over
+        the sampler's joint index space (rule r at r, its LHS at ``lhs_at[r]``);
+        ``rows`` (int64 (M, 3), updated in place) holds the current tree of
+        sentence s as its 5n-1 derivation rows from row ``row_off[s]``;
+        ``order``: the sentences to update, in order, in batches of ``batch``;
+        ``inv`` = 1/T; ``seed`` seeds the kernel's xoshiro256** stream (proposal
+        trees and acceptance uniforms).  A sentence whose chart leaves
+        floating-point range raises NumericalError (counts stay those of the
+        trees; the trees before it in ``order`` are updated).
+        """
+        if not (isinstance(rows, np.ndarray) and rows.dtype == np.int64 and rows.flags.c_contiguous):
+            raise ValueError("rows must be a C-contiguous int64 array (it is updated in place)")
+        R = len(self.grammar)
+        if len(lhs_at) != R or (R and (np.min(lhs_at) < R or np.max(lhs_at) >= len(counts))):
+            raise ValueError(f"lhs_at must map the {R} rules into {R}..{len(counts) - 1}")
+        acc, failed = self._core.hastings(counts, np.ascontiguousarray(alpha, dtype=np.float64),
+                                          np.ascontiguousarray(lhs_at, dtype=np.int64),
+                                          np.ascontiguousarray(order, dtype=np.int64), int(batch), float(inv),
+                                          rows.reshape(-1), np.ascontiguousarray(row_off, dtype=np.int64),
+                                          int(seed))
+        if failed >= 0:
+            raise NumericalError(f"DMV kernel: non-finite inside probability for sentence {failed} "
+                                 "(NaN/inf weights, or a sentence too long for scaled arithmetic)")
+        return acc
 
     def zero_types(self, weights) -> set[str]:
         """Head types that can appear in no tree under ``weights``: their
