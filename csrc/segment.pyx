@@ -9,9 +9,11 @@
 #   alpha_m(j) = sum_i alpha_m-1(i) L_{s_m}(i, j),  alpha_0 = [1, 0, ..]
 #   beta_m-1(i) = sum_j L_{s_m}(i, j) beta_m(j),     beta_k = [.., 0, 1]
 #   log w_t Z_t = log w_t + sum_m log max_{s_m} + log alpha_k(n)
+# WordKernel runs the same forward/backward/count loops for one word, reading
+# only the weights of the rules that word reads (collapsed VB).
 
 from rng cimport grind_rng, grind_rng_seed, grind_uniform
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.math cimport log, exp, INFINITY
 from libc.stdint cimport int64_t, uint64_t
 
@@ -176,6 +178,40 @@ cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
                 b0[i] = acc
 
 
+cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts) noexcept nogil:
+    """Add word q's expected rule counts to ``counts`` (after forward, with log Z
+    ``lz`` finite, and backward)."""
+    cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
+    cdef const int *kid = g.kid + g.koff[q]
+    cdef double sc, c
+    cdef double *a
+    cdef double *b
+    cdef double *Ls
+    for t in range(g.T):
+        sc = w.scale[t]
+        if sc == 0.0:
+            continue
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        counts[g.trule[t]] += exp(w.logt[t] - lz)
+        for m in range(k):
+            a = w.alpha + (st + m) * n1
+            b = w.beta + (st + m + 1) * n1
+            s = g.tslot[g.toff[t] + m]
+            Ls = w.L + s * n1 * n1
+            for i in range(n):
+                if a[i] == 0.0:
+                    continue
+                jmax = i + g.maxlex
+                if jmax > n:
+                    jmax = n
+                for j in range(i + 1, jmax + 1):
+                    c = a[i] * Ls[i * n1 + j] * b[j]
+                    if c > 0.0:
+                        r = g.table[kid[i * n1 + j] * g.S + s]
+                        counts[r] += c * sc
+
+
 def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1] logz,
                    double[:, ::1] bounds, bint want_counts):
     """Counts (added to ``counts``), log Z per word of idx; with a non-empty
@@ -184,12 +220,10 @@ def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1
     cdef Work w
     cdef object keep = _gram(gram, &g)
     cdef Py_ssize_t Q = idx.shape[0], qq
-    cdef int q, n, n1, t, st, k, m, s, i, j, jmax, r
-    cdef double lz, sc, c
+    cdef int q, n, n1, t, st, k, m, i
+    cdef double lz, sc
     cdef double *a
-    cdef double *b
-    cdef double *Ls
-    cdef const int *kid
+    cdef double *cnt = &counts[0] if counts.shape[0] > 0 else NULL
     cdef bint want_bounds = bounds.shape[0] > 0
     with nogil:
         if not work_new(&w, &g):
@@ -203,40 +237,154 @@ def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1
             if lz == -INFINITY:
                 continue
             backward(&g, &w, q)
+            if want_counts:
+                add_counts(&g, &w, q, lz, cnt)
+            if not want_bounds:
+                continue
             n = g.length[q]
             n1 = n + 1
-            kid = g.kid + g.koff[q]
             for t in range(g.T):
                 sc = w.scale[t]
                 if sc == 0.0:
                     continue
                 st = g.toff[t] + t
                 k = g.toff[t + 1] - g.toff[t]
-                if want_counts:
-                    counts[g.trule[t]] += exp(w.logt[t] - lz)
-                for m in range(k):
+                for m in range(1, k):
                     a = w.alpha + (st + m) * n1
-                    b = w.beta + (st + m + 1) * n1
-                    if want_bounds and m > 0:
-                        for i in range(1, n):
-                            bounds[qq, i] += a[i] * w.beta[(st + m) * n1 + i] * sc
-                    if not want_counts:
-                        continue
-                    s = g.tslot[g.toff[t] + m]
-                    Ls = w.L + s * n1 * n1
-                    for i in range(n):
-                        if a[i] == 0.0:
-                            continue
-                        jmax = i + g.maxlex
-                        if jmax > n:
-                            jmax = n
-                        for j in range(i + 1, jmax + 1):
-                            c = a[i] * Ls[i * n1 + j] * b[j]
-                            if c > 0.0:
-                                r = g.table[kid[i * n1 + j] * g.S + s]
-                                counts[r] += c * sc
+                    for i in range(1, n):
+                        bounds[qq, i] += a[i] * w.beta[(st + m) * n1 + i] * sc
         work_free(&w)
     return keep is not None
+
+
+cdef int _cmp_i64(const void *x, const void *y) noexcept nogil:
+    cdef int64_t a = (<const int64_t *> x)[0], b = (<const int64_t *> y)[0]
+    return (a > b) - (a < b)
+
+
+cdef class WordKernel:
+    """One word at a time, touching only the rules that word reads (collapsed
+    VB: a call costs O(the word's chart), never O(#rules)).
+
+    The rules word q *reads* are every template rule and, for every span
+    [i, j) of at most ``maxlex`` characters and every slot s, the lexical rule
+    ``table[kid(i, j), s]`` when there is one: exactly the weights
+    :func:`forward` looks at (including those that only set the scale), so
+    the word's counts and log Z depend on those weights only.  Work buffers,
+    a per-rule count scratch (zero between calls) and a per-rule mark are
+    allocated once: not for concurrent calls.
+    """
+
+    cdef Gram g
+    cdef Work w
+    cdef dict static
+    cdef double *cnt
+    cdef unsigned char *seen
+    cdef int64_t *loc
+    cdef int loc_q                # the word whose rules ``loc`` holds (-1: none)
+    cdef Py_ssize_t loc_k
+    cdef double *logw
+    cdef readonly Py_ssize_t n_rules, capacity
+
+    def __cinit__(self, dict static, Py_ssize_t n_rules):
+        self.static = static
+        _gram_static(static, &self.g)
+        self.n_rules = n_rules
+        self.capacity = self.g.T + <Py_ssize_t> self.g.S * self.g.nmax * min(self.g.nmax, self.g.maxlex)
+        self.cnt = <double *> calloc(max(1, n_rules), sizeof(double))
+        self.seen = <unsigned char *> calloc(max(1, n_rules), 1)
+        self.loc = <int64_t *> malloc(max(1, self.capacity) * sizeof(int64_t))
+        self.loc_q = -1
+        self.logw = <double *> malloc(max(1, self.g.T) * sizeof(double))
+        if (self.cnt == NULL or self.seen == NULL or self.loc == NULL or self.logw == NULL
+                or not work_new(&self.w, &self.g)):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.cnt)
+        free(self.seen)
+        free(self.loc)
+        free(self.logw)
+        work_free(&self.w)
+
+    cdef Py_ssize_t _local(self, int q) noexcept nogil:
+        """The distinct rules word q reads into ``loc``, sorted; returns how many
+        (kept for the next call on the same word: CVB asks for the rules, then the counts)."""
+        cdef Gram *g = &self.g
+        cdef int n = g.length[q], n1 = n + 1, S = g.S, t, i, j, s, jmax, r
+        cdef const int *kid = g.kid + g.koff[q]
+        cdef const int *row
+        cdef Py_ssize_t k = 0, x
+        if q == self.loc_q:
+            return self.loc_k
+        for t in range(g.T):
+            r = g.trule[t]
+            if not self.seen[r]:
+                self.seen[r] = 1
+                self.loc[k] = r
+                k += 1
+        for i in range(n):
+            jmax = i + g.maxlex
+            if jmax > n:
+                jmax = n
+            for j in range(i + 1, jmax + 1):
+                row = g.table + kid[i * n1 + j] * S
+                for s in range(S):
+                    r = row[s]
+                    if r >= 0 and not self.seen[r]:
+                        self.seen[r] = 1
+                        self.loc[k] = r
+                        k += 1
+        for x in range(k):
+            self.seen[self.loc[x]] = 0
+        qsort(self.loc, k, sizeof(int64_t), _cmp_i64)
+        self.loc_q, self.loc_k = q, k
+        return k
+
+    def local(self, int q, int64_t[::1] out):
+        """Write the rules word q reads (sorted) to ``out`` (at least ``capacity``); returns how many."""
+        cdef Py_ssize_t k, x
+        with nogil:
+            k = self._local(q)
+            for x in range(k):
+                out[x] = self.loc[x]
+        return k
+
+    def counts(self, const double[::1] w, int q, int64_t[::1] rules, double[::1] vals):
+        """Word q's nonzero expected counts (``rules`` sorted, ``vals``; both at
+        least ``capacity``) and log Z under weights ``w`` (``n_rules`` of them,
+        read only at the rules word q reads).  Returns ``(how many, log Z)``;
+        how many = -1 when a weight read is negative or not finite (nothing
+        computed)."""
+        cdef Py_ssize_t k, x, nnz = 0
+        cdef int64_t r
+        cdef double v, lz = -INFINITY
+        with nogil:
+            k = self._local(q)
+            for x in range(k):
+                v = w[self.loc[x]]
+                if not (v >= 0.0 and v < INFINITY):      # NaN fails the first test
+                    nnz = -1
+                    break
+            if nnz == 0:
+                self.g.w = &w[0]
+                log_templates(&self.g, self.logw)
+                self.g.logw = self.logw
+                lz = forward(&self.g, &self.w, q, False)
+                if lz > -INFINITY:
+                    backward(&self.g, &self.w, q)
+                    add_counts(&self.g, &self.w, q, lz, self.cnt)
+                    for x in range(k):
+                        r = self.loc[x]
+                        v = self.cnt[r]
+                        if v != 0.0:
+                            rules[nnz] = r
+                            vals[nnz] = v
+                            nnz += 1
+                            self.cnt[r] = 0.0
+                self.g.w = NULL
+                self.g.logw = NULL
+        return nnz, lz
 
 
 cdef int emit(Gram *g, Work *w, int q, int t, int *ends, int64_t *rows) noexcept nogil:
@@ -340,11 +488,9 @@ def decode(dict gram, const int[::1] idx, const uint64_t[::1] seeds, bint viterb
     return keep is not None
 
 
-cdef object _gram(dict d, Gram *g):
-    """Point g at the arrays of d (returned, to keep them alive)."""
-    cdef const double[::1] w = d["w"]
+cdef object _gram_static(dict d, Gram *g):
+    """Point g at the corpus arrays of d (not ``w``/``logw``); returns d (keep it alive)."""
     cdef const int[::1] table = d["table"]
-    cdef const double[::1] logw = d["logw"]
     cdef const int[::1] trule = d["trule"]
     cdef const int[::1] toff = d["toff"]
     cdef const int[::1] tslot = d["tslot"]
@@ -353,6 +499,25 @@ cdef object _gram(dict d, Gram *g):
     cdef const int[::1] length = d["length"]
     g.S, g.T, g.maxlex, g.nmax = d["S"], d["T"], d["maxlex"], d["nmax"]
     g.nstates = toff[g.T] + g.T
-    g.w, g.table, g.logw, g.trule = &w[0], &table[0], &logw[0], &trule[0]
+    g.table, g.trule = &table[0], &trule[0]
     g.toff, g.tslot, g.kid, g.koff, g.length = &toff[0], &tslot[0], &kid[0], &koff[0], &length[0]
     return d
+
+
+cdef object _gram(dict d, Gram *g):
+    """Point g at the arrays of d and its template log weights (computed here);
+    returns what must stay alive while g is used."""
+    cdef const double[::1] w = d["w"]
+    cdef double[::1] logw = np.empty(max(1, <int> d["T"]))
+    _gram_static(d, g)
+    g.w = &w[0]
+    log_templates(g, &logw[0])
+    g.logw = &logw[0]
+    return (d, logw)
+
+
+cdef void log_templates(Gram *g, double *out) noexcept nogil:
+    """out[t] = log w[trule[t]] (-inf for a zero weight): one definition for every entry point."""
+    cdef int t
+    for t in range(g.T):
+        out[t] = log(g.w[g.trule[t]])

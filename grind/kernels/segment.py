@@ -26,6 +26,14 @@ and a numpy one vectorised over batches of equal-length words (the fallback,
 and the cross-check in tests/test_segment_kernel.py); ``span_posteriors``
 always uses the numpy one.
 
+One word at a time (collapsed VB): :meth:`SegmentParser.local_rules` gives
+the rules a word's E-step reads (every template, and each slot's lexical rule
+for each of the word's substrings) and :meth:`SegmentParser.sparse_counts`
+its nonzero expected counts and log Z from those weights only (compiled
+``WordKernel``: no pass over the grammar's rules, a per-rule count scratch of
+9 bytes a rule kept between calls), so CVB's per-word update costs the word's
+chart instead of O(#rules) (:mod:`grind.infer.cvb`, local-theta path).
+
 Derivations follow the CKY kernel's format exactly: ``(template, 0, n)`` then
 ``(lexical rule, i, j)`` per slot, left to right (CKY's binarisation
 intermediates emit no rows).
@@ -41,6 +49,8 @@ try:
     from grind.kernels import _segment
 except ImportError:                   # pragma: no cover - unbuilt: the numpy path
     _segment = None
+
+_NO_RULES, _NO_VALUES = np.zeros(0, np.int64), np.zeros(0)
 
 #: Words per vectorised batch (memory: batch * slots * (n+1)^2 doubles a few times).
 BATCH = 2048
@@ -166,6 +176,7 @@ class SegmentParser(ChartParser):
             self._group[words] = n
             self._row[words] = np.arange(len(words))
         self._static = self._native_arrays(by_len) if self.native else None
+        self._one = None                         # the one-word kernel (sparse_counts), built on first use
         # structural failures: no derivation even with every weight 1
         ones = np.ones(len(grammar))
         for pos, fw in self._passes(ones, self._idx(None), backward=False):
@@ -276,6 +287,64 @@ class SegmentParser(ChartParser):
                 out[q] = M[b]
         return out
 
+    # -- one word at a time (collapsed VB) --------------------------------------
+
+    def local_rules(self, i: int) -> np.ndarray:
+        """The rules word ``i``'s E-step reads, sorted (int64): every template
+        rule, and for every span of at most ``max_lex`` characters and every
+        slot, the slot's lexical rule for that substring when it has one
+        (including the ones that only set the kernel's scaling).  Its counts
+        and log Z depend on these weights only, so collapsed VB needs theta
+        only there.  Empty for a failure."""
+        if i in self.failures:
+            return _NO_RULES
+        if self.native:
+            k = self._word_kernel().local(self._q(i), self._loc_buf)
+            return self._loc_buf[:k].copy()
+        n = int(self._group[i])
+        pos = np.arange(n + 1)
+        width = pos[None, :] - pos[:, None]                     # [i, j] = j - i
+        lex = self.lex_table[self._kid[n][self._row[i]][(width > 0) & (width <= self.max_lex)]].ravel()
+        return np.unique(np.concatenate([self.template_rules, lex[lex >= 0]]))
+
+    def sparse_counts(self, weights, i: int):
+        """Word ``i``'s expected counts as ``(rule indices, values)`` (the
+        nonzero ones, sorted) and its log Z: what :meth:`inside_outside` gives
+        for ``idx=[i]``, computed (compiled kernel) from the weights of
+        :meth:`local_rules` only -- the only ones read and checked -- in time
+        proportional to the word's chart, not to the grammar.  Not for
+        concurrent calls (shared work buffers)."""
+        if i in self.failures:
+            return _NO_RULES, _NO_VALUES, -np.inf
+        if not self.native:
+            counts, logz = self.inside_outside(weights, [i])
+            rules = np.flatnonzero(counts)
+            return rules, counts[rules], float(logz[0])
+        w = weights
+        if not (type(w) is np.ndarray and w.dtype == np.float64 and w.flags.c_contiguous):
+            w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (len(self.grammar),):
+            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        kern = self._word_kernel()
+        k, z = kern.counts(w, self._q(i), self._rule_buf, self._val_buf)
+        if k < 0:
+            raise NumericalError("rule weights must be finite and non-negative")
+        return self._rule_buf[:k].copy(), self._val_buf[:k].copy(), z
+
+    def _q(self, i) -> int:
+        if not 0 <= i < len(self.sentences):
+            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
+        return int(i)
+
+    def _word_kernel(self):
+        kern = self._one
+        if kern is None:
+            kern = self._one = _segment.WordKernel(self._static, len(self.grammar))
+            self._loc_buf = np.empty(max(1, kern.capacity), dtype=np.int64)
+            self._rule_buf = np.empty(max(1, kern.capacity), dtype=np.int64)
+            self._val_buf = np.empty(max(1, kern.capacity))
+        return kern
+
     # -- internals -----------------------------------------------------------
 
     def _weights(self, weights):
@@ -307,9 +376,7 @@ class SegmentParser(ChartParser):
 
     def _native_gram(self, w):
         g = dict(self._static)
-        g["w"] = np.ascontiguousarray(w)
-        with np.errstate(divide="ignore"):
-            g["logw"] = np.log(w[self.template_rules])
+        g["w"] = np.ascontiguousarray(w)          # the kernel takes the template logs itself
         return g
 
     def _runnable(self, idx):
