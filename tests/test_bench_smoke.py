@@ -27,3 +27,21 @@ def test_latent_tree_bench_runs_on_synthetic_trees(capsys):
     assert [row["h"] for row in r["rows"]] == [2] and r["source"] == "40 synthetic random trees"
     assert all(row["tps"] > 0 and row["ref_tps"] > 0 and row["diff"] < 1e-9 for row in r["rows"])
     assert "| 2 |" in capsys.readouterr().out
+
+
+def test_dmv_bench_cky_column_keeps_to_its_time_budget():
+    import numpy as np
+
+    from grind.bench import dmv
+    from grind.grammars.dmv import dmv_grammar
+    rng = np.random.default_rng(0)
+    sents, _ = dmv.tag_corpus(rng, 200, 10, n_tags=5)
+    g = dmv_grammar(sents)
+    # a single sentence already over the budget: its one call is the rate, nothing more is parsed
+    rate, note = dmv.cky_rate(g, sents, g.weights, 0.0)
+    assert rate > 0 and note == "1 sentence, one call: over the time budget"
+    rate, note = dmv.cky_rate(g, sents, g.weights, 0.5)
+    k, word = note.split()
+    assert rate > 0 and word in ("sentence", "sentences") and 1 <= int(k) <= 200
+    row = dict(label="x", n=200, rules=len(g), build=0.0, dmv=1e5, target=None, cky=0.5, note="1 sentence")
+    assert "| 0.5 (1 sentence) | 200,000x |" in dmv.table([row])

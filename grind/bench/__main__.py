@@ -4,7 +4,8 @@ import sys
 
 
 def main():
-    for name in ("cky", "dmv", "cvb", "ln", "morph", "latent_tree", "latent_parse", "grammar_load"):
+    for name in ("cky", "dmv", "hastings_dmv", "cvb", "ln", "morph", "latent_tree", "latent_parse", "grammar_load",
+                 "scaling"):
         try:
             mod = importlib.import_module(f"grind.bench.{name}")
         except ImportError as e:
