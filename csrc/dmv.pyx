@@ -24,7 +24,7 @@
 
 from dmv cimport Work, Theta, i64, u64
 from rng cimport grind_rng, grind_rng_seed, grind_uniform
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.string cimport memcpy, memset
 from libc.math cimport log, log1p, exp, pow, frexp, ldexp, llround, INFINITY, NAN
 
@@ -741,8 +741,18 @@ cdef class Corpus:
     cdef const i64[::1] tab_off
     cdef const int[::1] pool
     cdef const unsigned char[::1] bad
+    # one sentence at a time (collapsed VB: ``local`` / ``sparse``), kept between calls:
+    cdef Work *w1                  # work for sentences of up to cap1 words
+    cdef Py_ssize_t cap1
+    cdef i64 *key                  # (rule, table position) sort keys, 10n + n*n
+    cdef int *ltab                 # the sentence's tables as local rule indices (-1: none): 10n token, n*n arc
+    cdef i64 *loc                  # its distinct rules, sorted
+    cdef double *lw                # their weights (flushed as DMVParser._weights does)
+    cdef double *lc                # their expected counts
+    cdef Py_ssize_t loc_s, loc_k   # the sentence ``loc`` / ``ltab`` describe (-1: none), how many rules
 
     def __init__(self, sent_off, types, type_rules, dense, ntypes, tab_off, pool, bad):
+        self.loc_s = -1
         self.sent_off = np.ascontiguousarray(sent_off, dtype=np.int64)
         self.types = _nonempty(types, np.int32)
         self.type_rules = _nonempty(type_rules, np.int32)
@@ -754,6 +764,141 @@ cdef class Corpus:
         n = self.sent_off.shape[0] - 1
         if self.tab_off.shape[0] != n or self.bad.shape[0] != n:
             raise ValueError("Corpus: tab_off and bad need one entry a sentence")
+
+    def __dealloc__(self):
+        self._free1()
+
+    cdef void _free1(self) noexcept:
+        if self.w1 != NULL:
+            work_free(self.w1)
+        free(self.key); free(self.ltab); free(self.loc); free(self.lw); free(self.lc)
+        self.w1 = NULL
+        self.key = self.loc = NULL
+        self.ltab = NULL
+        self.lw = self.lc = NULL
+        self.cap1 = 0
+        self.loc_s = -1
+
+    cdef Py_ssize_t _one(self, Py_ssize_t s) except -1:
+        """Check sentence index s, make the one-sentence buffers fit it; returns its length (0: skip)."""
+        cdef Py_ssize_t n, M
+        if s < 0 or s >= self.sent_off.shape[0] - 1:
+            raise IndexError(f"sentence index out of range 0..{self.sent_off.shape[0] - 2}")
+        n = self.sent_off[s + 1] - self.sent_off[s]
+        if self.bad[s] or n == 0:
+            return 0
+        if n > self.cap1:
+            self._free1()
+            M = 10 * n + n * n
+            self.w1 = work_new(n)
+            self.key = <i64 *> malloc(M * sizeof(i64))
+            self.ltab = <int *> malloc(M * sizeof(int))
+            self.loc = <i64 *> malloc(M * sizeof(i64))
+            self.lw = <double *> malloc(M * sizeof(double))
+            self.lc = <double *> malloc(M * sizeof(double))
+            if self.key == NULL or self.ltab == NULL or self.loc == NULL or self.lw == NULL or self.lc == NULL:
+                self._free1()
+                raise MemoryError()
+            self.cap1 = n
+        return n
+
+    cdef Py_ssize_t _local(self, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+        """The distinct rules sentence s (n words) reads, sorted, into ``loc``, and its
+        tables rewritten as indices into ``loc`` into ``ltab`` (kept for the next
+        call on the same sentence: CVB asks for the rules, then the counts);
+        returns how many.  Positions: token i's slot q at 10 i + q, arc x = h n + d
+        at 10 n + x -- the order in which ``scatter`` adds counts."""
+        cdef Py_ssize_t T = 10 * n, M = T + n * n, p, m = 0, k = 0, x
+        cdef const int *ar
+        cdef const int *tr = self.w1.trb
+        cdef i64 r
+        if s == self.loc_s:
+            return self.loc_k
+        ar = self.rules(self.w1, s, n)
+        for p in range(T):
+            if tr[p] >= 0:
+                self.key[m] = <i64> tr[p] * M + p
+                m += 1
+        for x in range(n * n):
+            if ar[x] >= 0:
+                self.key[m] = <i64> ar[x] * M + T + x
+                m += 1
+        qsort(self.key, m, sizeof(i64), _cmp_key)
+        for p in range(M):
+            self.ltab[p] = -1
+        for x in range(m):
+            r = self.key[x] // M
+            if k == 0 or self.loc[k - 1] != r:
+                self.loc[k] = r
+                k += 1
+            self.ltab[self.key[x] - r * M] = <int> (k - 1)
+        self.loc_s, self.loc_k = s, k
+        return k
+
+    def local(self, Py_ssize_t s):
+        """The rules sentence s's parses can read (int64, sorted): its 10 token
+        rules a token and its n*n arc rules, without -1 (none, or forbidden by a
+        mask).  Empty for a skipped sentence."""
+        cdef Py_ssize_t n = self._one(s), k
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        k = self._local(s, n)
+        out = np.empty(k, dtype=np.int64)
+        cdef i64[::1] ov = out
+        if k:
+            memcpy(&ov[0], self.loc, k * sizeof(i64))
+        return out
+
+    def sparse(self, const double[::1] wt, Py_ssize_t s):
+        """One sentence's expected counts from the weights of ``local(s)`` only:
+        ``(status, rules, values, log Z)`` with the nonzero counts by rule; status
+        0 ok (log Z = -inf: no tree, no counts), 1 numerical failure (log Z NaN),
+        2 a weight of a local rule negative or not finite.  The same loops and
+        the same order of additions as ``inside_outside`` on [s]: bit-identical."""
+        cdef Py_ssize_t n = self._one(s), k, j, c = 0
+        cdef double Z, x, logz = -INFINITY
+        cdef i64 E
+        cdef int ok = 0, status = 0
+        cdef const int *lt
+        if n == 0:
+            return 0, np.zeros(0, dtype=np.int64), np.zeros(0), -INFINITY
+        if wt.shape[0] == 0:
+            raise ValueError("no weights")
+        k = self._local(s, n)
+        lt = self.ltab
+        with nogil:
+            for j in range(k):
+                x = wt[self.loc[j]]
+                if not (x >= 0.0 and x < INFINITY):
+                    status = 2
+                    break
+                self.lw[j] = 0.0 if (x > 0.0 and x < FLUSH) else x
+            if status == 0:
+                ok = prepare(self.w1, lt, lt + 10 * n, self.lw, NULL, n, &Z, &E)
+                if ok < 0:
+                    status = 1
+                elif ok > 0:
+                    logz = log(Z) + E * LN2
+                    outside(self.w1, n)
+                    memset(self.lc, 0, k * sizeof(double))
+                    scatter(self.w1, lt, lt + 10 * n, n, 1.0 / Z, self.lc)
+                    for j in range(k):
+                        if self.lc[j] != 0.0:
+                            c += 1
+        if status:
+            return status, np.zeros(0, dtype=np.int64), np.zeros(0), NAN
+        rules = np.empty(c, dtype=np.int64)
+        vals = np.empty(c, dtype=np.float64)
+        cdef i64[::1] rv = rules
+        cdef double[::1] vv = vals
+        c = 0
+        if ok > 0:
+            for j in range(k):
+                if self.lc[j] != 0.0:
+                    rv[c] = self.loc[j]
+                    vv[c] = self.lc[j]
+                    c += 1
+        return 0, rules, vals, logz
 
     cdef Py_ssize_t nmax(self, const i64[::1] idx):
         cdef Py_ssize_t k, s, m = 1
@@ -985,6 +1130,12 @@ cdef class Corpus:
                     move(rows + 3 * row_off[s], m, lhs_at, inb, -1)
             k0 = k1
         return -1
+
+
+cdef int _cmp_key(const void *x, const void *y) noexcept nogil:
+    cdef i64 a = (<const i64 *> x)[0]
+    cdef i64 b = (<const i64 *> y)[0]
+    return (a > b) - (a < b)
 
 
 def _nonempty(a, dtype):

@@ -15,7 +15,13 @@ and E[f_r] = sum over the items built with rule r of inside * outside / Z
 (outside = dZ/d item, by reverse-mode differentiation of these sums).
 The whole corpus runs in one nogil call (csrc/dmv.pyx), and so does a whole
 sweep of the collapsed Metropolis-Hastings sampler
-(:meth:`DMVParser.hastings_sweep`, used by :mod:`grind.infer.hastings`).  Derivations are
+(:meth:`DMVParser.hastings_sweep`, used by :mod:`grind.infer.hastings`).  One
+sentence at a time (collapsed VB): :meth:`DMVParser.local_rules` gives the
+rules a sentence's parses can read and :meth:`DMVParser.sparse_counts` its
+nonzero expected counts and log Z from those weights only, counted into a
+buffer indexed by the sentence's own rules (``Corpus.local`` / ``Corpus.sparse``),
+so CVB's per-sentence update costs O(n^3), not O(#rules)
+(:mod:`grind.infer.cvb`, local-theta path).  Derivations are
 those the CKY kernel returns on the split sentence: rows ``(rule, start,
 end)`` in pre-order over split positions 0..2n.
 """
@@ -202,6 +208,43 @@ class DMVParser(ChartParser):
         self._core.inside_outside(self._weights(weights), idx, counts, logz)
         self._check(logz, idx)
         return counts, logz
+
+    # -- one sentence at a time (collapsed VB) -----------------------------------
+
+    def local_rules(self, i: int) -> np.ndarray:
+        """The rules sentence ``i``'s parses can read, sorted (int64): its tokens'
+        10 rules each (root, Y, STOP/¬STOP) and the choose rules of its n*n
+        arcs, less those its mask forbids.  Its counts and log Z depend on
+        these weights only, so collapsed VB needs theta only there.  Empty for
+        a failure."""
+        return self._core.local(self._q(i))
+
+    def sparse_counts(self, weights, i: int):
+        """Sentence ``i``'s expected counts as ``(rule indices, values)`` (the
+        nonzero ones, sorted) and its log Z: what :meth:`inside_outside` gives
+        for ``idx=[i]``, bit for bit, computed from the weights of
+        :meth:`local_rules` only -- the only ones read and checked (finite,
+        non-negative; below FLUSH as 0) -- counted into a buffer indexed by
+        the sentence's own rules: O(n^3) time, no pass over the grammar's
+        rules.  Not for concurrent calls (shared work buffers)."""
+        w = weights
+        if not (type(w) is np.ndarray and w.dtype == np.float64 and w.flags.c_contiguous):
+            w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (len(self.grammar),):
+            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        q = self._q(i)
+        status, rules, values, logz = self._core.sparse(w, q)
+        if status == 2:
+            raise NumericalError("rule weights must be finite and non-negative")
+        if status == 1:
+            self._check(np.array([logz]), [q])
+        return rules, values, logz
+
+    def _q(self, i) -> int:
+        i = int(i)
+        if not 0 <= i < len(self.sentences):
+            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
+        return i
 
     def arc_posteriors(self, weights, idx=None, failed=None):
         """``P(head of j = i | sentence)`` as (n+1, n) arrays (row 0 = root,
