@@ -10,7 +10,8 @@
 #          the gold column is never read), so that every dev word has a derivation.
 #   train  on the train words only (one type each, first column; unsupervised).
 #          EM (maximum likelihood, alpha = 1), collapsed Hastings annealed (--temp-start TEMP, linearly
-#          to 1 over the first ANNEAL sweeps) at alpha = ALPHAS, and VB / collapsed VB at the best alpha;
+#          to 1 over the first ANNEAL sweeps) at alpha = ALPHAS, and VB / collapsed VB / the Gibbs sampler
+#          (annealed as Hastings) at the best alpha, MAP-EM at MAP_ALPHAS (default 1e-1 and the best alpha);
 #          all run PASSES passes (EM / VB iterations, CVB / Hastings sweeps; --tolerance 0: EM and VB stop
 #          earlier only at an exact fixed point, where further iterations change nothing).  Hastings uses
 #          --proposal-batch PB when this grind has the option.  Seeds: SEEDS at every alpha, BEST_SEEDS
@@ -27,12 +28,13 @@
 #          viterbi_segment, scored by the same grind eval.
 # A finished step (its trained grammar, .eval or .ppl exists) is not run again: rerunning resumes.  Prints a TSV summary to stdout.
 # Usage: data-recipes/morph-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS BEST_SEEDS BEST_ALPHA TEMP ANNEAL PB
-#   CVB_PASSES (CVB sweeps instead of PASSES: its sweep is much slower here); the summary's passes column is
+#   CVB_PASSES (CVB sweeps instead of PASSES; default PASSES, the equal budget); the summary's passes column is
 #   the steps each run's trace records (EM and VB stop early only at an exact fixed point: objective gain 0).
 #   PARTS="base alphas best" (add "long": the extra long Hastings run; a subset runs only those parts,
 #   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
-# The README table was made with the defaults except BEST_SEEDS (Hastings 1 2 3, CVB 1), CVB_PASSES=2,
-#   PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2", split over parallel processes as above.
+# The README table was made with the defaults and PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2",
+#   split over parallel processes as above (the CVB rows later, with PARTS=best VB=0 BEST_ALPHA=1e-5, after
+#   CVB's per-word kernel made its sweep ~4 s on this grammar: it had been run with CVB_PASSES=2 before).
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/morph}
@@ -115,6 +117,10 @@ if has best; then
   for s in $BEST_SEEDS; do one hastings $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
   [[ ${VB:-1} == 1 ]] && one vb $best 1 --tolerance 0
   for s in $BEST_SEEDS; do one cvb $best $s --tolerance 0 ${CVB_PASSES:+--iterations $CVB_PASSES}; done
+  # MAP-EM with alpha < 1 (Johnson et al. 2007 sec. 7: theta_r = 0 once E[f_r] < 1 - alpha, words stop
+  # parsing: counted by train and parse) and the uncollapsed Gibbs sampler, annealed like Hastings.
+  for a in ${MAP_ALPHAS:-1e-1 $best}; do [[ $a == 1 ]] || one em $a 1 --tolerance 0; done
+  for s in $BEST_SEEDS; do one gibbs $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL; done
 fi
 # Part "long" (extra, not an equal budget): Hastings at the best alpha (BEST_ALPHA, else the one chosen
 # above, else 1e-5) for LONG_PASSES sweeps, annealed over the first 4/5, seeds LONG_SEEDS (default 1).
@@ -165,7 +171,7 @@ groups = {}
 for f in glob.glob(f'{out}/*-a*-s*.viterbi.eval') + glob.glob(f'{out}/*-a*-s*.mbr.eval'):
     m = re.match(r'(\w+)-a(.+?)-s(\d+)\.(viterbi|mbr)\.eval', os.path.basename(f))
     groups.setdefault((m[1], m[2], m[4]), []).append((m[3], f))
-order = {'em': 0, 'hastings': 1, 'vb': 2, 'cvb': 3, 'hastingslong': 4}
+order = {'em': 0, 'hastings': 1, 'vb': 2, 'cvb': 3, 'gibbs': 4, 'hastingslong': 5}
 for (a, alpha, d), runs in sorted(groups.items(), key=lambda k: (order[k[0][0]], -float(k[0][1]), k[0][2])):
     rs = [rows(f)['predicted'] for _, f in runs]
     ps = [ppl(f'{out}/{a}-a{alpha}-s{s}.ppl') for s, _ in runs]
