@@ -313,3 +313,30 @@ def chisquare_gof(sample_keys, posterior: dict, min_expected: float = 5.0):
     f_obs = np.array(keep_o, dtype=np.float64)
     f_exp *= f_obs.sum() / f_exp.sum()      # guard against rounding in sum(p) != 1
     return float(chisquare(f_obs, f_exp).pvalue), len(keep_e), 0
+
+
+def check_sparse_counts_local(parser, w, i, n_sentences):
+    """The one-sentence hooks' contract (``local_rules`` / ``sparse_counts``,
+    used by collapsed VB): weights outside ``local_rules(i)`` are never read
+    (NaN there changes nothing), a NaN / negative / infinite local weight stops
+    with ``NumericalError``, an index past the corpus is an ``IndexError``.
+    Returns ``(local rules, rules, values, log Z)`` of sentence ``i`` under ``w``."""
+    import pytest
+
+    from grind.errors import NumericalError
+    loc = parser.local_rules(i)
+    rules, vals, z = parser.sparse_counts(w, i)
+    bad = w.copy()
+    bad[np.setdiff1d(np.arange(len(w)), loc)] = np.nan
+    r2, v2, z2 = parser.sparse_counts(bad, i)
+    np.testing.assert_array_equal(rules, r2)
+    np.testing.assert_array_equal(vals, v2)
+    assert z == z2
+    for x in (np.nan, -1.0, np.inf):
+        bad = w.copy()
+        bad[loc[len(loc) // 2]] = x
+        with pytest.raises(NumericalError):
+            parser.sparse_counts(bad, i)
+    with pytest.raises(IndexError):
+        parser.sparse_counts(w, n_sentences)
+    return loc, rules, vals, z

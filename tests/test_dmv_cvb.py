@@ -11,23 +11,11 @@ import pytest
 
 from grind.errors import NumericalError
 from grind.grammars.dmv import CHOOSE_L, dmv_grammar, dmv_index
-from grind.infer.cvb import CVB
+from grind.infer.cvb import CVB, DenseOnly
 from grind.infer.training import ShardedEstep
 from grind.kernels.dmv import DMVParser
+from oracle import check_sparse_counts_local
 
-
-class DenseOnly:
-    """A parser without ``local_rules`` / ``sparse_counts``: CVB's old path
-    (one dense inside-outside per sentence)."""
-
-    def __init__(self, p):
-        self.p, self.grammar, self.sentences, self.failures = p, p.grammar, p.sentences, p.failures
-
-    def inside_outside(self, w, idx=None):
-        return self.p.inside_outside(w, idx)
-
-    def _idx(self, idx):
-        return self.p._idx(idx)
 
 
 def corpus(seed, n, vocab, lo=1, hi=9):
@@ -169,21 +157,7 @@ def test_sparse_counts_checks_only_local_weights():
     _, g, p = CASES[4]                                                  # lex-big
     w = random_weights(g, 3)
     i = 7
-    loc = p.local_rules(i)
-    rules, vals, z = p.sparse_counts(w, i)
-    bad = w.copy()
-    bad[np.setdiff1d(np.arange(len(g)), loc)] = np.nan                 # never read: no error, same result
-    r2, v2, z2 = p.sparse_counts(bad, i)
-    np.testing.assert_array_equal(rules, r2)
-    np.testing.assert_array_equal(vals, v2)
-    assert z == z2
-    for x in (np.nan, -1.0, np.inf):
-        bad = w.copy()
-        bad[loc[len(loc) // 2]] = x
-        with pytest.raises(NumericalError):
-            p.sparse_counts(bad, i)
-    with pytest.raises(IndexError):
-        p.sparse_counts(w, len(p.sentences))
+    loc, rules, vals, z = check_sparse_counts_local(p, w, i, len(p.sentences))
     with pytest.raises(IndexError):
         p.local_rules(-1)
     with pytest.raises(ValueError):

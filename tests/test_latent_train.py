@@ -9,7 +9,7 @@ import pytest
 from grind.formats.trees import parse_trees
 from grind.formats.treebank import prepare
 from grind.grammars.latent import LatentGrammar, split_grammar, treebank_grammar
-from grind.infer.cvb import CVB
+from grind.infer.cvb import CVB, DenseOnly
 from grind.infer.em import EM
 from grind.infer.training import ShardedEstep
 from grind.kernels.latent_tree import TreeParser
@@ -21,15 +21,6 @@ TEXT = """
 ( (S (NP (DT The) (NN dog)) (VP (VBD ran) (PP (IN to) (NP (DT the) (NN cat)))) (. .)) )
 """
 
-
-class DenseOnly:
-    """A parser without ``sparse_counts``: collapsed VB's dense path."""
-
-    def __init__(self, p):
-        self.p, self.sentences, self.failures = p, p.sentences, p.failures
-
-    def inside_outside(self, w, idx=None):
-        return self.p.inside_outside(w, idx)
 
 
 def setup(h=2, seed=0, shuffle=False):

@@ -36,7 +36,7 @@ from types import SimpleNamespace  # noqa: E402
 import numpy as np  # noqa: E402
 
 from grind.grammars.morph import builtin_templates, morph_grammar  # noqa: E402
-from grind.infer.cvb import CVB  # noqa: E402
+from grind.infer.cvb import CVB, DenseOnly  # noqa: E402
 from grind.infer.hastings import Hastings  # noqa: E402
 from grind.infer.training import ShardedEstep  # noqa: E402
 from grind.kernels.segment import SegmentParser  # noqa: E402
@@ -69,19 +69,6 @@ def hastings(g, words, batch, seed, sub=None, temp=1.0):
     rng = np.random.default_rng(seed)
     return Hastings(g, ShardedEstep(SegmentParser(g, words)), np.full(len(g), 1e-3), g.weights, cfg, rng)
 
-
-class DenseOnly:
-    """A parser without the one-word hooks (``local_rules`` / ``sparse_counts``):
-    CVB's old path, theta renormalised per LHS and one dense inside-outside a word."""
-
-    def __init__(self, p):
-        self.p, self.grammar, self.sentences, self.failures = p, p.grammar, p.sentences, p.failures
-
-    def inside_outside(self, w, idx=None):
-        return self.p.inside_outside(w, idx)
-
-    def _idx(self, idx):
-        return self.p._idx(idx)
 
 
 def cvb(g, parser, seed, alpha=1e-5):

@@ -173,6 +173,22 @@ class CountPool:
         self.cap = np.array(s["pool_cap"], dtype=np.int32)
 
 
+class DenseOnly:
+    """A parser seen without its one-sentence hooks (``local_rules`` /
+    ``sparse_counts``): CVB's dense path -- theta refreshed per LHS, one
+    inside-outside over all rules a sentence.  The reference the hooks are
+    tested and benchmarked against."""
+
+    def __init__(self, p):
+        self.p, self.grammar, self.sentences, self.failures = p, p.grammar, p.sentences, p.failures
+
+    def inside_outside(self, w, idx=None):
+        return self.p.inside_outside(w, idx)
+
+    def _idx(self, idx):
+        return self.p._idx(idx)
+
+
 @dataclass
 class CVBConfig(TrainConfig):
     """Collapsed VB: --iterations are sweeps; one kernel call per sentence (``jobs`` unused)."""
