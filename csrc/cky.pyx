@@ -49,6 +49,7 @@ import numpy as np
 
 
 cdef enum:
+    SMALL_R = 16                # dense path: at most this many rule rows, products in C, not BLAS
     LANES = 4                   # spans per group on the sparse path (GRIND_LANES in C)
 
 
@@ -285,7 +286,12 @@ cdef int alloc_work(Gram *g, Weights *w, int maxlen, Work *wk) except -1 nogil:
     wk.AT = <double *>xcalloc(bsmax if g.dense else 1, sizeof(double))
     sp = 1 if g.dense else <int64_t>g.S * maxlen * LANES
     wk.LT = <double *>xcalloc(sp, sizeof(double))
-    wk.RT = <double *>xcalloc(sp, sizeof(double))
+    if g.dense and 0 < wk.R <= SMALL_R:
+        # dense path, few rule rows: RT holds W transposed (coff[4] x R) for the inside product
+        wk.RT = <double *>xcalloc(tot * wk.R, sizeof(double))
+        grind_transpose(wk.R, <int>tot, w.W, wk.RT)
+    else:
+        wk.RT = <double *>xcalloc(sp, sizeof(double))
     wk.PL = <double *>xcalloc(sp, sizeof(double))
     wk.PR = <double *>xcalloc(sp, sizeof(double))
     wk.fq = <double *>xcalloc(<int64_t>(maxlen + 1) * LANES, sizeof(double))
@@ -447,7 +453,11 @@ cdef void inside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int w
                     if wk.live[b]:
                         build_M(g, ch, wk, b, ci, i, i + width, m, wk.M + col * wc + g.coff[b])
                 ch.m[r] = m
-        if g.dense:
+        if g.dense and R <= SMALL_R:
+            # out[col, a] = sum_p M[col, p] W^T[p, a]
+            grind_atb(<int>(hi - lo), ncol, R, wk.M + lo, 1, wc, wk.RT + lo * R, R, NULL, NULL,
+                      wk.out, R, 0)
+        elif g.dense:
             gemm(b'T', b'N', R, ncol, <int>(hi - lo), 1.0, w.W + lo, <int>wc, wk.M + lo, <int>wc,
                  0.0, wk.out, R)
         else:
@@ -655,8 +665,12 @@ cdef void outside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int 
         return
     lo = live_cols(g, width, &hi)
     # G[a, p] += sum_col ac[col, a] M[col, p];  A[col, p] = sum_a am[col, a] W[a, p]
-    gemm(b'N', b'T', <int>(hi - lo), R, ncol, 1.0, wk.M + lo, <int>wc, wk.ac, R, 1.0, G + lo, <int>wc)
-    gemm(b'N', b'N', <int>(hi - lo), ncol, R, 1.0, w.W + lo, <int>wc, wk.am, R, 0.0, wk.A + lo, <int>wc)
+    if R <= SMALL_R:
+        grind_atb(ncol, R, <int>(hi - lo), wk.ac, R, 1, wk.M + lo, wc, NULL, NULL, G + lo, wc, 1)
+        grind_atb(R, ncol, <int>(hi - lo), wk.am, 1, R, w.W + lo, wc, NULL, NULL, wk.A + lo, wc, 0)
+    else:
+        gemm(b'N', b'T', <int>(hi - lo), R, ncol, 1.0, wk.M + lo, <int>wc, wk.ac, R, 1.0, G + lo, <int>wc)
+        gemm(b'N', b'N', <int>(hi - lo), ncol, R, 1.0, w.W + lo, <int>wc, wk.am, R, 0.0, wk.A + lo, <int>wc)
     for col in range(ncol):
         if wk.colt[col] == NEG_INF:
             continue

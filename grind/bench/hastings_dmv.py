@@ -34,7 +34,7 @@ from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from grind.bench.dmv import tag_corpus  # noqa: E402
+from grind.bench.dmv import best_rate, tag_corpus  # noqa: E402
 from grind.grammars.dmv import dmv_grammar  # noqa: E402
 from grind.infer.hastings import Hastings  # noqa: E402
 from grind.kernels.dmv import DMVParser  # noqa: E402
@@ -67,13 +67,8 @@ def time_sweeps(algo, repeats):
 
 
 def estep_us(parser, weights, repeats):
-    parser.inside_outside(weights)
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        parser.inside_outside(weights)
-        best = min(best, time.perf_counter() - t)
-    return best / len(parser.sentences) * 1e6
+    n = len(parser.sentences)
+    return 1e6 / best_rate(parser, weights, n, repeats)
 
 
 def measure(n_sent, sub, repeats, alpha, batch, seed):
