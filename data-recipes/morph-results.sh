@@ -158,7 +158,7 @@ cols = ['morph_P', 'morph_R', 'morph_F', 'exact', 'boundary_P', 'boundary_R', 'b
 print('\t'.join(['method', 'alpha', 'passes', 'seeds', 'decoder', 'unparsed'] + cols + ['dev perplexity (per char)']))
 fmt = lambda v: 'nan' if v != v else '%.1f' % (100 * v)
 def agg(vals):
-    if len(vals) == 1: return fmt(vals[0])
+    if len(vals) == 1 or any(v != v for v in vals): return fmt(vals[0]) if len(vals) == 1 else 'nan'
     return '%s±%s' % (fmt(st.mean(vals)), fmt(st.stdev(vals)))
 first = sorted(glob.glob(f'{out}/*.viterbi.eval'))[0]
 for b, name in (('baseline-one-morph', 'one morph per word'), ('baseline-chars', 'every character a morph')):
