@@ -49,7 +49,7 @@ import numpy as np
 
 
 cdef enum:
-    SMALL_R = 16                # dense path: at most this many rule rows, products in C, not BLAS
+    SMALL_R = 12                # dense path: at most this many rule rows (GRIND_NARROW): products in C, not BLAS
     LANES = 4                   # spans per group on the sparse path (GRIND_LANES in C)
 
 

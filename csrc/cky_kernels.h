@@ -52,10 +52,75 @@ typedef double grind_v1;
 /* C[i*ldc + j] (+)= g[i] sum_k f[k] A[k*sak + i*sai] B[k*ldb + j] for i < m, j < n
    (f, g NULL: 1; acc: add to C): a register-tiled outer-product kernel for the small
    per-span products (B and C contiguous along j, A read by broadcast, any strides). */
+/* Narrow products (n <= GRIND_NARROW, e.g. the 10 x 10 blocks and 10 rule rows of a
+   grammar with 10 nonterminals): rows i..i+RW-1 by all n columns of C at once (n / 4
+   four-wide vectors, then a two-wide and a scalar column), so that each A value is
+   broadcast once a row and no columns are left to a second, narrower pass.  Called
+   with compile-time N and RW (always inlined), the accumulators are registers. */
+#define GRIND_NARROW 12
+static inline __attribute__((always_inline)) void
+grind_rows_n(const int N, const int RW, int i, int K, const double *A, int64_t sak, int64_t sai,
+             const double *B, int64_t ldb, const double *f, const double *g,
+             double *C, int64_t ldc, int acc) {
+    enum { NV = GRIND_NARROW / 4 };
+    const int nv = N / 4, h2 = (N % 4) >= 2, h1 = N % 2;
+    grind_v4 c4[4][NV];
+    grind_v2 c2[4];
+    double c1[4];
+    for (int r = 0; r < RW; r++) {
+        for (int v = 0; v < nv; v++) c4[r][v] = (grind_v4){0};
+        c2[r] = (grind_v2){0};
+        c1[r] = 0.0;
+    }
+    const double *a = A + i * sai, *b = B;
+    for (int k = 0; k < K; k++, a += sak, b += ldb) {
+        grind_v4 b4[NV];
+        grind_v2 b2 = {0};
+        double b1 = 0.0;
+        for (int v = 0; v < nv; v++) b4[v] = GRIND_LD(b + 4 * v);
+        if (h2) b2 = *(const grind_v2 *)(b + 4 * nv);
+        if (h1) b1 = b[N - 1];
+        for (int r = 0; r < RW; r++) {
+            double ar = f ? a[r * sai] * f[k] : a[r * sai];
+            for (int v = 0; v < nv; v++) c4[r][v] += ar * b4[v];
+            if (h2) c2[r] += ar * b2;
+            if (h1) c1[r] += ar * b1;
+        }
+    }
+    for (int r = 0; r < RW; r++) {
+        double *cp = C + (i + r) * ldc;
+        double gr = g ? g[i + r] : 1.0;
+        for (int v = 0; v < nv; v++) {
+            grind_v4 x = gr * c4[r][v];
+            GRIND_ST(cp + 4 * v, acc ? GRIND_LD(cp + 4 * v) + x : x);
+        }
+        if (h2) {
+            grind_v2 *q = (grind_v2 *)(cp + 4 * nv), x = gr * c2[r];
+            *q = acc ? *q + x : x;
+        }
+        if (h1) cp[N - 1] = acc ? cp[N - 1] + gr * c1[r] : gr * c1[r];
+    }
+}
+static inline __attribute__((always_inline)) void
+grind_atb_n(const int N, int K, int m, const double *A, int64_t sak, int64_t sai,
+            const double *B, int64_t ldb, const double *f, const double *g,
+            double *C, int64_t ldc, int acc) {
+    int i = 0;
+    for (; i + 4 <= m; i += 4) grind_rows_n(N, 4, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+    for (; i + 2 <= m; i += 2) grind_rows_n(N, 2, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+    for (; i < m; i++) grind_rows_n(N, 1, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+}
+#define GRIND_CASE_N(N) case N: grind_atb_n(N, K, m, A, sak, sai, B, ldb, f, g, C, ldc, acc); return;
+
 static void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
                       const double *B, int64_t ldb, const double *f, const double *g,
                       double *C, int64_t ldc, int acc) {
     int i, j = 0, k;
+    switch (n) {
+        GRIND_CASE_N(5) GRIND_CASE_N(6) GRIND_CASE_N(7) GRIND_CASE_N(9) GRIND_CASE_N(10)
+        GRIND_CASE_N(11) GRIND_CASE_N(12)
+        default: break;
+    }
     if (f) { GRIND_CHUNKS(1) } else { GRIND_CHUNKS(0) }
 }
 

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+import oracle
 from grind.errors import InputError
 from grind.grammars.grammar import Grammar
 
@@ -293,3 +294,40 @@ def test_layered_dense_blocks_agree_with_sparse():
     _, ld = dense.viterbi(g.weights)
     _, ls = sparse.viterbi(g.weights)
     np.testing.assert_allclose(ld, ls, rtol=1e-12)
+
+
+def _dense_cnf(n, rng, n_words=6):
+    """The bench's dense grammar shape: ROOT --> X_i, X_i --> A B over X u PT, PT_j --> w_k."""
+    xs, pts = [f"X{i}" for i in range(n)], [f"P{i}" for i in range(n)]
+    rules = [("ROOT", x) for x in xs] + [(x, f"{a} {b}") for x in xs for a in xs + pts for b in xs + pts]
+    rules += [(p, f"w{k}") for p in pts for k in range(n_words)]
+    return G(rules, rng.uniform(0.05, 1.0, size=len(rules)), start="ROOT")
+
+
+@pytest.mark.parametrize("n", [3, 5, 7, 10, 12, 13])
+def test_small_dense_kernel_agrees_with_sparse_and_reference(n):
+    """Up to 12 rule rows (GRIND_NARROW) the dense path does its products in C with
+    full-width register rows (block widths n = 5..12 each have their own code; 3 and 13
+    take the general tiles and, for 13, BLAS): it must match the sparse path and the
+    log-space reference, including on long sentences far below the float64 range."""
+    rng = np.random.default_rng(100 + n)
+    g = _dense_cnf(n, rng)
+    sents = [[f"w{k}" for k in rng.integers(6, size=int(m))] for m in rng.integers(2, 16, size=12)]
+    sents.append([f"w{k}" for k in rng.integers(6, size=100)])
+    w = g.weights * 1e-3                 # Z of the 100-token sentence underflows float64
+    dense, sparse = CKYParser(g, sents, path="dense"), CKYParser(g, sents, path="sparse")
+    assert dense._c.block_of == [0, 1, 2, 3] and dense._c.r1 - dense._c.r0 == n
+    cd, zd = dense.inside_outside(w)
+    cs, zs = sparse.inside_outside(w)
+    assert np.all(np.isfinite(zd)) and zd[-1] < -800
+    np.testing.assert_allclose(zd, zs, rtol=1e-12)
+    np.testing.assert_allclose(cd, cs, rtol=1e-9, atol=1e-12)
+    for s in (0, 1, len(sents) - 1):
+        assert zd[s] == pytest.approx(ref_logz(g, w, sents[s]), rel=1e-12)
+    # expected counts sum, per sentence, to its rule uses: L - 1 binary, L lexical, 1 unary
+    assert cd.sum() == pytest.approx(sum(2 * len(s) for s in sents), rel=1e-10)
+    # brute-force enumeration on sentences short enough for it
+    for s in [["w0", "w3"], ["w1", "w2"]]:
+        c, z = CKYParser(g, [s], path="dense").inside_outside(w)
+        assert z[0] == pytest.approx(oracle.exact_logz(g, w, s), rel=1e-13)
+        np.testing.assert_allclose(c, oracle.exact_counts(g, w, s), rtol=1e-11, atol=1e-13)
