@@ -30,7 +30,8 @@
 # Usage: data-recipes/morph-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS BEST_SEEDS BEST_ALPHA TEMP ANNEAL PB
 #   CVB_PASSES (CVB sweeps instead of PASSES; default PASSES, the equal budget); the summary's passes column is
 #   the steps each run's trace records (EM and VB stop early only at an exact fixed point: objective gain 0).
-#   PARTS="base alphas best" (add "long": the extra long Hastings run; a subset runs only those parts,
+#   PARTS="base alphas best" (add "long": the extra long Hastings run; "threshold": the MBR boundary threshold
+#   chosen on training-word gold, a semi-supervised diagnostic, see below; a subset runs only those parts,
 #   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
 # The README table was made with the defaults and PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2",
 #   split over parallel processes as above (the CVB rows later, with PARTS=best VB=0 BEST_ALPHA=1e-5, after
@@ -121,6 +122,35 @@ if has best; then
   # parsing: counted by train and parse) and the uncollapsed Gibbs sampler, annealed like Hastings.
   for a in ${MAP_ALPHAS:-1e-1 $best}; do [[ $a == 1 ]] || one em $a 1 --tolerance 0; done
   for s in $BEST_SEEDS; do one gibbs $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL; done
+fi
+# Part "threshold" (a diagnostic, semi-supervised: one scalar chosen with gold segmentations): the --mbr boundary
+# threshold T chosen on every 7th TRAINING word's gold segmentation (words the model was trained on without their
+# gold; dev untouched by the choice) from THRESHOLDS, for CVB and Hastings at the best alpha, then dev decoded at T.
+if has threshold; then
+  ta=${BEST_ALPHA:-${best:-1e-5}}
+  awk -F'\t' 'NR % 7 == 1 && $1 !~ /[[:space:]]/' "$train" > "$out/train-every7.tsv"
+  for a in cvb hastings; do
+    g=$out/$a-a$ta-s1.txt
+    [[ -s $g ]] || continue
+    for T in ${THRESHOLDS:-0.5 1e-1 1e-2 1e-3 1e-4 1e-5}; do
+      o=$out/thr-$a-T$T.train
+      [[ -s $o.eval ]] && continue
+      run grind parse $C --segment --seg-format sigmorphon --mbr --boundary-threshold $T -o "$o.tsv" "$g" \
+        "$out/train-every7.tsv" 2>>"$out/thr.log"
+      run grind eval --segmentation -o "$o.eval" "$out/train-every7.tsv" "$o.tsv"
+    done
+    T=$(for f in "$out"/thr-$a-T*.train.eval; do
+          awk -F'\t' -v f="$f" '$1 == "predicted" {t = f; sub(/.*-T/, "", t); sub(/\.train\.eval$/, "", t); print $10, t}' "$f"
+        done | sort -g -k1,1 | tail -1 | cut -d' ' -f2)
+    echo "# $a: boundary threshold chosen on training-word gold: $T" >&2
+    for s in $BEST_SEEDS; do
+      o=$out/thr-$a-a$ta-s$s-T$T.dev
+      [[ -s $o.eval ]] && continue
+      run grind parse $C --segment --seg-format sigmorphon --mbr --boundary-threshold $T -o "$o.tsv" \
+        "$out/$a-a$ta-s$s.txt" "$dev" 2>>"$out/thr.log"
+      run grind eval --segmentation -o "$o.eval" "$dev" "$o.tsv"
+    done
+  done
 fi
 # Part "long" (extra, not an equal budget): Hastings at the best alpha (BEST_ALPHA, else the one chosen
 # above, else 1e-5) for LONG_PASSES sweeps, annealed over the first 4/5, seeds LONG_SEEDS (default 1).

@@ -171,8 +171,24 @@ def test_parse_segment_unparsed_and_mbr(morph):
     assert r.returncode == 2 and "CKYParser" in r.stderr
 
 
+def test_parse_segment_boundary_threshold(morph):
+    # abc: P(after a) = 0.105 / 0.189 = 0.556, P(after b) = 0.084 / 0.189 = 0.444;
+    # ab: P(after a) = 0.189 / 0.309 = 0.612
+    r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.4", morph / "g.txt", morph / "c.txt")
+    assert body(r.stdout) == ["a b", "a b c", "a"]
+    r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.6", morph / "g.txt", morph / "c.txt")
+    assert body(r.stdout) == ["a b", "abc", "a"]
+    r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.65", morph / "g.txt", morph / "c.txt")
+    assert body(r.stdout) == ["ab", "abc", "a"] and "--boundary-threshold 0.65" in r.stdout
+    for bad in (["--segment"], ["--mbr"], ["--segment", "--mbr", "--boundary-threshold", "1"]):
+        extra = [] if "--boundary-threshold" in bad else ["--boundary-threshold", "0.3"]
+        r = grind("parse", *bad, *extra, morph / "g.txt", morph / "c.txt", check=False)
+        assert r.returncode == 2, bad
+
+
 def test_mbr_cuts():
     assert mbr_cuts([0.6, 0.5, 0.51], 4) == {1, 3}
+    assert mbr_cuts([0.6, 0.5, 0.51], 4, threshold=0.505) == {1, 3} and mbr_cuts([0.6, 0.5, 0.51], 4, 0.1) == {1, 2, 3}
     assert mbr_cuts([1.0, 0.6, 0.2, 1.0], 3) == {1}          # all n + 1 positions
     assert mbr_cuts([], 1) == set() and mbr_cuts(None, 3) is None and mbr_cuts([nan, 1], 3) is None
     with pytest.raises(ValueError):

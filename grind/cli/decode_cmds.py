@@ -25,6 +25,10 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
                    "tokens are its characters) instead of trees.")
 @click.option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
               help="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
+@click.option("--boundary-threshold", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.5,
+              show_default=True,
+              help="With --segment --mbr: a boundary where its posterior exceeds this (0.5 maximises the expected "
+                   "number of correct boundary decisions; lower trades precision for recall).")
 @click.option("--max-rule-sum", "decoder", flag_value="max-rule-sum",
               help="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
                    "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
@@ -42,8 +46,8 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, prune, prune_threshold, seed, kernel, start,
-          output):
+def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary_threshold, prune, prune_threshold,
+          seed, kernel, start, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -66,7 +70,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, prune, p
     rules (rules whose right-hand side is all terminals).  --mbr: a boundary
     after character i iff its posterior P(boundary after i) > 0.5, which
     maximises the expected number of correct boundary decisions (posteriors
-    from the kernel's boundary_posteriors).  A word without a parse is
+    from the kernel's boundary_posteriors); --boundary-threshold T moves
+    that cut-off.  A word without a parse is
     written 'word<TAB>_' in both formats, named on stderr and counted in
     the header ('# unparsed: N'); grind eval --segmentation scores it with
     no correct morph and no boundary.
@@ -83,6 +88,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, prune, p
         raise click.UsageError("--committee decoding is for DMV grammars, not with --segment")
     if not segment and _given("seg_format"):
         raise click.UsageError("--seg-format needs --segment")
+    if _given("boundary_threshold") and not (segment and decoder == "mbr"):
+        raise click.UsageError("--boundary-threshold needs --segment --mbr")
     if _is_treebank_grammar(grammar):
         if segment or ln_path or decoder == "mbr":
             raise click.UsageError("a treebank grammar decodes with --max-rule-sum (default), --max-rule-product "
@@ -95,7 +102,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, prune, p
                                "grammars (grind make-grammar treebank)")
     g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
     if segment:
-        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec)
+        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, boundary_threshold)
         return
     from grind.kernels.dmv import DMVParser
     if isinstance(parser, DMVParser):
@@ -217,11 +224,11 @@ def lexical_cuts(grammar, derivation) -> set[int]:
     return cuts
 
 
-def mbr_cuts(posteriors, n: int) -> set[int] | None:
+def mbr_cuts(posteriors, n: int, threshold: float = 0.5) -> set[int] | None:
     """Boundaries of a word of ``n`` tokens from its boundary posteriors:
-    after token i (0 < i < n) iff P(boundary after i) > 0.5 -- each boundary
-    decision is made separately, so this maximises the expected number of
-    correct decisions.  ``posteriors`` has the n - 1 internal positions
+    after token i (0 < i < n) iff P(boundary after i) > ``threshold`` -- each
+    boundary decision is made separately, so at 0.5 this maximises the
+    expected number of correct decisions.  ``posteriors`` has the n - 1 internal positions
     (entry i - 1 = after token i) or all n + 1 positions 0..n; None or a
     non-finite entry = unparsed (None returned)."""
     if posteriors is None:
@@ -233,10 +240,10 @@ def mbr_cuts(posteriors, n: int) -> set[int] | None:
         raise ValueError(f"{len(p)} boundary posteriors for a word of {n} characters")
     if not np.all(np.isfinite(p)):
         return None
-    return {i + 1 for i in np.flatnonzero(p > 0.5)}
+    return {i + 1 for i in np.flatnonzero(p > threshold)}
 
 
-def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec):
+def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, threshold=0.5):
     """grind parse --segment (see parse's help)."""
     from grind.formats.segmentations import format_segmentation, morphs_from_cuts
     if g.start != "Word":
@@ -253,7 +260,7 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec):
         cuts = []
         for i, s in enumerate(sents):
             try:
-                c = mbr_cuts(post[i], len(s)) if np.isfinite(logz[i]) else None
+                c = mbr_cuts(post[i], len(s), threshold) if np.isfinite(logz[i]) else None
             except ValueError as e:
                 raise RuntimeError(f"{type(parser).__name__}.boundary_posteriors: word {s.number}: {e}") from None
             cuts.append(c)
