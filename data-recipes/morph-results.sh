@@ -132,7 +132,7 @@ if has threshold; then
   for a in cvb hastings; do
     g=$out/$a-a$ta-s1.txt
     [[ -s $g ]] || continue
-    for T in ${THRESHOLDS:-0.5 1e-1 1e-2 1e-3 1e-4 1e-5}; do
+    for T in ${THRESHOLDS:-0.5 1e-1 1e-2 1e-3 1e-4 1e-5 1e-6 1e-8 1e-10 1e-15}; do
       o=$out/thr-$a-T$T.train
       [[ -s $o.eval ]] && continue
       run grind parse $C --segment --seg-format sigmorphon --mbr --boundary-threshold $T -o "$o.tsv" "$g" \
