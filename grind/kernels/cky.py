@@ -25,7 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from grind.errors import InputError, NumericalError
+from grind.errors import InputError
 from grind.grammars.grammar import post_order
 from grind.kernels.contract import ChartParser
 
@@ -142,12 +142,7 @@ class CKYParser(ChartParser):
         return ok, np.ascontiguousarray(idx[ok], dtype=np.int64)
 
     def _weights(self, weights, log: bool):
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise NumericalError("rule weights must be finite and non-negative")
-        return self._c.kernel_weights(w, self.path == "dense", log)
+        return self._c.kernel_weights(self._weight_vector(weights), self.path == "dense", log)
 
     def _derivations(self, n, ok, rows, off, n_rows):
         out = [None] * n

@@ -19,6 +19,8 @@ import abc
 
 import numpy as np
 
+from grind.errors import NumericalError
+
 
 
 class ChartParser(abc.ABC):
@@ -55,6 +57,26 @@ class ChartParser(abc.ABC):
 
     def _idx(self, idx):
         return np.arange(len(self.sentences)) if idx is None else np.asarray(idx, dtype=np.int64)
+
+    def _weight_vector(self, weights, check: bool = True) -> np.ndarray:
+        """``weights`` as a C-contiguous float64 vector, one entry per rule (not
+        copied when it already is one); ValueError for another shape; with
+        ``check``, NumericalError unless every entry is finite and non-negative
+        (a kernel that reads only some entries checks those itself)."""
+        w = weights
+        if not (type(w) is np.ndarray and w.dtype == np.float64 and w.flags.c_contiguous):
+            w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (len(self.grammar),):
+            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        if check and w.size and not (w.min() >= 0 and np.isfinite(w.max())):     # NaN fails both
+            raise NumericalError("rule weights must be finite and non-negative")
+        return w
+
+    def _sentence(self, i) -> int:
+        """Sentence index ``i`` as an int; IndexError outside the corpus."""
+        if not 0 <= i < len(self.sentences):
+            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
+        return int(i)
 
 
 def derivation_counts(derivations, n_rules: int) -> np.ndarray:

@@ -187,9 +187,7 @@ class DMVParser(ChartParser):
         weights (it returned NaN), and a tree that needs one weighs less than
         FLUSH times one that does not.  A sentence all of whose trees need one
         gets log Z = -inf and is reported as unparseable."""
-        w = np.ascontiguousarray(weights, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        w = self._weight_vector(weights, check=False)
         tiny = (w > 0) & (w < FLUSH)
         return np.where(tiny, 0.0, w) if tiny.any() else w
 
@@ -217,7 +215,7 @@ class DMVParser(ChartParser):
         arcs, less those its mask forbids.  Its counts and log Z depend on
         these weights only, so collapsed VB needs theta only there.  Empty for
         a failure."""
-        return self._core.local(self._q(i))
+        return self._core.local(self._sentence(i))
 
     def sparse_counts(self, weights, i: int):
         """Sentence ``i``'s expected counts as ``(rule indices, values)`` (the
@@ -227,24 +225,14 @@ class DMVParser(ChartParser):
         non-negative; below FLUSH as 0) -- counted into a buffer indexed by
         the sentence's own rules: O(n^3) time, no pass over the grammar's
         rules.  Not for concurrent calls (shared work buffers)."""
-        w = weights
-        if not (type(w) is np.ndarray and w.dtype == np.float64 and w.flags.c_contiguous):
-            w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
-        q = self._q(i)
+        w = self._weight_vector(weights, check=False)            # the kernel checks the local ones
+        q = self._sentence(i)
         status, rules, values, logz = self._core.sparse(w, q)
         if status == 2:
             raise NumericalError("rule weights must be finite and non-negative")
         if status == 1:
             self._check(np.array([logz]), [q])
         return rules, values, logz
-
-    def _q(self, i) -> int:
-        i = int(i)
-        if not 0 <= i < len(self.sentences):
-            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
-        return i
 
     def arc_posteriors(self, weights, idx=None, failed=None):
         """``P(head of j = i | sentence)`` as (n+1, n) arrays (row 0 = root,

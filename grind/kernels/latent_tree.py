@@ -174,9 +174,7 @@ class TreeParser(ChartParser):
             return _NO_RULES, _NO_VALUES, -np.inf
         blocks = self._blocks_of(i)
         ent = _ranges(self.latent.offset[blocks], self.latent.size[blocks])
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        w = self._weight_vector(weights, check=False)            # the used blocks' weights are checked below
         if self._identity:
             used = w[ent]
             buf = np.ascontiguousarray(w)
@@ -250,12 +248,8 @@ class TreeParser(ChartParser):
     def _buffer(self, weights):
         """The block-entry buffer of ``weights`` (the weights themselves when
         the grammar's rules are the entries in order)."""
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
-        if w.size and not (w.min() >= 0 and np.isfinite(w.max())):     # (NaN fails the first test)
-            raise NumericalError("rule weights must be finite and non-negative")
-        return np.ascontiguousarray(w) if self._identity else self.latent.gather(w)
+        w = self._weight_vector(weights)
+        return w if self._identity else self.latent.gather(w)
 
 
 _NO_RULES, _NO_VALUES = np.zeros(0, np.int64), np.zeros(0)

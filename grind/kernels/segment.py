@@ -299,7 +299,7 @@ class SegmentParser(ChartParser):
         if i in self.failures:
             return _NO_RULES
         if self.native:
-            k = self._word_kernel().local(self._q(i), self._loc_buf)
+            k = self._word_kernel().local(self._sentence(i), self._loc_buf)
             return self._loc_buf[:k].copy()
         n = int(self._group[i])
         pos = np.arange(n + 1)
@@ -320,21 +320,12 @@ class SegmentParser(ChartParser):
             counts, logz = self.inside_outside(weights, [i])
             rules = np.flatnonzero(counts)
             return rules, counts[rules], float(logz[0])
-        w = weights
-        if not (type(w) is np.ndarray and w.dtype == np.float64 and w.flags.c_contiguous):
-            w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
+        w = self._weight_vector(weights, check=False)            # the kernel checks the local ones
         kern = self._word_kernel()
-        k, z = kern.counts(w, self._q(i), self._rule_buf, self._val_buf)
+        k, z = kern.counts(w, self._sentence(i), self._rule_buf, self._val_buf)
         if k < 0:
             raise NumericalError("rule weights must be finite and non-negative")
         return self._rule_buf[:k].copy(), self._val_buf[:k].copy(), z
-
-    def _q(self, i) -> int:
-        if not 0 <= i < len(self.sentences):
-            raise IndexError(f"sentence index out of range 0..{len(self.sentences) - 1}")
-        return int(i)
 
     def _word_kernel(self):
         kern = self._one
@@ -348,12 +339,7 @@ class SegmentParser(ChartParser):
     # -- internals -----------------------------------------------------------
 
     def _weights(self, weights):
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(self.grammar),):
-            raise ValueError(f"expected {len(self.grammar)} weights, got shape {w.shape}")
-        if w.size and not (w.min() >= 0 and np.isfinite(w.max())):      # two reductions: NaN fails both
-            raise NumericalError("rule weights must be finite and non-negative")
-        return w
+        return self._weight_vector(weights)
 
     def _native_arrays(self, by_len) -> dict:
         """The corpus for the compiled kernel: every word's span table, flat."""
