@@ -141,7 +141,7 @@ def _config(algo: str, options: dict):
 
 def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None = None, seed: int | None = None,
         jobs: int = 1, kernel: str = "auto", dev=None, eval_every: int = 0, early_stop: bool = False,
-        on_step=None, **options) -> FitResult:
+        patience: int = 1, on_step=None, **options) -> FitResult:
     """Train ``grammar``'s weights on ``corpus`` with algorithm ``algo``
     (``em``, ``vb``, ``cvb``, ``streaming``, ``stochastic``, ``gibbs``,
     ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does.
@@ -150,8 +150,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     per-rule pseudo-counts).  ``iterations``: None = the algorithm's default
     (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
     one random generator.  ``jobs``: E-step threads (results do not depend
-    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``: held-out
-    evaluation as ``--dev/--eval-every/--early-stop``.  ``on_step(step)`` is
+    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience``: held-out
+    evaluation as ``--dev/--eval-every/--early-stop/--patience``.  ``on_step(step)`` is
     called after every step.  ``options``: the other ``grind train``
     options, underscored (``tolerance``, ``batch``, ``kappa``, ``model``,
     ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
@@ -166,6 +166,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         raise ValueError("eval_every needs dev")
     if early_stop and not eval_every:
         raise ValueError("early_stop needs eval_every and dev")
+    if patience > 1 and not early_stop:
+        raise ValueError("patience needs early_stop")
     if algo == "streaming":
         if not isinstance(corpus, (str, os.PathLike)):
             raise ValueError("the streaming algorithm reads its corpus as a stream: give a path")
@@ -186,7 +188,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         dev_parser = _parser(g, dev_sents, kernel)
         eval_fn = lambda a: heldout(dev_parser, a.mean(), dev_sents)  # noqa: E731
     trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, on_step=on_step,
-                         early_stop=early_stop)
+                         early_stop=early_stop, patience=patience)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
     meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)))

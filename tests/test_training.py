@@ -103,6 +103,59 @@ def test_early_stop_keeps_the_state_before_the_heldout_decrease():
     assert len(train(Counter(), np.random.default_rng(0))) == 10   # no early stop by default
 
 
+#: Held-out log probability after step k: falls at 4, 6, 8-10; step 7 ties the best (step 5's).
+PATIENT_DEV = {1: -5.0, 2: -4.0, 3: -3.0, 4: -3.5, 5: -1.0, 6: -2.0, 7: -1.0, 8: -1.5, 9: -1.2, 10: -1.1}
+
+
+def test_patience_waits_for_k_evaluations_below_the_best_and_keeps_the_best_state():
+    from grind.infer.training import train
+    dev = lambda a: {"dev_logprob": PATIENT_DEV[int(a.x[0])]}  # noqa: E731
+    # a tie is not a decrease: step 7 becomes the best state (as with patience 1, Algorithm 1)
+    for patience, steps, kept, stopped in [(1, 4, 3, True), (2, 9, 7, True), (3, 10, 7, True), (4, 10, 10, False)]:
+        algo = Counter()
+        trace = train(algo, np.random.default_rng(0), eval_every=1, early_stop=True, patience=patience, eval_fn=dev)
+        assert [s.step for s in trace] == list(range(1, steps + 1)), patience
+        assert algo.x[0] == kept, patience
+        assert ("stopped" in trace[-1].extra) == stopped, patience
+    assert "kept the state of step 7" in trace_stop(2)
+    assert trace_stop(1) == "held-out log probability decreased; kept the previous state"
+
+
+def trace_stop(patience):
+    from grind.infer.training import train
+    trace = train(Counter(), np.random.default_rng(0), eval_every=1, early_stop=True, patience=patience,
+                  eval_fn=lambda a: {"dev_logprob": PATIENT_DEV[int(a.x[0])]})
+    return trace[-1].extra["stopped"]
+
+
+@pytest.mark.parametrize("kill", [4, 6, 7, 8, 9])
+def test_patience_resumed_from_a_checkpoint_stops_where_the_whole_run_does(tmp_path, kill):
+    """The count of evaluations below the best is read back from the trace: a run
+    cut after step ``kill`` and resumed keeps the same best and stops at step 9 with step 7's state."""
+    from grind.infer.training import train
+    dev = lambda a: {"dev_logprob": PATIENT_DEV[int(a.x[0])]}  # noqa: E731
+
+    class Cut(Counter):
+        def step(self):
+            if self.x[0] >= kill:
+                return None
+            return super().step()
+
+    ck = tmp_path / "ck.npz"
+    train(Cut(), np.random.default_rng(0), eval_every=1, early_stop=True, patience=2, eval_fn=dev,
+          checkpoint=str(ck), checkpoint_every=1)
+    algo = Counter()
+    trace = train(algo, np.random.default_rng(0), eval_every=1, early_stop=True, patience=2, eval_fn=dev,
+                  checkpoint=str(ck), resume=True)
+    assert [s.step for s in trace] == list(range(1, 10)) and algo.x[0] == 7
+
+
+def test_patience_needs_early_stop(dmv):
+    d, train = dmv
+    r = grind("train", "--patience", "2", *C, d / "g1.txt", train, check=False)
+    assert r.returncode == 2 and "--patience needs --early-stop" in r.stderr
+
+
 def test_a_swallowed_sigterm_still_stops_training():
     """A SIGTERM whose exception a finaliser swallowed only sets the flag: the
     driver must stop at the next step boundary anyway."""

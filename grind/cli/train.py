@@ -123,6 +123,9 @@ STREAMING = ("streaming",)
 @click.option("--early-stop", is_flag=True,
               help="With --eval-every: stop when the held-out log probability decreases, keeping the previous "
                    "parameters (Cohen & Smith 2010, Algorithm 1).")
+@click.option("--patience", type=click.IntRange(1), default=1, show_default=True,
+              help="With --early-stop: stop when the held-out log probability has stayed below its best for this "
+                   "many evaluations in a row, keeping the best state (1 = Algorithm 1: the first decrease).")
 @click.option("--checkpoint", "ckpt", type=OutputPath(), default=None,
               help="Checkpoint file (.npz), written atomically.")
 @click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
@@ -151,7 +154,7 @@ STREAMING = ("streaming",)
 @click.argument("grammar")
 @click.argument("corpus")
 def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
-          early_stop, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start, output, **opts):
+          early_stop, patience, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start, output, **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     \b
@@ -201,6 +204,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         raise click.UsageError("--eval-every needs --dev FILE")
     if early_stop and not eval_every:
         raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
+    if patience > 1 and not early_stop:
+        raise click.UsageError("--patience needs --early-stop")
     params = click.get_current_context().params
     from grind.infer.registry import CONFIG_OF
     cfg = CONFIG_OF[algo].from_options(dict(params, spec=spec))   # None: the algorithm's default
@@ -249,7 +254,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
     trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
-                         on_step=lambda s: log.info(format_step(s)), early_stop=early_stop)
+                         on_step=lambda s: log.info(format_step(s)), early_stop=early_stop,
+                         patience=patience)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
     info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,

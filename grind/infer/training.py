@@ -240,7 +240,7 @@ def save_checkpoint(path, algo, rng, trace, meta, best=None):
     complete checkpoint.
 
     ``best`` is ``(dev log probability, state)`` of an --early-stop run at its
-    last held-out evaluation (see :func:`train`), or None: the state's arrays
+    best held-out evaluation so far (see :func:`train`), or None: the state's arrays
     go in as ``best:KEY``, the score and the scalars in the header's ``best``
     (absent without one, as in checkpoints of older grinds).
     """
@@ -274,7 +274,7 @@ def save_checkpoint(path, algo, rng, trace, meta, best=None):
 #: unless --early-stop makes it decide the result.  Everything else is recorded.
 RESUMABLE_OPTIONS = frozenset({"iterations", "tolerance", "epochs", "jobs", "cluster", "output", "trace_path", "ckpt",
                                "checkpoint_every", "resume", "ln_params", "joint_output", "dev_path",
-                               "eval_every"})
+                               "eval_every", "patience"})
 
 #: Version of the checkpoint's ``meta`` with every result-changing option.
 META_VERSION = 2
@@ -321,7 +321,7 @@ def run_meta(params: dict, flags: dict, *, grammar, theta0, prior, corpus_fp: st
 
     ``params`` are the command's parameters (click's ``ctx.params``), ``flags``
     maps parameter names to option names; options in :data:`RESUMABLE_OPTIONS`
-    are left out (with --early-stop, --dev and --eval-every are kept).  The
+    are left out (with --early-stop, --dev, --eval-every and --patience are kept).  The
     grammar is recorded by its rule set, start symbol and initial weights, the
     corpus by its sentences, --alpha by its value or (a file) the per-rule
     pseudo-counts it gives; other options naming an existing file by content.
@@ -330,7 +330,7 @@ def run_meta(params: dict, flags: dict, *, grammar, theta0, prior, corpus_fp: st
     opts = {}
     for name, value in params.items():
         if name in ("grammar", "corpus", "alpha", "start") or (name in RESUMABLE_OPTIONS and not (
-                early and name in ("dev_path", "eval_every"))):
+                early and name in ("dev_path", "eval_every", "patience"))):
             continue
         if isinstance(value, (list, tuple)):
             value = [_file_or_value(v) for v in value]
@@ -414,7 +414,7 @@ def _differs(path, what, theirs, mine):
 def load_checkpoint(path, algo, rng, meta, with_best=False):
     """Restore ``algo``'s state, the generator and the trace from ``path``;
     returns the trace, or with ``with_best`` ``(trace, best)``: ``best`` is
-    the ``(dev log probability, state)`` of an --early-stop run's last
+    the ``(dev log probability, state)`` of an --early-stop run's best
     held-out evaluation as :func:`save_checkpoint` stored it, None when the
     checkpoint holds none (no evaluation yet, no --early-stop, an older grind).
 
@@ -466,7 +466,7 @@ def _jsonable(v):
 # ----------------------------------------------------------------------------- the driver
 
 def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_every=0,
-          resume=False, meta=None, on_step=None, early_stop=False):
+          resume=False, meta=None, on_step=None, early_stop=False, patience=1):
     """Run ``algo`` to the end; returns the trace (list of Step).
 
     Each step is ``algo.step()`` (:meth:`grind.infer.base.Algorithm.step`:
@@ -479,10 +479,12 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     ``checkpoint``.  Wall time in the trace excludes evaluation.  With
     ``early_stop``, the run ends when the held-out log probability decreases
     and the algorithm goes back to its state at the previous evaluation
-    (Cohen & Smith 2010, Algorithm 1).
+    (Cohen & Smith 2010, Algorithm 1); with ``patience`` K > 1, when it has
+    stayed below its best for K evaluations in a row, going back to the state
+    of the best evaluation (K = 1 is Algorithm 1).
     """
     meta = meta or {}
-    best = None                       # (dev log probability, state) at the last evaluation
+    best = None                       # (dev log probability, state) at the best evaluation so far
     trace = []
     if resume:
         trace, best = load_checkpoint(checkpoint, algo, rng, meta, with_best=True)
@@ -510,14 +512,19 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             t0 += time.perf_counter() - e0
             if early_stop:
                 dev = st.extra["dev_logprob"]
-                if best is not None and dev < best[0]:
+                if best is not None and dev < best[0] and 1 + _below_best(trace, best[0]) >= patience:
                     algo.set_state(best[1])
-                    st.extra["stopped"] = "held-out log probability decreased; kept the previous state"
+                    kept = _best_step(trace, best[0])
+                    st.extra["stopped"] = (
+                        "held-out log probability decreased; kept the previous state" if patience == 1
+                        else f"held-out log probability below its best for {patience} evaluations; "
+                             f"kept the state of step {kept}")
                     trace.append(st)
                     log.info(f"step {st.step}: held-out log probability fell ({dev:.4f} < {best[0]:.4f}); "
-                             f"stopping with the state of step {st.step - eval_every}")
+                             f"stopping with the state of step {kept}")
                     break
-                best = (dev, _copy_state(algo.get_state()))
+                if best is None or dev >= best[0]:
+                    best = (dev, _copy_state(algo.get_state()))
         trace.append(st)
         if on_step:
             on_step(st)
@@ -527,6 +534,23 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     if checkpoint:
         save_checkpoint(checkpoint, algo, rng, trace, meta, best)
     return trace
+
+
+def _below_best(trace, best: float) -> int:
+    """How many of the trace's last held-out evaluations in a row are below ``best``."""
+    n = 0
+    for st in reversed(trace):
+        if "dev_logprob" not in st.extra:
+            continue
+        if not st.extra["dev_logprob"] < best:
+            break
+        n += 1
+    return n
+
+
+def _best_step(trace, best: float) -> int:
+    """The last step whose held-out log probability is ``best`` (the kept state's)."""
+    return next((st.step for st in reversed(trace) if st.extra.get("dev_logprob") == best), 0)
 
 
 def _copy_state(state: dict) -> dict:
