@@ -178,9 +178,10 @@ cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
                 b0[i] = acc
 
 
-cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts) noexcept nogil:
-    """Add word q's expected rule counts to ``counts`` (after forward, with log Z
-    ``lz`` finite, and backward)."""
+cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
+    """Add word q's expected rule counts to ``counts`` and, unless ``bounds``
+    is NULL, P(a slot ends at i) for 0 < i < n to ``bounds[i]`` (after
+    forward, with log Z ``lz`` finite, and backward; ``counts`` may be NULL)."""
     cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
     cdef const int *kid = g.kid + g.koff[q]
     cdef double sc, c
@@ -193,9 +194,15 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts) noexcep
             continue
         st = g.toff[t] + t
         k = g.toff[t + 1] - g.toff[t]
-        counts[g.trule[t]] += exp(w.logt[t] - lz)
+        if counts != NULL:
+            counts[g.trule[t]] += exp(w.logt[t] - lz)
         for m in range(k):
             a = w.alpha + (st + m) * n1
+            if bounds != NULL and m > 0:
+                for i in range(1, n):
+                    bounds[i] += a[i] * w.beta[(st + m) * n1 + i] * sc
+            if counts == NULL:
+                continue
             b = w.beta + (st + m + 1) * n1
             s = g.tslot[g.toff[t] + m]
             Ls = w.L + s * n1 * n1
@@ -220,9 +227,8 @@ def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1
     cdef Work w
     cdef object keep = _gram(gram, &g)
     cdef Py_ssize_t Q = idx.shape[0], qq
-    cdef int q, n, n1, t, st, k, m, i
-    cdef double lz, sc
-    cdef double *a
+    cdef int q
+    cdef double lz
     cdef double *cnt = &counts[0] if counts.shape[0] > 0 else NULL
     cdef bint want_bounds = bounds.shape[0] > 0
     with nogil:
@@ -237,22 +243,7 @@ def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1
             if lz == -INFINITY:
                 continue
             backward(&g, &w, q)
-            if want_counts:
-                add_counts(&g, &w, q, lz, cnt)
-            if not want_bounds:
-                continue
-            n = g.length[q]
-            n1 = n + 1
-            for t in range(g.T):
-                sc = w.scale[t]
-                if sc == 0.0:
-                    continue
-                st = g.toff[t] + t
-                k = g.toff[t + 1] - g.toff[t]
-                for m in range(1, k):
-                    a = w.alpha + (st + m) * n1
-                    for i in range(1, n):
-                        bounds[qq, i] += a[i] * w.beta[(st + m) * n1 + i] * sc
+            add_counts(&g, &w, q, lz, cnt if want_counts else NULL, &bounds[qq, 0] if want_bounds else NULL)
         work_free(&w)
     return keep is not None
 
@@ -373,7 +364,7 @@ cdef class WordKernel:
                 lz = forward(&self.g, &self.w, q, False)
                 if lz > -INFINITY:
                     backward(&self.g, &self.w, q)
-                    add_counts(&self.g, &self.w, q, lz, self.cnt)
+                    add_counts(&self.g, &self.w, q, lz, self.cnt, NULL)
                     for x in range(k):
                         r = self.loc[x]
                         v = self.cnt[r]
