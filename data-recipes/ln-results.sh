@@ -6,7 +6,8 @@
 #   covariance), one bilingual pair (English + Chinese, TieA), and on Chinese the posterior-mixture
 #   components of Cohen & Smith (2009).
 # Logistic-normal runs go to convergence (grind's ln default: relative change of the bound <= 1e-5, at
-# most 1000 iterations; LN_ITER=N caps them at N instead) with Algorithm 1's early stop on dev <= 10.
+# most 1000 iterations; LN_ITER=N caps them at N instead) with Algorithm 1's early stop on dev <= 10
+# (PATIENCE=K: stop after K evaluations in a row below the best instead, keeping the best; default 1).
 # SLN runs tie choose and stop multinomials after 5 untied iterations (grind's defaults). Mixtures run over
 # the logistic-normal mean-field base (families covariance), schedule I, 20 iterations (the paper's).
 # Every treebank also gets its attach-right / attach-left rows, and every row its overlap with attach-right.
@@ -48,7 +49,8 @@ LN_ITER=${LN_ITER:-}
 LNI=${LN_ITER:+--iterations $LN_ITER}
 C="--column UPOS --punct ud"
 T10="$C --max-length 10"
-STOP="--eval-every 1 --early-stop"
+PATIENCE=${PATIENCE:-1}
+STOP="--eval-every 1 --early-stop --patience $PATIENCE"
 declare -A METHODS=(
   [mle]="--algo em --iterations $EM_ITER"
   [dirichlet]="--algo vb --alpha $ALPHA --iterations $EM_ITER"
