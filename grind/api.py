@@ -192,7 +192,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
     meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)))
-    trained = Grammar(g.rules, algorithm.weights(), g.start, None, meta)
+    trained = g.with_weights(algorithm.weights(), meta)
     return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha, "seed": seed})
 
 
@@ -231,7 +231,7 @@ def estep(grammar, corpus) -> Counts:
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
-    return Counts(g.rules, np.asarray(counts, dtype=np.float64), stats)
+    return Counts.of(g, np.asarray(counts, dtype=np.float64), stats)
 
 
 def evaluate(gold, predicted, baselines: bool = True) -> dict:

@@ -10,7 +10,7 @@ import pytest
 
 from grind.formats import rules as R
 from grind.formats.corpus import read_corpus, CorpusSpec
-from grind.grammars.dmv import DMVIndex, dmv_grammar
+from grind.grammars.dmv import DMVIndex, dmv_grammar, dmv_index
 from grind.grammars.grammar import Grammar
 from grind.grammars.planted import PlantedDMV, write_planted_corpus
 
@@ -111,7 +111,7 @@ def test_lexicalized_dmv_index_is_the_classified_one():
     for vocab in (None, words[::-1]):
         g = dmv_grammar(sents, lexicalized=True, vocabulary=vocab)
         ref = DMVIndex(Grammar(list(g.rules), g.weights, "S"))
-        ix = g._dmv_index[1]
+        ix = dmv_index(g)                                     # classified as arrays from the rule table
         assert ix.types == ref.types
         for a in ("kind", "head", "dep", "type_rules", "_keys", "_krule"):
             assert np.array_equal(getattr(ix, a), getattr(ref, a)), a

@@ -13,7 +13,7 @@ import numpy as np
 from grind import log
 from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, read_corpus
 from grind.errors import InputError
-from grind.grammars.grammar import Grammar, read_grammar, rule_lines
+from grind.grammars.grammar import Grammar, read_grammar
 from grind.formats.textio import header_lines, open_out, output_problem, set_run_info
 
 
@@ -139,7 +139,7 @@ def write_grammar(path, grammar: Grammar, weights, kind, **extra):
     """Write rules with ``weights`` and a header saying what the weights are."""
     with open_out(path) as f:
         f.writelines(header_lines(weights=kind, start=grammar.start, **extra))
-        f.writelines(rule_lines(grammar.rules, weights, grammar.pseudocounts))
+        f.writelines(grammar.rule_text(weights, grammar.pseudocounts))
 
 
 def read_probabilities(grammar_path, start=None, command="this command", normalise=False):
@@ -150,15 +150,19 @@ def read_probabilities(grammar_path, start=None, command="this command", normali
     return as_probabilities(read_grammar(grammar_path, start), grammar_path, command, normalise)
 
 
-def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False):
+def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False,
+         tokens_only=False):
     """Grammar, sentences and a chart parser for them.  The grammar's
     :meth:`~grind.grammars.grammar.Grammar.probabilities` must be rule probabilities
     (:func:`grind.grammars.grammar.require_probabilities`; parse, loglik and estep use
     them as such).  ``normalise=True`` (train, which only needs a starting
     point) normalises weights that are not probabilities per LHS instead,
-    with a warning."""
+    with a warning.  ``tokens_only``: the sentences keep only their tokens,
+    number and line (:func:`grind.formats.corpus.read_corpus_tokens`), for
+    a command that writes no corpus back."""
+    from grind.formats.corpus import read_corpus_tokens
     from grind.kernels.select import make_parser
-    sents = read_corpus(corpus_path, spec)
+    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else read_corpus(corpus_path, spec)
     grammar = read_probabilities(grammar_path, start, command, normalise)
     try:
         parser = make_parser(grammar, [s.tokens for s in sents], kernel)

@@ -71,7 +71,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
         g, sents, parser = load_trees(grammar, corpus, start, "grind estep")
         what = TREES_TEXT
     else:
-        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep")
+        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
         what = spec.describe()
     run = ShardedEstep(parser, jobs)
     vb = algo == "vb" and g.weight_kind() == "pseudo-counts"
@@ -98,7 +98,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
     meta = {"estep": "vb" if vb else "probabilities", "estep-weights": weights_fingerprint(g), "corpus": what}
-    write_counts(output, Counts(g.rules, counts, stats, meta))
+    write_counts(output, Counts.of(g, counts, stats, meta))
 
 
 @click.command("sum")
@@ -208,7 +208,11 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         check_same_grammar(c, name, g.fingerprint(), grammar_path,
                            "--grammar must be the grammar the counts were made with (grind estep)")
     else:
-        g = Grammar(c.rules, np.ones(len(c.rules)), start or c.rules[0][0])
+        if c.has_table():
+            t = c.table()
+            g = Grammar._from_table(t, c._rules, np.ones(len(t)), start or t.symbols[int(t.lhs[0])])
+        else:
+            g = Grammar(c.rules, np.ones(len(c.rules)), start or c.rules[0][0])
     values = c.aligned(g)
     if c.stats.get("parsed", 1) == 0:
         raise NumericalError(f"{name}: no sentence has a parse of positive probability (# parsed: 0)")

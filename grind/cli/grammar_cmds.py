@@ -5,7 +5,7 @@ import click
 import numpy as np
 
 from grind import log
-from grind.formats.corpus import read_corpus
+from grind.formats.corpus import read_corpus, read_corpus_tokens
 from grind.errors import InputError
 from grind.grammars.grammar import read_grammar
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
@@ -96,7 +96,7 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
     if lexicalized:
         if tags_path or tags_from:
             raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
-        sents = [s.tokens for s in read_corpus(corpus, spec)]
+        sents = [s.tokens for s in read_corpus_tokens(corpus, spec)]
         g = dmv_grammar(sents, lexicalized=True)
         tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
     else:

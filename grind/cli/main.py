@@ -101,8 +101,9 @@ def main(argv=None):
     import signal
     import threading
 
-    from grind.cli.threads import limit_blas_threads
+    from grind.cli.threads import fix_mmap_threshold, limit_blas_threads
     limit_blas_threads()           # (done already when grind.cli was imported; for callers of main() alone)
+    fix_mmap_threshold()
     argv = sys.argv[1:] if argv is None else list(argv)
     set_run_info(argv=["grind"] + argv)
     in_main = threading.current_thread() is threading.main_thread()

@@ -1,6 +1,7 @@
 """``grind split``: a corpus cut into shards of about equal parsing cost, for sharded training."""
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 
@@ -8,7 +9,7 @@ import click
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.corpus import Block, CorpusSpec, corpus_blocks, detect_format
+from grind.formats.corpus import Block, CorpusSpec, check_corpus, corpus_blocks, detect_format, iter_blocks
 from grind.formats.textio import header_lines, open_out, output_group, output_problem, read_lines
 from grind.cli.common import corpus_options
 
@@ -35,14 +36,15 @@ def shard_paths(prefix: str, ext: str, k: int) -> list[str]:
     return [f"{prefix}.{i}{ext}" for i in range(1, k + 1)]
 
 
-def block_costs(blocks: list[Block], spec: CorpusSpec) -> tuple[list[int], list[int], list[int]]:
+def block_costs(blocks, spec: CorpusSpec) -> tuple[list[int], list[int], list[int]]:
     """``(cost, kept, group)`` per block: the sum of len^3 over the block's
     sentences that ``spec`` keeps (0 for sentences its length filters or
     ``--types`` leave out), how many it keeps, and the block's group: with
     ``--types`` every block holding a kept type goes with the block of its
     first occurrence (so each shard read with --types keeps exactly the
-    sentences the whole corpus keeps); otherwise each block is its own group."""
-    parent = list(range(len(blocks)))
+    sentences the whole corpus keeps); otherwise each block is its own group.
+    ``blocks``: any iterable of :class:`Block`, read once."""
+    parent: list[int] = []
 
     def find(b):
         while parent[b] != b:
@@ -51,8 +53,12 @@ def block_costs(blocks: list[Block], spec: CorpusSpec) -> tuple[list[int], list[
         return b
 
     first: dict[tuple, int] = {}
-    costs, kept = [0] * len(blocks), [0] * len(blocks)
+    costs: list[int] = []
+    kept: list[int] = []
     for b, block in enumerate(blocks):
+        parent.append(b)
+        costs.append(0)
+        kept.append(0)
         for s in block.sentences:
             n = len(s.tokens)
             if not (spec.min_length <= n and (spec.max_length is None or n <= spec.max_length)):
@@ -67,7 +73,7 @@ def block_costs(blocks: list[Block], spec: CorpusSpec) -> tuple[list[int], list[
                 first[key] = b
             costs[b] += n ** 3
             kept[b] += 1
-    return costs, kept, [find(b) for b in range(len(blocks))]
+    return costs, kept, [find(b) for b in range(len(costs))]
 
 
 def balance(costs: list[int], groups: list[int], k: int) -> list[int]:
@@ -146,8 +152,13 @@ def split(corpus, k, prefix, spec):
             raise click.UsageError("a corpus read from stdin needs -o PREFIX")
     name = "<stdin>" if corpus == "-" else corpus
     stem, ext = split_name(corpus) if corpus != "-" else ("", "")
-    pairs = list(read_lines(corpus))
-    fmt, blocks = corpus_blocks(corpus, spec, pairs)
+    if corpus == "-":
+        pairs = list(read_lines(corpus))
+        fmt, held = corpus_blocks(corpus, spec, pairs)
+        blocks = lambda: iter(held)  # noqa: E731
+    else:                                    # a file is read again at each pass, never held whole
+        fmt = check_corpus(corpus, spec)
+        blocks = lambda: iter_blocks(corpus, spec, fmt, read_lines(corpus))  # noqa: E731
     if corpus == "-":
         ext = FORMAT_EXT[fmt]
     if prefix is None:
@@ -157,7 +168,7 @@ def split(corpus, k, prefix, spec):
         problem = output_problem(p)
         if problem:
             raise InputError(f"{p}: cannot write: {problem}")
-    costs, kept, groups = block_costs(blocks, spec)
+    costs, kept, groups = block_costs(blocks(), spec)
     positive = len({g for g, c in zip(groups, costs) if c > 0})
     if positive < k:
         raise InputError(f"{name}: only {positive} sentences (or --types groups) pass the corpus options "
@@ -168,28 +179,45 @@ def split(corpus, k, prefix, spec):
         members[i].append(b)
     total = sum(costs)
     words = spec.chars and fmt in ("text", "sigmorphon")
-    texts = []
-    for i, (path, bs) in enumerate(zip(paths, members)):
-        lines = [ln for b in bs for ln in _block_text(blocks[b], fmt, words)]
+    for i, (path, lines) in enumerate(zip(paths, _shard_heads(blocks(), shard, k, fmt, words))):
         if words and lines[0].startswith("#"):
             raise InputError(f"{name}: word {lines[0].rstrip()!r} would begin shard {i + 1} and be read as a "
                              "header line there (a word list's leading '#' lines are its header)")
         if spec.format == "auto" and not (words and fmt == "sigmorphon"):
             _check_detected(path, fmt, lines, i + 1)
-        texts.append(lines)
-    with output_group():                     # every shard replaced, or none
-        for i, (path, bs, lines) in enumerate(zip(paths, members, texts)):
+    with output_group(), contextlib.ExitStack() as stack:     # every shard replaced, or none
+        files = [stack.enter_context(open_out(path)) for path in paths]
+        for i, (f, bs) in enumerate(zip(files, members)):
             cost, n_kept = sum(costs[b] for b in bs), sum(kept[b] for b in bs)
-            with open_out(path) as f:
-                f.writelines(header_lines(
-                    shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
-                    cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
-                    corpus=spec.describe()))
-                if not words:
-                    f.write("\n")            # ends the header (a text sentence may begin with '#')
-                f.writelines(lines)
-            log.info(f"shard {i + 1}: {path}: {len(bs)} blocks, {n_kept} sentences, cost {cost} "
-                     f"({100.0 * cost / total:.2f}%)")
+            f.writelines(header_lines(
+                shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
+                cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
+                corpus=spec.describe()))
+            if not words:
+                f.write("\n")            # ends the header (a text sentence may begin with '#')
+        for b, block in enumerate(blocks()):
+            files[shard[b]].writelines(_block_text(block, fmt, words))
+    for i, (path, bs) in enumerate(zip(paths, members)):
+        cost, n_kept = sum(costs[b] for b in bs), sum(kept[b] for b in bs)
+        log.info(f"shard {i + 1}: {path}: {len(bs)} blocks, {n_kept} sentences, cost {cost} "
+                 f"({100.0 * cost / total:.2f}%)")
+
+
+def _shard_heads(blocks, shard: list[int], k: int, fmt: str, words: bool) -> list[list[str]]:
+    """Each shard's first lines as written: its blocks' lines up to and
+    including its first content line (not blank, not a comment), read from
+    ``blocks`` only as far as needed."""
+    heads: list[list[str]] = [[] for _ in range(k)]
+    done = [False] * k
+    for b, block in enumerate(blocks):
+        i = shard[b]
+        if done[i]:
+            continue
+        heads[i] += _block_text(block, fmt, words)
+        done[i] = any(ln.strip() and not ln.startswith("#") for ln in heads[i])
+        if all(done):
+            break
+    return heads
 
 
 def _block_text(block: Block, fmt: str, words: bool) -> list[str]:

@@ -10,12 +10,11 @@ counts of different iterations are never added or completed by mistake.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from grind.errors import InputError
-from grind.formats.rules import COUNTS_HEADER, fingerprint_keys, read_rule_file, rule_key, rule_lines
+from grind.formats.rules import COUNTS_HEADER, RuleSet, RuleTable, _parse_file, rule_key
 from grind.formats.textio import header_lines, open_out
 
 STATS = ("sentences", "parsed", "words", "loglik")
@@ -30,23 +29,51 @@ META = ("estep", "estep-weights", "corpus")
 MUST_AGREE = ("estep", "estep-weights")
 
 
-@dataclass
-class Counts:
-    """Expected (or sampled) rule counts with the corpus statistics they came from."""
+class Counts(RuleSet):
+    """Expected (or sampled) rule counts with the corpus statistics they came from.
 
-    rules: list[tuple[str, tuple[str, ...]]]
-    values: np.ndarray
-    stats: dict[str, float] = field(default_factory=dict)
-    #: The :data:`META` header lines (``estep``, ``estep-weights``, ``corpus``) it has.
-    meta: dict[str, str] = field(default_factory=dict)
+    The rules are held as in :class:`grind.grammars.grammar.Grammar`
+    (:class:`grind.formats.rules.RuleSet`): a count file read, or the counts
+    of a grammar read, keep only its :class:`RuleTable` until some caller
+    asks for ``rules``."""
+
+    def __init__(self, rules: list[tuple[str, tuple[str, ...]]] | None, values, stats: dict | None = None,
+                 meta: dict | None = None, table: RuleTable | None = None):
+        self._set_rules(rules, table)
+        self.values = values
+        self.stats: dict[str, float] = {} if stats is None else stats
+        #: The :data:`META` header lines (``estep``, ``estep-weights``, ``corpus``) it has.
+        self.meta: dict[str, str] = {} if meta is None else meta
+
+    @classmethod
+    def of(cls, rules: RuleSet, values, stats: dict | None = None, meta: dict | None = None) -> Counts:
+        """Counts of the rules of ``rules`` (a grammar or counts), sharing their list or table."""
+        c = cls(rules._rules, values, stats, meta, rules._rt)
+        c._src = rules._src
+        if "_fp" in rules.__dict__:
+            c._fp = rules.__dict__["_fp"]
+        return c
+
+    def __repr__(self) -> str:
+        return f"Counts({self.n_rules()} rules, stats={self.stats!r}, meta={self.meta!r})"
 
     def __add__(self, other: Counts) -> Counts:
         """Union of the rule sets (in order of first appearance), values and
         stats summed (``self``'s first); ``meta`` kept where both agree (an
-        InputError when they differ on the E-step, see :data:`MUST_AGREE`)."""
+        InputError when they differ on the E-step, see :data:`MUST_AGREE`).
+        Counts of the same rules in the same order (:meth:`same_rules`) are
+        added as arrays, sharing the rules."""
         problem = estep_mismatch(self, other)
         if problem:
             raise InputError(f"the counts are of different E-steps ({problem}): add counts of one E-step only")
+        stats = {k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in STATS
+                 if k in self.stats or k in other.stats}
+        meta = {k: v for k, v in self.meta.items() if other.meta.get(k) == v}
+        if self.same_rules(other):
+            values = np.zeros(self.n_rules())
+            values += self.values
+            values += other.values
+            return Counts.of(self, values, stats, meta)
         index = {rule_key(*r): i for i, r in enumerate(self.rules)}
         rules = list(self.rules)
         extra = [r for r in other.rules if rule_key(*r) not in index]
@@ -56,9 +83,6 @@ class Counts:
         values = np.zeros(len(rules))
         values[: len(self.values)] = self.values
         np.add.at(values, [index[rule_key(*r)] for r in other.rules], other.values)
-        stats = {k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in STATS
-                 if k in self.stats or k in other.stats}
-        meta = {k: v for k, v in self.meta.items() if other.meta.get(k) == v}
         return Counts(rules, values, stats, meta)
 
     def merge(self, other: Counts) -> Counts:
@@ -70,13 +94,12 @@ class Counts:
                              f"and {other.fingerprint()}): merge adds counts of one grammar only")
         return self + other
 
-    def fingerprint(self) -> str:
-        """:meth:`grind.grammars.grammar.Grammar.fingerprint` of the counted rules (in order)."""
-        return fingerprint_keys(rule_key(*r) for r in self.rules)
-
     def aligned(self, grammar) -> np.ndarray:
         """The count vector in ``grammar``'s rule order; a counted rule the grammar lacks is an error."""
-        out = np.zeros(len(grammar.rules))
+        out = np.zeros(len(grammar))
+        if self.same_rules(grammar):
+            out += self.values
+            return out
         for r, v in zip(self.rules, self.values):
             k = rule_key(*r)
             if k not in grammar.index:
@@ -92,7 +115,8 @@ def read_counts(path: str) -> Counts:
     (when the header has them) its number of rules and grammar fingerprint
     match the rules read, which catches a truncated file."""
     name = "<stdin>" if path == "-" else path
-    rules, values, _pc, meta = read_rule_file(path, layout="count")
+    p = _parse_file(path, "count")
+    meta, n_read = p.meta, len(p.weights)
     kind = meta.get("weights")
     if kind is None or not kind.startswith(COUNTS_HEADER):
         has = f"its header says '# weights: {kind}'" if kind is not None else "it has no '# weights:' header line"
@@ -113,10 +137,10 @@ def read_counts(path: str) -> Counts:
             n = int(meta["rules"])
         except ValueError:
             raise InputError(f"{name}: header '# rules: {meta['rules']}' is not a whole number") from None
-        if n != len(rules):
-            raise InputError(f"{name}: the header says {n} rules but the file has {len(rules)} "
+        if n != n_read:
+            raise InputError(f"{name}: the header says {n} rules but the file has {n_read} "
                              "(a truncated or edited count file?)")
-    c = Counts(rules, values, stats, {k: meta[k] for k in META if k in meta})
+    c = Counts(p.made, p.weights, stats, {k: meta[k] for k in META if k in meta}, p.table)
     if "grammar" in meta and meta["grammar"] != c.fingerprint():
         raise InputError(f"{name}: the rules read do not match the header's '# grammar: {meta['grammar']}' "
                          f"fingerprint (they give {c.fingerprint()}): a truncated or edited count file?")
@@ -147,9 +171,9 @@ def write_counts(path: str, counts: Counts, **extra) -> None:
     meta.update((k, v) for k, v in extra.items() if k in META)
     extra = {k: v for k, v in extra.items() if k not in META}
     with open_out(path) as f:
-        f.writelines(header_lines(weights=COUNTS_HEADER, **stats, rules=len(counts.rules),
+        f.writelines(header_lines(weights=COUNTS_HEADER, **stats, rules=counts.n_rules(),
                                   grammar=counts.fingerprint(), **meta, **extra))
-        f.writelines(rule_lines(counts.rules, counts.values))
+        f.writelines(counts.rule_text(counts.values))
 
 
 def _fmt_stat(v: float) -> str:

@@ -27,7 +27,7 @@ from itertools import chain
 import numpy as np
 
 from grind.errors import InputError
-from grind.formats.textio import quote_line, read_lines
+from grind.formats.textio import open_binary, quote_line, read_lines
 
 ARROW = "-->"
 #: The ``# weights:`` header of count files (grind estep / sum).
@@ -94,7 +94,7 @@ def read_rule_file(path: str, layout: str = "[weight [pseudocount]]"):
     """(rules, weights, pseudocounts, meta) of a rule file; errors name file:line.
     ``layout="count"``: one number a line (count files).  ``pseudocounts`` has
     one entry a rule, None where the line gives none."""
-    p = _parse(_read_bytes(path), path, layout)
+    p = _parse_file(path, layout)
     return p.rules(), p.weights, p.pseudo_list(), p.meta
 
 
@@ -174,14 +174,78 @@ class RuleTable:
             return list(zip(sym[self.lhs].tolist(), rhs.tolist()))
 
     def duplicate(self) -> bool:
-        """Whether two rules are the same (same symbols: the tables's symbols are distinct)."""
+        """Whether two rules are the same (same symbols: the tables's symbols are distinct).
+        Rules of one arity whose ids fit one int64 key are compared by sorting
+        the keys (8 bytes a rule besides the sort's copy), others row by row."""
         k = np.diff(self.rhs_off)
+        S = max(len(self.symbols), 2)
         for kk in np.unique(k).tolist():
             rows = np.flatnonzero(k == kk)
+            if (kk + 1) * math.log2(S) <= 62:
+                key = self.lhs[rows].astype(np.int64)
+                start = self.rhs_off[rows]
+                for j in range(kk):
+                    key *= S
+                    key += self.rhs[start + j]
+                del start
+                key.sort()
+                if len(key) > 1 and bool(np.any(key[1:] == key[:-1])):
+                    return True
+                continue
             cols = np.column_stack([self.lhs[rows], self.rhs[self.rhs_off[rows][:, None] + np.arange(kk)]])
             if len(_unique_rows(cols, len(self.symbols))[0]) != len(rows):
                 return True
         return False
+
+    def slice(self, lo: int, hi: int) -> RuleTable:
+        """Rules ``lo`` .. ``hi - 1`` over the same symbols."""
+        off = self.rhs_off[lo:hi + 1]
+        return RuleTable(self.symbols, self.lhs[lo:hi], off - off[0], self.rhs[off[0]:off[-1]])
+
+    def same(self, other: RuleTable) -> bool:
+        """Whether ``other`` holds the same rules in the same order (its symbol
+        table may list the symbols in another order: two files of the same
+        rules read in different pieces do)."""
+        if self is other:
+            return True
+        if len(self) != len(other) or len(self.rhs) != len(other.rhs) \
+                or not np.array_equal(self.rhs_off, other.rhs_off):
+            return False
+        if self.symbols == other.symbols:
+            return bool(np.array_equal(self.lhs, other.lhs) and np.array_equal(self.rhs, other.rhs))
+        pos = {x: i for i, x in enumerate(self.symbols)}
+        remap = np.fromiter((pos.get(x, -1) for x in other.symbols), dtype=np.int32, count=len(other.symbols))
+        return bool(np.array_equal(remap[other.lhs], self.lhs) and np.array_equal(remap[other.rhs], self.rhs))
+
+    def keys(self, lo: int = 0, hi: int | None = None, _parts=None) -> list[str]:
+        """The keys (``LHS --> RHS ...``, as :func:`rule_key` makes them) of
+        rules ``lo`` .. ``hi - 1``, built with numpy string concatenation per
+        arity (no tuples)."""
+        hi = len(self) if hi is None else hi
+        sym, arrow, spaced = _parts if _parts is not None else self._key_parts()
+        off = self.rhs_off[lo:hi + 1]
+        k = np.diff(off)
+        out = np.empty(hi - lo, dtype=object)
+        for kk in np.unique(k).tolist():
+            rows = np.flatnonzero(k == kk)
+            start = off[rows]
+            s = arrow[self.lhs[lo + rows]]
+            for j in range(kk):
+                s = s + (sym if j == 0 else spaced)[self.rhs[start + j]]
+            out[rows] = s
+        return out.tolist()
+
+    def _key_parts(self):
+        """Object arrays over the symbols: ``s``, ``s + " --> "`` and ``" " + s``."""
+        sym = np.fromiter(self.symbols, dtype=object, count=len(self.symbols))
+        return sym, sym + f" {ARROW} ", " " + sym
+
+    def key_chunks(self, chunk: int | None = None):
+        """The rule keys in order, as lists of at most ``chunk`` keys."""
+        chunk = KEY_CHUNK if chunk is None else chunk
+        parts = self._key_parts()
+        for lo in range(0, len(self), chunk):
+            yield self.keys(lo, min(lo + chunk, len(self)), parts)
 
     def check(self) -> None:
         """ValueError unless the arrays describe rules over the symbols."""
@@ -318,61 +382,128 @@ def _parse(data: bytes | None, path: str, layout: str) -> ParsedRules:
 
 #: Bytes of a rule file parsed at once by the fast reader: its temporaries (a
 #: string per token) are ~15 times the text, so a large file goes in pieces.
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 4 << 20
 
 
 def _parse_chunks(data: bytes, path: str, layout: str, chunk: int | None = None) -> ParsedRules | None:
-    """:func:`_parse_fast` over pieces of ``data`` of about ``chunk`` bytes (cut
-    after a newline), their tables merged into one; None (the line reader
-    then reads the file and names the problem) if some piece is not
-    well-formed UTF-8 rules, or two rules of the file are the same."""
+    """:func:`_parse_pieces` over pieces of ``data`` of about ``chunk`` bytes (cut after a newline)."""
     chunk = CHUNK_BYTES if chunk is None else chunk
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    parts: list[ParsedRules] = []
+
+    def pieces():
+        lo = 0
+        while lo < len(data):
+            hi = data.find(b"\n", min(lo + chunk, len(data)) - 1) + 1 or len(data)
+            yield data[lo:hi]
+            lo = hi
+    return _parse_pieces(pieces(), path, layout)
+
+
+class _BadData(Exception):
+    """Compressed data that do not decompress (the line reader reports them)."""
+
+
+def _file_pieces(path: str, chunk: int):
+    """The decompressed bytes of the file ``path`` (not stdin) in pieces of
+    about ``chunk`` bytes, each cut after a newline (the last: the rest), read
+    as a stream: the file is never held whole.  _BadData for corrupt
+    compressed data."""
+    f = open_binary(path)
+    try:
+        rest = b""
+        while True:
+            try:
+                block = f.read(chunk)
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:
+                raise _BadData(str(e)) from None
+            if not block:
+                break
+            data = rest + block if rest else block
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut:
+                yield data[:cut]
+        if rest:
+            yield rest
+    finally:
+        f.close()
+
+
+def _parse_file(path: str, layout: str) -> ParsedRules:
+    """A rule file read as :func:`_parse` reads its bytes, but streamed in
+    pieces (:func:`_file_pieces`, :func:`_parse_pieces`): only the piece being
+    parsed and the arrays of the rules so far are in memory.  Anything the
+    fast path does not take goes to the line reader, which names the problem."""
+    if path == "-":
+        return _parse(_read_bytes(path), path, layout)
+    try:
+        fast = _parse_pieces(_file_pieces(path, CHUNK_BYTES), path, layout)
+    except _BadData:
+        fast = None
+    return fast if fast is not None else _parse(None, path, layout)
+
+
+def _parse_pieces(pieces, path: str, layout: str) -> ParsedRules | None:
+    """:func:`_parse_fast` over ``pieces`` of a file (bytes, each ending after
+    a newline but the last), each piece's symbols mapped into one table as it
+    is read (its own strings and tables then dropped); None (the line reader
+    then reads the file and names the problem) if some piece is not
+    well-formed UTF-8 rules, or two rules of the file are the same.  Header
+    lines: the first value of a key counts, as in the line reader."""
     meta: dict[str, str] = {}
-    lo = 0
-    while lo < len(data):
-        hi = data.find(b"\n", min(lo + chunk, len(data)) - 1) + 1 or len(data)
+    sid: dict[str, int] = {}
+    lhs: list[np.ndarray] = []
+    rhs: list[np.ndarray] = []
+    arity: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    pseudo: list[np.ndarray | None] = []
+    given: list[np.ndarray | None] = []
+    first = True
+    for data in pieces:
+        if first and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        first = False
         try:
-            text = data[lo:hi].decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        lo = hi
+        del data
         part = _parse_fast(text, path, layout, allow_empty=True)
+        del text
         if part is None:
             return None
-        meta.update(part.meta)
-        if len(part.weights):
-            parts.append(part)
-    if not parts:
-        raise InputError(f"{path}: no rules")
-    if len(parts) == 1:
-        parts[0].meta = meta
-        return parts[0]
-    merged = _merge(parts, meta)
-    return None if merged.table.duplicate() else merged
-
-
-def _merge(parts: list[ParsedRules], meta: dict) -> ParsedRules:
-    """The rules of ``parts`` in order as one :class:`ParsedRules` (one symbol table)."""
-    sid: dict[str, int] = {}
-    lhs, rhs, off, shift = [], [], [np.zeros(1, dtype=np.int64)], 0
-    for p in parts:
-        t = p.table
+        for k, v in part.meta.items():
+            meta.setdefault(k, v)
+        if not len(part.weights):
+            continue
+        t = part.table
         remap = np.fromiter((sid.setdefault(x, len(sid)) for x in t.symbols), dtype=np.int32, count=len(t.symbols))
         lhs.append(remap[t.lhs])
         rhs.append(remap[t.rhs])
-        off.append(t.rhs_off[1:] + shift)
-        shift += int(t.rhs_off[-1])
-    table = RuleTable(list(sid), np.concatenate(lhs), np.concatenate(off), np.concatenate(rhs))
-    weights = np.concatenate([p.weights for p in parts])
-    pseudo = given = None
-    if any(p.pseudo is not None for p in parts):
-        pseudo = np.concatenate([p.pseudo if p.pseudo is not None else np.zeros(len(p.weights)) for p in parts])
-        given = np.concatenate([p.given if p.given is not None else np.zeros(len(p.weights), dtype=bool)
-                                for p in parts])
-    return ParsedRules(table, weights, pseudo, meta, given)
+        arity.append(np.diff(t.rhs_off).astype(np.int32))
+        weights.append(part.weights)
+        pseudo.append(part.pseudo)
+        given.append(part.given)
+    if not lhs:
+        raise InputError(f"{path}: no rules")
+    n_parts = len(lhs)
+    pc = gv = None
+    if any(p is not None for p in pseudo):
+        pc = np.concatenate([p if p is not None else np.zeros(len(w)) for p, w in zip(pseudo, weights)])
+        gv = np.concatenate([g if g is not None else np.zeros(len(w), dtype=bool) for g, w in zip(given, weights)])
+    del pseudo, given
+    off = np.zeros(sum(map(len, lhs)) + 1, dtype=np.int64)
+    np.cumsum(_concat(arity), out=off[1:])
+    table = RuleTable(list(sid), _concat(lhs), off, _concat(rhs))
+    if n_parts > 1 and table.duplicate():       # one piece: _parse_fast has checked it
+        return None
+    return ParsedRules(table, _concat(weights), pc, meta, gv)
+
+
+def _concat(parts: list) -> np.ndarray:
+    """``np.concatenate(parts)``, emptying the list (the parts are freed as soon as copied)."""
+    out = np.concatenate(parts)
+    parts.clear()
+    return out
 
 
 #: The characters ``str.split()`` splits ASCII text at.
@@ -508,77 +639,115 @@ def read_rules_cached(path: str) -> ParsedRules:
     the file is just read."""
     if path == "-":
         return _parse(_read_bytes(path), path, "[weight [pseudocount]]")
-    raw = _raw_bytes(path)
+    before = _stat(path)
     entry = digest = None
     where = cache_dir()
-    if where is not None and len(raw) >= CACHE_MIN_BYTES and _regular(path):
-        digest = hashlib.sha256(raw).hexdigest()
+    if where is not None and before is not None and before.st_size >= CACHE_MIN_BYTES \
+            and stat.S_ISREG(before.st_mode):
+        digest = _file_sha256(path)
         entry = os.path.join(where, "rules", f"{digest}.cache")
-        hit = _load_entry(entry, digest, len(raw))
+        hit = _load_entry(entry, digest, before.st_size)
         if hit is not None:
             return hit
-    data = _decompress(raw, path)
-    parsed = _parse(data, path, "[weight [pseudocount]]")
-    if entry is not None and digest is not None and data is not None:
-        _store_entry(entry, digest, len(raw), parsed)
+    parsed = _parse_file(path, "[weight [pseudocount]]")
+    after = _stat(path)
+    if entry is not None and digest is not None and after is not None and before is not None \
+            and (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns):
+        _store_entry(entry, digest, before.st_size, parsed)
     return parsed
 
 
-def _regular(path: str) -> bool:
+def _stat(path: str):
     try:
-        return stat.S_ISREG(os.stat(path).st_mode)
+        return os.stat(path)
     except OSError:
-        return False
+        return None
+
+
+def _file_sha256(path: str) -> str:
+    """The SHA-256 of a file's bytes, read in blocks."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(CHUNK_BYTES), b""):
+                h.update(block)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    return h.hexdigest()
 
 
 _MAGIC = b"grind-rules-cache\n"
 
 
 def _pack(info: dict, arrays: dict) -> bytes:
-    """``MAGIC``, the length of a JSON header (8 bytes, little-endian), the
-    header (``info``, each array's dtype, shape and offset, the CRC-32 of the
-    arrays' bytes), then the arrays."""
-    specs, chunks, at = {}, [], 0
+    """The bytes :func:`_write_entry` writes."""
+    f = io.BytesIO()
+    _write_entry(f, info, arrays)
+    return f.getvalue()
+
+
+def _write_entry(f, info: dict, arrays: dict) -> None:
+    """Write ``MAGIC``, the length of a JSON header (8 bytes, little-endian),
+    the header (``info``, each array's dtype, shape and offset, the CRC-32 of
+    the arrays' bytes), then the arrays, each padded to 8 bytes; the arrays
+    go to ``f`` as they are (no copy of them all in one bytes object)."""
+    specs, crc, at = {}, 0, 0
+    arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
     for name, a in arrays.items():
-        a = np.ascontiguousarray(a)
         specs[name] = [a.dtype.str, list(a.shape), at]
-        chunks.append(a.tobytes())
-        pad = -len(chunks[-1]) % 8
-        chunks.append(b"\0" * pad)
-        at += len(chunks[-2]) + pad
-    body = b"".join(chunks)
-    head = json.dumps({"info": info, "arrays": specs, "crc32": zlib.crc32(body)}).encode("utf-8")
+        pad = -a.nbytes % 8
+        crc = zlib.crc32(b"\0" * pad, zlib.crc32(memoryview(a).cast("B"), crc))
+        at += a.nbytes + pad
+    head = json.dumps({"info": info, "arrays": specs, "crc32": crc}).encode("utf-8")
     head += b" " * (-(len(_MAGIC) + 8 + len(head)) % 8)
-    return b"".join([_MAGIC, len(head).to_bytes(8, "little"), head, body])
+    f.write(_MAGIC + len(head).to_bytes(8, "little") + head)
+    for a in arrays.values():
+        f.write(memoryview(a).cast("B"))
+        f.write(b"\0" * (-a.nbytes % 8))
 
 
 def _unpack(blob: bytes):
-    """(info, arrays) of :func:`_pack`'s bytes; ValueError if they are not such bytes
-    (or KeyError, TypeError: the caller takes any exception as a bad entry)."""
-    if not blob.startswith(_MAGIC):
+    """(info, arrays) of :func:`_pack`'s bytes (:func:`_read_entry`)."""
+    return _read_entry(io.BytesIO(blob))
+
+
+def _read_entry(f):
+    """(info, arrays) of what :func:`_write_entry` wrote, read from ``f`` array
+    by array into arrays of their own (no copy of the whole entry); ValueError
+    if they are not such bytes or the CRC-32 of everything after the header
+    differs (or KeyError, TypeError: the caller takes any exception as a bad entry)."""
+    if f.read(len(_MAGIC)) != _MAGIC:
         raise ValueError("not a rule cache")
-    n = int.from_bytes(blob[len(_MAGIC):len(_MAGIC) + 8], "little")
-    start = len(_MAGIC) + 8 + n
-    head = json.loads(blob[len(_MAGIC) + 8:start].decode("utf-8"))
-    if zlib.crc32(memoryview(blob)[start:]) != head["crc32"]:
-        raise ValueError("damaged")
-    arrays = {}
-    for name, (dt, shape, at) in head["arrays"].items():
+    n = int.from_bytes(f.read(8), "little")
+    head = json.loads(f.read(n).decode("utf-8"))
+    crc, pos, arrays = 0, 0, {}
+    for name, (dt, shape, at) in sorted(head["arrays"].items(), key=lambda kv: kv[1][2]):
         dtype = np.dtype(dt)
         if dtype.hasobject:
             raise ValueError("object array")
-        count = int(np.prod(shape, dtype=np.int64))
-        if at < 0 or start + at + count * dtype.itemsize > len(blob):
+        if at < pos:
+            raise ValueError("overlapping arrays")
+        gap = f.read(at - pos)
+        crc = zlib.crc32(gap, crc)
+        a = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=dtype)
+        got = f.readinto(memoryview(a).cast("B")) if a.nbytes else 0
+        if len(gap) != at - pos or got != a.nbytes:
             raise ValueError("truncated")
-        arrays[name] = np.frombuffer(blob, dtype=dtype, count=count, offset=start + at).reshape(shape)
-    return head["info"], arrays
+        crc = zlib.crc32(memoryview(a).cast("B"), crc)
+        arrays[name] = a.reshape(shape)
+        pos = at + a.nbytes
+    for block in iter(lambda: f.read(1 << 20), b""):
+        crc = zlib.crc32(block, crc)
+    if crc != head["crc32"]:
+        raise ValueError("damaged")
+    return head["info"], {name: arrays[name] for name in head["arrays"]}
 
 
 def _load_entry(entry: str, digest: str, size: int) -> ParsedRules | None:
     """The parsed file stored at ``entry``, or None if it is missing, unreadable or not this file's."""
     try:
         with open(entry, "rb") as f:
-            info, z = _unpack(f.read())
+            info, z = _read_entry(f)
         if info.get("format") != _CACHE_FORMAT or info.get("sha256") != digest or info.get("size") != size:
             return None
         symbols = z["symbols"].tobytes().decode("utf-8").split("\n")
@@ -587,10 +756,12 @@ def _load_entry(entry: str, digest: str, size: int) -> ParsedRules | None:
             return None
         off = np.zeros(len(arity) + 1, dtype=np.int64)
         np.cumsum(arity, out=off[1:])
-        table = RuleTable(symbols, z["lhs"].astype(np.int32), off, z["rhs"].astype(np.int32))
-        weights = z["weights"].astype(np.float64)
-        pseudo = z["pseudo"].astype(np.float64) if info["pseudo"] else None
-        given = z["given"].copy() if info["pseudo"] else None
+        del arity
+        table = RuleTable(symbols, z.pop("lhs").astype(np.int32, copy=False), off,
+                          z.pop("rhs").astype(np.int32, copy=False))
+        weights = z["weights"].astype(np.float64, copy=False)
+        pseudo = z["pseudo"].astype(np.float64, copy=False) if info["pseudo"] else None
+        given = z["given"] if info["pseudo"] else None
         table.check()
         R = len(table)
         meta = info["meta"]
@@ -633,7 +804,7 @@ def _store_entry(entry: str, digest: str, size: int, parsed: ParsedRules) -> Non
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cache", dir=folder)
         with os.fdopen(fd, "wb") as f:
-            f.write(_pack(info, arrays))
+            _write_entry(f, info, arrays)
         os.replace(tmp, entry)
         tmp = None
         _prune(folder)
@@ -674,6 +845,123 @@ def format_weight(w: float) -> str:
 
 
 def rule_lines(rules, weights, pseudocounts=None):
+    """``weight [pseudo-count] LHS --> RHS ...`` lines of a list of ``(lhs, rhs)`` rules, one at a time."""
     for i, (lhs, rhs) in enumerate(rules):
         pc = "" if pseudocounts is None else " " + format_weight(pseudocounts[i])
         yield f"{format_weight(weights[i])}{pc} {rule_key(lhs, rhs)}\n"
+
+
+#: Rules whose keys or lines are made at once from a :class:`RuleTable` (bounds the strings alive).
+KEY_CHUNK = 1 << 16
+
+
+def table_lines(table: RuleTable, weights, pseudocounts=None, chunk: int | None = None):
+    """The text :func:`rule_lines` writes for the rules of ``table``, byte for
+    byte, as one string per ``chunk`` rules (never a string per rule of the
+    whole table at once)."""
+    chunk = KEY_CHUNK if chunk is None else chunk
+    w = np.asarray(weights, dtype=np.float64)
+    pc = None if pseudocounts is None else np.asarray(pseudocounts, dtype=np.float64)
+    for lo, keys in zip(range(0, len(table), chunk), table.key_chunks(chunk)):
+        ws = map(format_weight, w[lo:lo + chunk].tolist())
+        if pc is None:
+            yield "".join([f"{a} {k}\n" for a, k in zip(ws, keys)])
+        else:
+            ps = map(format_weight, pc[lo:lo + chunk].tolist())
+            yield "".join([f"{a} {b} {k}\n" for a, b, k in zip(ws, ps, keys)])
+
+
+class RuleSet:
+    """Rules held as a list of ``(lhs, rhs tuple)`` pairs, as a :class:`RuleTable`,
+    or both, each made from the other when first asked for: a grammar read
+    from a file or built as arrays keeps only its table (about 20 bytes a
+    rule, against 100+ for the tuples) until some caller reads ``rules``.
+
+    ``rules_source`` is the object the rules were given as (the list or the
+    table); caches of what follows from the rules are keyed by its identity,
+    so making the tuples does not invalidate them, and assigning ``rules``
+    does."""
+
+    _rules: list | None
+    _rt: RuleTable | None
+    _src: object
+
+    def _set_rules(self, rules, table: RuleTable | None) -> None:
+        self._rules, self._rt = rules, table
+        self._src = table if rules is None else rules
+
+    @property
+    def rules(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The rules as ``(lhs, rhs tuple)`` pairs (made from the table on first use)."""
+        if self._rules is None:
+            assert self._rt is not None
+            self._rules = self._rt.rules()
+        return self._rules
+
+    @rules.setter
+    def rules(self, rules) -> None:
+        self._set_rules(rules, None)
+
+    @property
+    def rules_source(self) -> object:
+        return self._src
+
+    def has_table(self) -> bool:
+        return self._rt is not None
+
+    def table(self) -> RuleTable:
+        """The rules as arrays over a symbol table (:class:`RuleTable`; made once)."""
+        if self._rt is None:
+            self._rt = RuleTable.of_rules(self._rules)
+        return self._rt
+
+    def n_rules(self) -> int:
+        return len(self._rules) if self._rules is not None else len(self._rt)   # type: ignore[arg-type]
+
+    def iter_rules(self):
+        """The rules as ``(lhs, rhs tuple)`` pairs, made a chunk at a time from
+        the table when the list was not made (for a scan that may stop early)."""
+        if self._rules is not None or self._rt is None:
+            yield from self.rules
+            return
+        t = self._rt
+        for lo in range(0, len(t), KEY_CHUNK):
+            yield from t.slice(lo, min(lo + KEY_CHUNK, len(t))).rules()
+
+    def same_rules(self, other: RuleSet) -> bool:
+        """Whether ``other`` certainly holds the same rules in the same order,
+        known without making keys: the same list or table, or equal tables."""
+        if self._src is other._src:
+            return True
+        return self._rt is not None and other._rt is not None and self._rt.same(other._rt)
+
+    def key_chunks(self):
+        """The rule keys in order, in lists of at most :data:`KEY_CHUNK`."""
+        if self._rt is not None:
+            yield from self._rt.key_chunks()
+            return
+        rules = self.rules
+        for lo in range(0, len(rules), KEY_CHUNK):
+            yield [rule_key(*r) for r in rules[lo:lo + KEY_CHUNK]]
+
+    def keys(self) -> list[str]:
+        return [k for part in self.key_chunks() for k in part]
+
+    def fingerprint(self) -> str:
+        """16 hex digits of the SHA-256 of the rule keys in order, each followed
+        by a newline (:func:`fingerprint_keys`): two files with the same
+        fingerprint have the same rules in the same order.  Made once."""
+        got = self.__dict__.get("_fp")
+        if got is None or got[0] is not self._src:
+            h = hashlib.sha256()
+            for part in self.key_chunks():
+                h.update(("\n".join(part) + "\n").encode("utf-8"))
+            got = self._fp = (self._src, h.hexdigest()[:16])
+        return got[1]
+
+    def rule_text(self, weights, pseudocounts=None):
+        """The ``weight [pseudo-count] LHS --> RHS`` lines of the rules
+        (:func:`rule_lines`), a chunk of lines a string when the rules are a table."""
+        if self._rt is not None:
+            return table_lines(self._rt, weights, pseudocounts)
+        return rule_lines(self.rules, weights, pseudocounts)

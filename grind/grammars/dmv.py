@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from grind.errors import InputError
+from grind.formats.rules import RuleTable
 from grind.grammars.grammar import Grammar
 
 START = "S"
@@ -145,9 +146,9 @@ class DMVIndex:
 
     def _fill(self, cls):
         tid = self.type_id
-        self._fill_arrays(np.array([k for k, _, _ in cls], dtype=np.int64),
-                          np.array([tid[h] for _, h, _ in cls], dtype=np.int64),
-                          np.array([tid[d] if d is not None else -1 for _, _, d in cls], dtype=np.int64))
+        self._fill_arrays(np.array([k for k, _, _ in cls], dtype=np.int8),
+                          np.array([tid[h] for _, h, _ in cls], dtype=np.int32),
+                          np.array([tid[d] if d is not None else -1 for _, _, d in cls], dtype=np.int32))
 
     @classmethod
     def of_arrays(cls, types, kind, head, dep) -> DMVIndex:
@@ -156,20 +157,28 @@ class DMVIndex:
         ix = cls.__new__(cls)
         ix.types = list(types)
         ix.type_id = {h: i for i, h in enumerate(ix.types)}
-        ix._fill_arrays(np.asarray(kind, dtype=np.int64), np.asarray(head, dtype=np.int64),
-                        np.asarray(dep, dtype=np.int64))
+        ix._fill_arrays(np.asarray(kind, dtype=np.int8), np.asarray(head, dtype=np.int32),
+                        np.asarray(dep, dtype=np.int32))
         return ix
 
     def _fill_arrays(self, kind, head, dep):
-        T, R = len(self.types), len(kind)
+        """Store ``kind`` (int8), ``head`` and ``dep`` (int32: 9 bytes a rule)
+        and the lookup tables made from them."""
+        T = len(self.types)
         self.kind, self.head, self.dep = kind, head, dep
         self.type_rules = np.full((T, len(SLOTS)), -1, dtype=np.int32)
-        single = self.kind < CHOOSE_L
-        self.type_rules[self.head[single], self.kind[single]] = np.arange(R)[single]
-        ch = np.flatnonzero(~single)
-        keys = self._key(self.head[ch], self.dep[ch], self.kind[ch] == CHOOSE_R)
-        order = np.argsort(keys)
-        self._keys, self._krule = keys[order], ch[order].astype(np.int32)
+        single = np.flatnonzero(self.kind < CHOOSE_L)
+        self.type_rules[self.head[single], self.kind[single]] = single
+        ch = np.flatnonzero(self.kind >= CHOOSE_L).astype(np.int32)
+        keys = self.head[ch].astype(np.int64)         # made in place: (h * T + d) * 2 + right
+        keys *= T
+        keys += self.dep[ch]
+        keys *= 2
+        keys += self.kind[ch] == CHOOSE_R
+        if len(keys) > 1 and not bool(np.all(keys[1:] >= keys[:-1])):    # a grammar built in key order is sorted
+            order = np.argsort(keys, kind="stable")
+            keys, ch = keys[order], ch[order]
+        self._keys, self._krule = keys, ch
         self._dense = None
         if 2 * T * T <= 1 << 24:
             self._dense = np.full(2 * T * T, -1, dtype=np.int32)
@@ -191,12 +200,129 @@ class DMVIndex:
 
 
 def dmv_index(grammar: Grammar) -> DMVIndex:
-    """The (cached) :class:`DMVIndex` of ``grammar``; InputError if it is not a DMV grammar."""
+    """The (cached) :class:`DMVIndex` of ``grammar``; InputError if it is not a
+    DMV grammar.  Classified from the grammar's rule table
+    (:func:`classify_table`), not rule by rule."""
     ix = getattr(grammar, "_dmv_index", None)
-    if ix is None or ix[0] is not grammar.rules:
-        ix = (grammar.rules, DMVIndex(grammar))
+    if ix is None or ix[0] is not grammar.rules_source:
+        ix = (grammar.rules_source, index_of_table(grammar))
         grammar._dmv_index = ix  # type: ignore[attr-defined]  # a cache on the grammar object
     return ix[1]
+
+
+#: Prefix codes of :func:`symbol_parts` (0: no DMV prefix).
+_PREFIXES = ("", "Y_", "L0_", "L_", "L'_", "R0_", "R_", "R'_")
+_Y, _L0, _L, _LP, _R0, _R, _RP = range(1, 8)
+
+
+def symbol_parts(symbols: list[str]):
+    """Per symbol: its :func:`parse_symbol` prefix code (index into
+    ``_PREFIXES``, 0 = none) and head-string id (-1 = none); per symbol its
+    split suffix (0 none, 1 ``_l``, 2 ``_r``, as :func:`split_token`) and the
+    id of the head string before it (-1 if that string is no symbol's head);
+    and the head strings."""
+    code = np.zeros(len(symbols), dtype=np.int8)
+    hid = np.full(len(symbols), -1, dtype=np.int32)
+    heads: dict[str, int] = {}
+    pre_id = {p: i for i, p in enumerate(_PREFIXES)}
+    for i, x in enumerate(symbols):
+        p = parse_symbol(x)
+        if p is not None:
+            code[i] = pre_id[p[0]]
+            hid[i] = heads.setdefault(p[1], len(heads))
+    sfx = np.zeros(len(symbols), dtype=np.int8)
+    sfx_hid = np.full(len(symbols), -1, dtype=np.int32)
+    for i, x in enumerate(symbols):
+        t = split_token(x)
+        if t is not None:
+            sfx[i] = 1 if t[1] == "l" else 2
+            sfx_hid[i] = heads.get(t[0], -1)
+    return code, hid, sfx, sfx_hid, list(heads)
+
+
+def classify_table(table, is_nonterminal_sym=None, chunk: int = 1 << 20):
+    """:func:`classify_rule` of every rule of a :class:`RuleTable` at once, as
+    arrays: ``(kind, h, d, heads)``, kind -1 where a rule does not fit the
+    scheme, ``h`` / ``d`` ids into the list of head strings ``heads`` (-1
+    where none).  ``is_nonterminal_sym``: per symbol whether it is some
+    rule's left-hand side (default: from the table).  Rules go ``chunk`` at
+    a time (the temporaries stay small; the result is 9 bytes a rule)."""
+    parts = symbol_parts(table.symbols)
+    if is_nonterminal_sym is None:
+        is_nonterminal_sym = np.zeros(len(table.symbols), dtype=bool)
+        is_nonterminal_sym[table.lhs] = True
+    R = len(table)
+    kind = np.full(R, -1, dtype=np.int8)
+    h = np.full(R, -1, dtype=np.int32)
+    d = np.full(R, -1, dtype=np.int32)
+    start = table.symbols.index(START) if START in table.symbols else -1
+    for lo in range(0, R, chunk):
+        hi = min(lo + chunk, R)
+        _classify_rows(table, lo, hi, parts, is_nonterminal_sym, start, kind[lo:hi], h[lo:hi], d[lo:hi])
+    return kind, h, d, parts[4]
+
+
+def _classify_rows(table, lo, hi, parts, is_nt, start, kind, h, d):
+    """:func:`classify_table` of rules ``lo`` .. ``hi - 1`` into the views ``kind``, ``h``, ``d``."""
+    code, hid, sfx, sfx_hid, _ = parts
+    off = table.rhs_off[lo:hi + 1]
+    k = np.diff(off)
+    a = table.lhs[lo:hi]
+    has2 = k == 2
+    last = max(len(table.rhs) - 1, 0)
+    r0 = np.where(k >= 1, table.rhs[np.minimum(off[:-1], last)], 0) if len(table.rhs) else np.zeros(hi - lo, np.int32)
+    r1 = np.where(has2, table.rhs[np.minimum(off[:-1] + 1, last)], 0) if len(table.rhs) else r0
+    ca, c0, c1 = code[a], code[r0], code[r1]
+    ha, h0, h1 = hid[a], hid[r0], hid[r1]
+    # choose: L'_h --> Y_d L_h, R'_h --> R_h Y_d
+    m = has2 & (ca == _LP) & (c1 == _L) & (h1 == ha) & (c0 == _Y)
+    kind[m], h[m], d[m] = CHOOSE_L, ha[m], h0[m]
+    m = has2 & (ca == _RP) & (c0 == _R) & (h0 == ha) & (c1 == _Y)
+    kind[m], h[m], d[m] = CHOOSE_R, ha[m], h1[m]
+    # root: S --> Y_h
+    m = (a == start) & (k == 1) & (c0 == _Y)
+    kind[m], h[m] = SLOT["root"], h0[m]
+    # Y_h --> L0_h R0_h
+    m = has2 & (ca == _Y) & (c0 == _L0) & (h0 == ha) & (c1 == _R0) & (h1 == ha)
+    kind[m], h[m] = SLOT["Y"], ha[m]
+    # STOP / not STOP: L0_h, L_h, R0_h, R_h --> h_l / h_r | L'_h / R'_h
+    one = k == 1
+    for pre, side, name in ((_L0, 1, "L0"), (_L, 1, "L1"), (_R0, 2, "R0"), (_R, 2, "R1")):
+        at = one & (ca == pre)
+        stop = at & (sfx[r0] == side) & (sfx_hid[r0] == ha) & ~is_nt[r0]
+        kind[stop], h[stop] = SLOT["stop" + name], ha[stop]
+        nostop = at & ~stop & (c0 == (_LP if side == 1 else _RP)) & (h0 == ha)
+        kind[nostop], h[nostop] = SLOT["nostop" + name], ha[nostop]
+
+
+def index_of_table(grammar: Grammar) -> DMVIndex:
+    """The :class:`DMVIndex` of ``grammar`` from its rule table
+    (:func:`classify_table`): the index, and the errors, that
+    ``DMVIndex(grammar)`` gives, without a tuple per rule."""
+    if grammar.start != START:
+        raise InputError(f"not a DMV grammar: start symbol is {grammar.start!r}, not {START!r}")
+    t = grammar.table()
+    kind, h, d, heads = classify_table(t)
+    bad = np.flatnonzero(kind < 0)
+    if len(bad):
+        lo = int(bad[0])
+        lhs, rhs = t.slice(lo, lo + 1).rules()[0]
+        raise InputError(f"not a DMV grammar: rule {lhs} --> {' '.join(rhs)}")
+    is_type = np.zeros(len(heads) + 1, dtype=bool)
+    is_type[h[kind == SLOT["Y"]]] = True
+    used = np.zeros(len(heads) + 1, dtype=bool)
+    used[h] = True
+    used[d] = True                          # -1 lands on the extra last entry
+    used[-1] = is_type[-1] = False
+    missing = sorted(heads[i] for i in np.flatnonzero(used & ~is_type).tolist())
+    if missing:
+        raise InputError(f"not a DMV grammar: no rule Y_{missing[0]} --> L0_{missing[0]} R0_{missing[0]}")
+    ids = np.flatnonzero(is_type[:-1])
+    names = [heads[i] for i in ids.tolist()]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.full(len(heads) + 1, -1, dtype=np.int64)
+    rank[ids[order]] = np.arange(len(order))
+    return DMVIndex.of_arrays([names[i] for i in order], kind, rank[h], rank[d])
 
 
 def is_dmv_grammar(grammar: Grammar) -> bool:
@@ -214,7 +340,7 @@ def dmv_problem(grammar: Grammar) -> str | None:
     valences on both sides) and every choose rule's dependent is a head type.
     Choose rules may be any subset (the lexicalized DMV has only some)."""
     cached = getattr(grammar, "_dmv_problem", None)
-    if cached is not None and cached[0] is grammar.rules:
+    if cached is not None and cached[0] is grammar.rules_source:
         return cached[1]
     try:
         ix = dmv_index(grammar)
@@ -229,7 +355,7 @@ def dmv_problem(grammar: Grammar) -> str | None:
             why = f"head type {h} has no rule {lhs} --> {' '.join(rhs)}"
     except InputError as e:
         why = str(e).removeprefix("not a DMV grammar: ")
-    grammar._dmv_problem = (grammar.rules, why)  # type: ignore[attr-defined]  # a cache
+    grammar._dmv_problem = (grammar.rules_source, why)  # type: ignore[attr-defined]  # a cache
     return why
 
 
@@ -255,55 +381,107 @@ def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None) -> Gramma
     large vocabulary stays small.  Weights are uniform *normalised*
     probabilities: 1/|R_A| for each rule of LHS A (so the grammar is a proper
     DMV; EM's first E-step from it is the "uniform" initialiser).
+
+    The rules are built as a :class:`RuleTable` (arrays over the 9 symbols of
+    each type and ``S``), never as a tuple per rule: the rule order is the
+    root rules of all types, then each type's other :func:`head_rules`, then
+    the choose rules in (head, dependent, direction) order.  Its
+    :class:`DMVIndex` is made from the table when first asked for (:func:`dmv_index`).
     """
     sentences = [list(s) for s in sentences]
     types = sorted({t for s in sentences for t in s}) if vocabulary is None else list(dict.fromkeys(vocabulary))
-    T = len(types)
-    rank = np.empty(T, dtype=np.int64)                # DMVIndex type ids are positions in sorted order
-    rank[sorted(range(T), key=types.__getitem__)] = np.arange(T)
-    own = [list(head_rules(h)) for h in types]      # per type its 10 rules in SLOTS order, the root rule first
-    rules = [rs[0] for rs in own] + [r for rs in own for r in rs[1:]]    # S rules first: S is the start
-    kind = [np.full(T, SLOT["root"], np.int64), np.tile(np.arange(1, len(SLOTS), dtype=np.int64), T)]
-    head = [rank, np.repeat(rank, len(SLOTS) - 1)]
-    dep = [np.full(len(rules), -1, np.int64)]
-    # choose rules share their symbols' strings: one Y_d, L_h, L'_h, R_h, R'_h object a type, not a rule
-    y = [rs[0][1][0] for rs in own]
-    lp, lh = [rs[3][1][0] for rs in own], [rs[4][0] for rs in own]
-    rp, rh = [rs[7][1][0] for rs in own], [rs[8][0] for rs in own]
     h, d, right = _choose_arrays(sentences, types, lexicalized)
-    rules += [(rp[a], (rh[a], y[b])) if r else (lp[a], (y[b], lh[a]))
-              for a, b, r in zip(h.tolist(), d.tolist(), right.tolist())]
-    kind.append(np.where(right == 1, CHOOSE_R, CHOOSE_L))
-    head.append(rank[h])
-    dep.append(rank[d])
-    g = Grammar(rules, np.ones(len(rules)), START, meta={"model": "dmv"})
+    del sentences
+    table = _dmv_table(types, h, d, right)
+    del h, d, right
+    if table.duplicate():                   # only when symbols of different types coincide
+        Grammar(table.rules(), np.ones(len(table)), START)      # raises the error naming the first repeat
+    g = Grammar._from_table(table, None, np.ones(len(table)), START, meta={"model": "dmv"})
     g.weights = g.normalize(g.weights)
-    ix = DMVIndex.of_arrays(sorted(types), np.concatenate(kind), np.concatenate(head), np.concatenate(dep))
-    g._dmv_index = (g.rules, ix)  # type: ignore[attr-defined]  # the rules fit by construction
     return g
 
 
-def _choose_arrays(sentences, types, lexicalized):
-    """Arrays ``(h, d, right)`` of the sorted type-id triples that get a choose rule."""
+#: Per-type symbols of :func:`_dmv_table`, in this order after ``S``.
+_TYPE_SYMBOLS = ("Y_{}", "L0_{}", "R0_{}", "L_{}", "R_{}", "L'_{}", "R'_{}", "{}_l", "{}_r")
+#: The 9 non-root rules of a type (SLOTS 1..9), as positions in _TYPE_SYMBOLS: lhs, rhs...
+_TYPE_RULES = ((0, 1, 2), (1, 7), (1, 5), (3, 7), (3, 5), (2, 8), (2, 6), (4, 8), (4, 6))
+
+
+def _dmv_table(types, h, d, right) -> RuleTable:
+    """The :class:`RuleTable` of :func:`dmv_grammar`'s rules: the root rules
+    ``S --> Y_t``, the 9 other rules of each type t, then ``R'_h --> R_h Y_d``
+    (right) / ``L'_h --> Y_d L_h`` (left) for the type-id arrays ``h``, ``d``,
+    ``right``.  Symbols are strings: two types whose symbols coincide share them."""
+    T = len(types)
+    names = [START] + [f.format(t) for t in types for f in _TYPE_SYMBOLS]
+    sid: dict[str, int] = {}
+    ids = np.fromiter((sid.setdefault(x, len(sid)) for x in names), dtype=np.int32, count=len(names))
+    del names
+    sym = ids[1:].reshape(T, len(_TYPE_SYMBOLS))          # [type, position] -> symbol id
+    lhs = [np.full(T, ids[0], np.int32)] + [sym[:, r[0]] for r in _TYPE_RULES]
+    rhs = [sym[:, 0][:, None]] + [sym[:, list(r[1:])] for r in _TYPE_RULES]
+    arity = [np.ones(T, np.int64)] + [np.full(T, len(r) - 1, np.int64) for r in _TYPE_RULES]
+    # rule order: all root rules, then type by type its 9 rules
+    lhs_own = np.stack(lhs[1:], axis=1).ravel()
+    rhs_own = np.concatenate([np.pad(x, ((0, 0), (0, 2 - x.shape[1])), constant_values=-1) for x in rhs[1:]],
+                             axis=1).reshape(-1)
+    rhs_own = rhs_own[rhs_own >= 0]
+    ar_own = np.stack(arity[1:], axis=1).ravel()
+    R = len(h)
+    own = 10 * T
+    r = right == 1
+    all_lhs = np.empty(own + R, dtype=np.int32)
+    all_lhs[:own] = np.concatenate([lhs[0], lhs_own])
+    all_lhs[own:] = np.where(r, sym[h, 6], sym[h, 5])
+    n_own = T + len(rhs_own)
+    all_rhs = np.empty(n_own + 2 * R, dtype=np.int32)
+    all_rhs[:n_own] = np.concatenate([rhs[0].ravel(), rhs_own])
+    all_rhs[n_own::2] = np.where(r, sym[h, 4], sym[d, 0])
+    all_rhs[n_own + 1::2] = np.where(r, sym[d, 0], sym[h, 3])
+    off = np.empty(own + R + 1, dtype=np.int64)
+    off[0] = 0
+    np.cumsum(np.concatenate([arity[0], ar_own]), out=off[1:own + 1])
+    off[own + 1:] = off[own] + 2 * np.arange(1, R + 1, dtype=np.int64)
+    return RuleTable(list(sid), all_lhs, off, all_rhs)
+
+
+def _choose_arrays(sentences, types, lexicalized, chunk: int = 1 << 21):
+    """Arrays ``(h, d, right)`` of the sorted type-id triples that get a choose
+    rule.  Lexicalized: the (head, dependent, direction) keys of every pair of
+    words of a sentence, made length group by length group and made unique
+    whenever about ``chunk`` (or as many as already kept) are pending, so the
+    temporaries stay near the number of distinct pairs."""
     T = len(types)
     if not lexicalized:
         h, d, r = np.meshgrid(np.arange(T), np.arange(T), [0, 1], indexing="ij")
         return h.ravel(), d.ravel(), r.ravel()
     tid = {t: i for i, t in enumerate(types)}
-    by_len = {}
-    for s in sentences:
-        by_len.setdefault(len(s), []).append([tid.get(t, -1) for t in s])
-    keys = []
-    for n, group in by_len.items():
-        ids = np.array(group, dtype=np.int64).reshape(len(group), n)
+    lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+    flat = np.fromiter((tid.get(t, -1) for s in sentences for t in s), dtype=np.int64, count=int(lengths.sum()))
+    start = np.cumsum(lengths) - lengths
+    kept = np.zeros(0, np.int64)
+    pending: list[np.ndarray] = []
+    n_pending = 0
+    for n in np.unique(lengths).tolist():
+        if n < 2:
+            continue
+        first = start[lengths == n]
         i, j = np.triu_indices(n, 1)                         # i < j
-        a, b = ids[:, i].ravel(), ids[:, j].ravel()
-        ok = (a >= 0) & (b >= 0)
-        a, b = a[ok], b[ok]
-        keys.append((b * T + a) * 2)                         # head j, dep i left
-        keys.append((a * T + b) * 2 + 1)                     # head i, dep j right
-    keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-    return keys // 2 // T, keys // 2 % T, keys % 2
+        step = max(1, chunk // len(i))
+        for lo in range(0, len(first), step):
+            ids = flat[first[lo:lo + step, None] + np.arange(n)]
+            a, b = ids[:, i].ravel(), ids[:, j].ravel()
+            ok = (a >= 0) & (b >= 0)
+            a, b = a[ok], b[ok]
+            pending.append((b * T + a) * 2)                  # head j, dep i left
+            pending.append((a * T + b) * 2 + 1)              # head i, dep j right
+            n_pending += 2 * len(a)
+            if n_pending >= max(chunk, len(kept)):
+                kept = np.unique(np.concatenate([kept, *pending]))
+                pending, n_pending = [], 0
+    keys = np.unique(np.concatenate([kept, *pending]))
+    del kept, pending
+    return (keys // 2 // T).astype(np.int32), (keys // 2 % T).astype(np.int32), (keys % 2).astype(np.int8)
 
 
 # --------------------------------------------------------------------------

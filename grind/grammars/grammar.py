@@ -8,14 +8,14 @@ Weights are either rule probabilities or Dirichlet pseudo-counts; the file's
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from grind.errors import InputError
-from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, RuleTable, fingerprint_keys,  # noqa: F401
-                                 format_weight, read_rule_file, read_rules_cached, rule_key, rule_lines)
+from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, RuleSet, RuleTable,  # noqa: F401
+                                 fingerprint_keys, format_weight, read_rule_file, read_rules_cached, rule_key,
+                                 rule_lines)
 
 def post_order(kids: dict):
     """Depth-first over the graph ``kids`` (node -> list of children):
@@ -43,22 +43,25 @@ def post_order(kids: dict):
     return post, None
 
 
-@dataclass
-class Grammar:
+class Grammar(RuleSet):
     """A list of rules with one weight each (and optional pseudo-counts).
 
     ``weights[r]`` belongs to ``rules[r] = (lhs, rhs)``.  ``meta`` keeps the
-    ``# key: value`` header lines of the file it was read from.
+    ``# key: value`` header lines of the file it was read from.  A grammar
+    read from a file (or built as arrays) holds its rules as a
+    :class:`RuleTable` and makes the ``rules`` tuples only when some caller
+    reads them (:class:`grind.formats.rules.RuleSet`).
     """
 
-    rules: list[tuple[str, tuple[str, ...]]]
-    weights: np.ndarray
-    start: str
-    pseudocounts: np.ndarray | None = None
-    meta: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self):
+    def __init__(self, rules: list[tuple[str, tuple[str, ...]]], weights, start: str,
+                 pseudocounts: np.ndarray | None = None, meta: dict[str, str] | None = None):
+        self._set_rules(rules, None)
+        self.weights, self.start, self.pseudocounts = weights, start, pseudocounts
+        self.meta = {} if meta is None else meta
         self._derive(None)
+
+    def __repr__(self) -> str:
+        return f"Grammar({len(self)} rules, start={self.start!r}, meta={self.meta!r})"
 
     def _derive(self, table):               # untyped, as __post_init__ was: the attributes stay Any
         """Check the rules and set what follows from them (``nonterminals``,
@@ -88,7 +91,6 @@ class Grammar:
             rank = np.full(len(sym), -1, dtype=np.int64)
             rank[nt_ids[order]] = np.arange(len(order))
             self.lhs = rank[table.lhs]
-            self._table = (self.rules, table)
         if self.start not in self._nts:
             raise InputError(f"start symbol {self.start!r} is not the left-hand side of any rule")
 
@@ -111,9 +113,12 @@ class Grammar:
     @classmethod
     def _from_table(cls, table: RuleTable, rules, weights, start: str, pseudocounts=None,
                     meta=None) -> Grammar:
-        """A grammar of the distinct rules ``rules`` whose arrays are ``table``."""
+        """A grammar of the distinct rules whose arrays are ``table`` (``rules``:
+        their tuples if already made, else None: made when asked for)."""
         g = cls.__new__(cls)
-        g.rules, g.weights, g.start = rules, weights, start
+        g._set_rules(rules, table)
+        g._src = table
+        g.weights, g.start = weights, start
         g.pseudocounts, g.meta = pseudocounts, dict(meta or {})
         g._derive(table)
         return g
@@ -122,10 +127,11 @@ class Grammar:
         """The same rules with other weights, sharing what follows from the
         rules (no second pass over them)."""
         g = Grammar.__new__(Grammar)
-        g.rules, g.start, g.pseudocounts, g.meta = self.rules, self.start, pseudocounts, meta
+        g._rules, g._rt, g._src = self._rules, self._rt, self._src
+        g.start, g.pseudocounts, g.meta = self.start, pseudocounts, meta
         g.weights = np.asarray(weights, dtype=np.float64)
         g.nonterminals, g._nts, g.terminals, g.lhs = self.nonterminals, self._nts, self.terminals, self.lhs
-        for cached in ("_table", "index", "_dmv_index", "_dmv_problem"):   # all keyed by the rules
+        for cached in ("index", "_fp", "_dmv_index", "_dmv_problem", "_template_problem"):   # keyed by the rules
             if cached in self.__dict__:
                 g.__dict__[cached] = self.__dict__[cached]
         return g
@@ -133,26 +139,10 @@ class Grammar:
     @cached_property
     def index(self) -> dict[str, int]:
         """Rule key (``LHS --> RHS ...``) -> rule number (made on first use)."""
-        return {rule_key(*r): i for i, r in enumerate(self.rules)}
-
-    def table(self) -> RuleTable:
-        """The rules as arrays over a symbol table (:class:`RuleTable`; made once)."""
-        t = self.__dict__.get("_table")
-        if t is None or t[0] is not self.rules:
-            t = (self.rules, RuleTable.of_rules(self.rules))
-            self._table = t
-        return t[1]
+        return {k: i for i, k in enumerate(k for part in self.key_chunks() for k in part)}
 
     def __len__(self):
-        return len(self.rules)
-
-    def keys(self) -> list[str]:
-        return [rule_key(*r) for r in self.rules]
-
-    def fingerprint(self) -> str:
-        """16 hex digits of the SHA-256 of the rule keys in order: two files
-        with the same fingerprint have the same rules in the same order."""
-        return fingerprint_keys(self.keys())
+        return self.n_rules()
 
     def weight_kind(self) -> str:
         """What the weights are, from the ``# weights:`` header: ``pseudo-counts``,
@@ -213,11 +203,11 @@ class Grammar:
 
         from grind.formats.textio import header_lines, open_out
         w = self.weights if weights is None else np.asarray(weights, dtype=np.float64)
-        if len(w) != len(self.rules):
-            raise ValueError(f"{len(w)} weights for {len(self.rules)} rules")
+        if len(w) != len(self):
+            raise ValueError(f"{len(w)} weights for {len(self)} rules")
         with open_out(os.fspath(path)) as f:
             f.writelines(header_lines(**{"weights": self.meta.get("weights"), "start": self.start, **header}))
-            f.writelines(rule_lines(self.rules, w, self.pseudocounts))
+            f.writelines(self.rule_text(w, self.pseudocounts))
 
     def with_weights(self, weights, meta=None) -> Grammar:
         """The same rules with new weights (no pseudo-counts)."""
@@ -282,9 +272,9 @@ def read_grammar(path: str, start: str | None = None) -> Grammar:
     """The grammar of a rule file (``-`` = stdin); a large file is read through
     the binary cache of :func:`grind.formats.rules.read_rules_cached`."""
     p = read_rules_cached(path)
-    rules = p.rules()
-    start = start or p.meta.get("start") or rules[0][0]
+    t = p.table
+    start = start or p.meta.get("start") or t.symbols[int(t.lhs[0])]
     try:
-        return Grammar._from_table(p.table, rules, p.weights, start, p.pseudo, p.meta)
+        return Grammar._from_table(t, p.made, p.weights, start, p.pseudo, p.meta)
     except InputError as e:
         raise InputError(f"{path}: {e}") from None

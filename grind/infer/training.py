@@ -13,6 +13,7 @@ to an uninterrupted one.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import itertools
@@ -88,11 +89,10 @@ class ShardedEstep:
     def __call__(self, weights, idx=None):
         shards = self.shards(idx)
         if self.jobs == 1 or len(shards) == 1:
-            parts = [self.parser.inside_outside(weights, s) for s in shards]
-        else:
-            with ThreadPoolExecutor(self.jobs) as ex:
-                parts = list(ex.map(lambda s: self.parser.inside_outside(weights, s), shards))
-        return self.reduce(parts)
+            return self.reduce(self.parser.inside_outside(weights, s) for s in shards)
+        with ThreadPoolExecutor(self.jobs) as ex:
+            return self.reduce(_in_order(ex, lambda s: self.parser.inside_outside(weights, s), shards,
+                                         2 * self.jobs))
 
     def shards(self, idx=None) -> list:
         """The sentence indices ``idx`` (all if None) cut into shards of ``shard``, in corpus order."""
@@ -101,14 +101,34 @@ class ShardedEstep:
 
     def reduce(self, parts) -> tuple:
         """``(counts, logz)`` of the shards' ``(counts, logz)`` in shard order (so
-        the sum does not depend on who computed which shard, or when)."""
+        the sum does not depend on who computed which shard, or when).
+        ``parts`` may be an iterator: each shard's count vector is added as it
+        comes and dropped, so a pass holds two vectors over the rules, not one
+        a shard."""
         counts = np.zeros(len(self.parser.grammar))
-        for c, _ in parts:
+        logzs = []
+        for c, z in parts:
             counts += c
-        logz = np.concatenate([z for _, z in parts])
+            logzs.append(z)
+            del c                       # (not alive while the next shard is computed)
+        logz = np.concatenate(logzs)
         if np.isnan(logz).any() or not np.all(np.isfinite(counts)):
             raise NumericalError("the E-step produced NaN: the weights are invalid")
         return counts, logz
+
+
+def _in_order(ex, fn, items, window: int):
+    """``fn(item)`` for each of ``items`` run on the executor ``ex``, yielded
+    in the order of ``items``, at most ``window`` submitted and not yet yielded."""
+    pending: collections.deque = collections.deque()
+    it = iter(items)
+    for item in itertools.islice(it, window):
+        pending.append(ex.submit(fn, item))
+    while pending:
+        result = pending.popleft().result()
+        for item in itertools.islice(it, 1):
+            pending.append(ex.submit(fn, item))
+        yield result
 
 
 # ----------------------------------------------------------------------------- minibatches

@@ -29,7 +29,23 @@ from grind.infer.training import Step
 
 def vb_weights(grammar, alpha_hat: np.ndarray) -> np.ndarray:
     """pi_r = exp(E_q[log theta_r]) = exp(psi(alpha_hat_r) - psi(sum_{R_A} alpha_hat))."""
-    return np.exp(digamma(alpha_hat) - digamma(grammar.lhs_totals(alpha_hat)))
+    return np.exp(vb_log_weights(grammar, alpha_hat))
+
+
+#: Rules whose per-rule terms are made at once (the temporaries of a large grammar stay small).
+CHUNK = 1 << 20
+
+
+def vb_log_weights(grammar, alpha_hat: np.ndarray) -> np.ndarray:
+    """log pi_r = psi(alpha_hat_r) - psi(sum_{R_A} alpha_hat), computed :data:`CHUNK`
+    rules at a time into one array (the same numbers as at once)."""
+    a = np.asarray(alpha_hat, dtype=np.float64)
+    tot = np.bincount(grammar.lhs, weights=a, minlength=len(grammar.nonterminals))
+    out = np.empty(len(a))
+    for lo in range(0, len(a), CHUNK):
+        hi = lo + CHUNK
+        np.subtract(digamma(a[lo:hi]), digamma(tot[grammar.lhs[lo:hi]]), out=out[lo:hi])
+    return out
 
 
 #: The smallest positive normal float64 and its log (about -708.4): VB weights
@@ -69,9 +85,10 @@ def vb_estep(estep, grammar, alpha_hat: np.ndarray, idx=None):
     into ``idx`` order (positions in the logz vector).  Without underflow this
     is one E-step, as before.
     """
-    logw = digamma(alpha_hat) - digamma(grammar.lhs_totals(alpha_hat))
+    logw = vb_log_weights(grammar, alpha_hat)
     under = logw < LOG_TINY
-    w = np.exp(logw)
+    w = np.exp(logw, out=logw)
+    del logw
     w[under] = 0.0
     counts, logz = estep(w, idx)
     none = np.zeros(0, dtype=np.int64)
@@ -109,12 +126,17 @@ def underflow_message(grammar, alpha_hat, prior, lost, inexact, total, where="")
 
 def kl_dirichlet(grammar, alpha_hat: np.ndarray, alpha: np.ndarray) -> float:
     """sum_A KL(Dir(alpha_hat_A) || Dir(alpha_A)), LHSs with rules only."""
+    alpha_hat, alpha = np.asarray(alpha_hat, dtype=np.float64), np.asarray(alpha, dtype=np.float64)
     nA = len(grammar.nonterminals)
     sa_hat = np.bincount(grammar.lhs, weights=alpha_hat, minlength=nA)
     sa = np.bincount(grammar.lhs, weights=alpha, minlength=nA)
     per_lhs = gammaln(sa_hat) - gammaln(sa)
-    per_rule = (gammaln(alpha) - gammaln(alpha_hat)
-                + (alpha_hat - alpha) * (digamma(alpha_hat) - digamma(sa_hat[grammar.lhs])))
+    per_rule = np.empty(len(alpha_hat))           # made CHUNK rules at a time: the same numbers, summed as one
+    for lo in range(0, len(per_rule), CHUNK):
+        hi = lo + CHUNK
+        a_hat, a = alpha_hat[lo:hi], alpha[lo:hi]
+        per_rule[lo:hi] = (gammaln(a) - gammaln(a_hat)
+                           + (a_hat - a) * (digamma(a_hat) - digamma(sa_hat[grammar.lhs[lo:hi]])))
     return float(per_lhs.sum() + per_rule.sum())
 
 

@@ -62,12 +62,13 @@ def template_problem(grammar) -> str | None:
     nonterminals (not the start symbol), and every other rule is lexical
     (all terminals)."""
     cached = getattr(grammar, "_template_problem", None)
-    if cached is not None and cached[0] is grammar.rules:
+    source = grammar.rules_source
+    if cached is not None and cached[0] is source:
         return cached[1]
     why, n_templates = None, 0
     start = grammar.start
     nts = set(grammar.nonterminals)
-    for lhs, rhs in grammar.rules:
+    for lhs, rhs in grammar.iter_rules():          # a DMV grammar fails at its second rule
         if lhs == start:
             n_templates += 1
             if not rhs or not nts.issuperset(rhs):
@@ -81,7 +82,7 @@ def template_problem(grammar) -> str | None:
     if why is None and not n_templates:
         why = f"no template rule {start} --> slots"
     try:
-        grammar._template_problem = (grammar.rules, why)  # type: ignore[attr-defined]  # a cache
+        grammar._template_problem = (source, why)  # type: ignore[attr-defined]  # a cache
     except AttributeError:                                # pragma: no cover
         pass
     return why

@@ -54,5 +54,6 @@ def _note_not_dmv(grammar, why) -> None:
     msg = f"not a complete DMV grammar ({why}): using the general CKY kernel"
     if grammar.meta.get("model") == "dmv":
         log.warn(f"the header says '# model: dmv' but the grammar is {msg}")
-    elif grammar.start == START and any(classify_rule(grammar, lhs, rhs) is not None for lhs, rhs in grammar.rules):
+    elif grammar.start == START and any(classify_rule(grammar, lhs, rhs) is not None
+                                        for lhs, rhs in grammar.iter_rules()):
         log.info(f"the grammar uses DMV symbol names but is {msg}")
