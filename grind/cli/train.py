@@ -226,7 +226,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     elif algo in STREAMING:
         g, estep, n = read_probabilities(grammar, start, "grind train", True), None, "a stream of"
     else:
-        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
+        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True,
+                                tokens_only=True)
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     prior = prior_vector(g, alpha)
