@@ -213,10 +213,13 @@ class Grammar(RuleSet):
         """The same rules with new weights (no pseudo-counts)."""
         return self._sharing(weights, None, dict(meta if meta is not None else self.meta))
 
+    def lhs_sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` over the rules of each LHS, per nonterminal."""
+        return np.bincount(self.lhs, weights=values, minlength=len(self.nonterminals))
+
     def lhs_totals(self, values: np.ndarray) -> np.ndarray:
         """Sum of ``values`` over the rules of each rule's LHS, per rule."""
-        tot = np.bincount(self.lhs, weights=values, minlength=len(self.nonterminals))
-        return tot[self.lhs]
+        return self.lhs_sums(values)[self.lhs]
 
     def normalize(self, values: np.ndarray) -> np.ndarray:
         """theta_r = v_r / sum_{r' in R_A} v_r'.  A LHS whose values are all

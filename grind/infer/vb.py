@@ -40,7 +40,7 @@ def vb_log_weights(grammar, alpha_hat: np.ndarray) -> np.ndarray:
     """log pi_r = psi(alpha_hat_r) - psi(sum_{R_A} alpha_hat), computed :data:`CHUNK`
     rules at a time into one array (the same numbers as at once)."""
     a = np.asarray(alpha_hat, dtype=np.float64)
-    tot = np.bincount(grammar.lhs, weights=a, minlength=len(grammar.nonterminals))
+    tot = grammar.lhs_sums(a)
     out = np.empty(len(a))
     for lo in range(0, len(a), CHUNK):
         hi = lo + CHUNK
@@ -112,7 +112,7 @@ def vb_estep(estep, grammar, alpha_hat: np.ndarray, idx=None):
 
 def underflow_message(grammar, alpha_hat, prior, lost, inexact, total, where="") -> str:
     """One warning line for :func:`vb_estep`'s lost / inexact sentences."""
-    n_under = int(np.sum(digamma(alpha_hat) - digamma(grammar.lhs_totals(alpha_hat)) < LOG_TINY))
+    n_under = int(np.sum(vb_log_weights(grammar, alpha_hat) < LOG_TINY))
     parts = []
     if len(lost):
         parts.append(f"{len(lost)} of {total} sentences were left out: every derivation needs one of them, "
