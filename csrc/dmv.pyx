@@ -119,7 +119,12 @@ cdef const int *tables(Work *w, const int *ty, const int *type_rules, const int 
 # ---------------------------------------------------------------- weights
 
 cdef inline double rw(const double *wt, int r) noexcept nogil:
-    return wt[r] if r >= 0 else 0.0
+    """Weight of rule r (0 for none); weights in (0, FLUSH) read as 0 (DMVParser._weights)."""
+    cdef double x
+    if r < 0:
+        return 0.0
+    x = wt[r]
+    return 0.0 if (x > 0.0 and x < FLUSH) else x
 
 
 cdef void gather(Work *w, const int *tr, const int *ar, const double *wt, Py_ssize_t n) noexcept nogil:
@@ -946,6 +951,61 @@ cdef class Corpus:
                 if pp != NULL:
                     posteriors(w, n, 1.0 / Z, pp + post_off[k])
         work_free(w)
+
+    def inside_outside_touched(self, const double[::1] wt, const i64[::1] idx, double[::1] scratch,
+                               unsigned char[::1] mark, i64[::1] touched, double[::1] logz):
+        """``inside_outside`` with the counts added to ``scratch`` (a dense vector
+        over the rules) and every rule a sentence's tables name appended once to
+        ``touched`` (``mark[r]`` set when it is); returns how many were appended.
+        Only those entries of ``scratch`` change, by the same additions in the
+        same order as ``inside_outside`` makes: with ``scratch`` zero where
+        ``mark`` is 0, ``scratch[touched]`` is bit for bit what ``inside_outside``
+        adds to a zero vector there, and it is 0 everywhere else.  ``touched``
+        must hold every distinct rule the sentences can read (``min(#rules,
+        sum 10 n + n^2)`` entries)."""
+        cdef Py_ssize_t k, s, n, p, K = idx.shape[0], c = 0
+        cdef Work *w
+        cdef double Z
+        cdef i64 E
+        cdef int ok, r
+        cdef const int *tr
+        cdef const int *ar
+        cdef double *sp = &scratch[0]
+        cdef unsigned char *mk = &mark[0]
+        cdef i64 *tp = &touched[0]
+        if scratch.shape[0] != mark.shape[0]:
+            raise ValueError("scratch and mark need one entry a rule")
+        w = work_new(self.nmax(idx))
+        tr = w.trb
+        with nogil:
+            for k in range(K):
+                s = idx[k]
+                n = self.sent_off[s + 1] - self.sent_off[s]
+                if self.bad[s] or n == 0:
+                    logz[k] = -INFINITY
+                    continue
+                ar = self.rules(w, s, n)
+                ok = prepare(w, tr, ar, &wt[0], NULL, n, &Z, &E)
+                if ok <= 0:
+                    logz[k] = -INFINITY if ok == 0 else NAN
+                    continue
+                logz[k] = log(Z) + E * LN2
+                outside(w, n)
+                scatter(w, tr, ar, n, 1.0 / Z, sp)
+                for p in range(10 * n):
+                    r = tr[p]
+                    if r >= 0 and mk[r] == 0:
+                        mk[r] = 1
+                        tp[c] = r
+                        c += 1
+                for p in range(n * n):
+                    r = ar[p]
+                    if r >= 0 and mk[r] == 0:
+                        mk[r] = 1
+                        tp[c] = r
+                        c += 1
+        work_free(w)
+        return c
 
     def trees(self, const double[::1] wt, const i64[::1] idx, i64[::1] rows, const i64[::1] row_off,
               double[::1] score, int[::1] heads, const i64[::1] head_off,

@@ -35,7 +35,7 @@ import numpy as np
 
 from grind import log
 from grind.errors import GrindError, InputError
-from grind.infer.training import SHARD, ShardedEstep
+from grind.infer.training import SHARD, ShardedEstep, shard_counts
 
 #: What a missing Dask says.
 NEEDS_DASK = "--cluster needs Dask: pip install 'grind[dask]'"
@@ -62,9 +62,10 @@ def _worker_parser(key: str, build):
 
 
 def shard_estep(idx, weights, parser_key: str, build):
-    """One shard's ``(counts, logz)``: the task every worker runs (a pure function
-    of the shard, the weights and the parser the recipe builds)."""
-    return _worker_parser(parser_key, build).inside_outside(weights, idx)
+    """One shard's ``(counts, logz)`` or, for a large grammar, ``(rules, values,
+    logz)`` (:func:`grind.infer.training.shard_counts`): the task every worker
+    runs (a pure function of the shard, the weights and the parser the recipe builds)."""
+    return shard_counts(_worker_parser(parser_key, build), weights, idx)
 
 
 def worker_check(key: str, build):

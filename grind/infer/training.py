@@ -36,6 +36,7 @@ from grind.formats.textio import is_special, open_out
 #: E-step shard size: counts are summed shard by shard in corpus order, so the
 #: result is the same whatever the number of worker threads.
 SHARD = 256
+SPARSE_RULES = 1 << 16      # grammars this large reduce the E-step's shards sparsely
 
 
 @dataclass
@@ -88,11 +89,14 @@ class ShardedEstep:
 
     def __call__(self, weights, idx=None):
         shards = self.shards(idx)
+        one = self.shard_counts
         if self.jobs == 1 or len(shards) == 1:
-            return self.reduce(self.parser.inside_outside(weights, s) for s in shards)
+            return self.reduce(one(weights, s) for s in shards)
         with ThreadPoolExecutor(self.jobs) as ex:
-            return self.reduce(_in_order(ex, lambda s: self.parser.inside_outside(weights, s), shards,
-                                         2 * self.jobs))
+            return self.reduce(_in_order(ex, lambda s: one(weights, s), shards, 2 * self.jobs))
+
+    def shard_counts(self, weights, idx) -> tuple:
+        return shard_counts(self.parser, weights, idx)
 
     def shards(self, idx=None) -> list:
         """The sentence indices ``idx`` (all if None) cut into shards of ``shard``, in corpus order."""
@@ -107,14 +111,28 @@ class ShardedEstep:
         a shard."""
         counts = np.zeros(len(self.parser.grammar))
         logzs = []
-        for c, z in parts:
-            counts += c
-            logzs.append(z)
-            del c                       # (not alive while the next shard is computed)
+        for part in parts:
+            if len(part) == 3:          # (rules, values, logz): the shard's other counts are 0
+                counts[part[0]] += part[1]
+            else:
+                counts += part[0]
+            logzs.append(part[-1])
+            del part                    # (not alive while the next shard is computed)
         logz = np.concatenate(logzs)
         if np.isnan(logz).any() or not np.all(np.isfinite(counts)):
             raise NumericalError("the E-step produced NaN: the weights are invalid")
         return counts, logz
+
+
+def shard_counts(parser, weights, idx) -> tuple:
+    """One shard's ``(counts, logz)``, or ``(rules, values, logz)`` when the
+    grammar has at least SPARSE_RULES rules and the kernel lists the few rules
+    a shard touches (a dense vector a shard is a pass over all the rules: 2,600
+    passes an E-step at Fisher size); :meth:`ShardedEstep.reduce` takes either,
+    with the same sums."""
+    if getattr(parser, "sparse_counts_pay", False) and len(parser.grammar) >= SPARSE_RULES:
+        return parser.inside_outside_sparse(weights, idx)
+    return parser.inside_outside(weights, idx)
 
 
 def _in_order(ex, fn, items, window: int):

@@ -47,6 +47,20 @@ class ChartParser(abc.ABC):
         be normalised (VB passes sub-normalised weights).
         """
 
+    #: whether :meth:`inside_outside_sparse` costs less than :meth:`inside_outside`
+    #: on a large grammar (the shard reduction uses it then)
+    sparse_counts_pay = False
+
+    def inside_outside_sparse(self, weights: np.ndarray, idx=None):
+        """:meth:`inside_outside` as ``(rules, values, logz)``: ``counts[rules]
+        = values`` and every other count 0 (each rule at most once, in no
+        particular order).  A kernel that touches only a few rules per sentence
+        overrides it to skip the passes over all rules; the values are the
+        same bit for bit."""
+        counts, logz = self.inside_outside(weights, idx)
+        rules = np.flatnonzero(counts)
+        return rules, counts[rules], logz
+
     @abc.abstractmethod
     def viterbi(self, weights: np.ndarray, idx=None):
         """Best derivation of each sentence: ``(derivations, logprob)``, ``None`` where unparseable."""

@@ -27,6 +27,8 @@ end)`` in pre-order over split positions 0..2n.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from grind.kernels import _dmv
@@ -206,6 +208,40 @@ class DMVParser(ChartParser):
         self._core.inside_outside(self._weights(weights), idx, counts, logz)
         self._check(logz, idx)
         return counts, logz
+
+    sparse_counts_pay = True
+
+    def inside_outside_sparse(self, weights, idx=None):
+        """:meth:`inside_outside` as ``(rules, values, logz)`` (see
+        :meth:`ChartParser.inside_outside_sparse`), with no pass over all the
+        rules: the kernel adds the counts to a scratch vector kept by this
+        thread and lists the rules the sentences can read; their values are
+        taken and the scratch set back to zero there.  Same additions in the
+        same order as :meth:`inside_outside`: the same numbers, bit for bit.
+        The kernel reads weights below FLUSH as 0, as :meth:`_weights` makes them."""
+        idx = self._idx(idx)
+        w = self._weight_vector(weights, check=False)
+        scratch, mark = self._scratch()
+        n = self.lengths[idx]
+        cap = int(min(len(self.grammar), int((10 * n + n * n).sum())))
+        touched = np.empty(max(cap, 1), dtype=np.int64)
+        logz = np.empty(len(idx), dtype=np.float64)
+        rules = touched[:self._core.inside_outside_touched(w, idx, scratch, mark, touched, logz)]
+        values = scratch[rules]
+        scratch[rules] = 0.0
+        mark[rules] = 0
+        self._check(logz, idx)
+        return rules, values, logz
+
+    def _scratch(self):
+        """This thread's (counts, mark) vectors over the rules, zero between calls."""
+        tls = self.__dict__.get("_tls")
+        if tls is None:
+            tls = self.__dict__.setdefault("_tls", threading.local())
+        if getattr(tls, "scratch", None) is None:
+            tls.scratch = np.zeros(len(self.grammar), dtype=np.float64)
+            tls.mark = np.zeros(len(self.grammar), dtype=np.uint8)
+        return tls.scratch, tls.mark
 
     # -- one sentence at a time (collapsed VB) -----------------------------------
 
