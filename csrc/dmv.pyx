@@ -919,50 +919,16 @@ cdef class Corpus:
                       &self.pool[o] if o >= 0 else NULL, n)
 
     def inside_outside(self, const double[::1] wt, const i64[::1] idx, double[::1] counts,
-                       double[::1] logz, double[::1] post=None, const i64[::1] post_off=None):
+                       double[::1] logz, double[::1] post=None, const i64[::1] post_off=None,
+                       unsigned char[::1] mark=None, i64[::1] touched=None):
         """Expected counts (added to counts, if not None), log Z into logz[k] for
         sentence idx[k] (NaN: numerical failure) and, if post is given, arc
-        posteriors ((n+1) x n, row 0 = root) at post[post_off[k]:]."""
-        cdef Py_ssize_t k, s, n, K = idx.shape[0]
-        cdef Work *w = work_new(self.nmax(idx))
-        cdef double Z
-        cdef i64 E
-        cdef int ok
-        cdef const int *tr = w.trb
-        cdef const int *ar
-        cdef double *cp = &counts[0] if counts is not None else NULL
-        cdef double *pp = &post[0] if post is not None else NULL
-        with nogil:
-            for k in range(K):
-                s = idx[k]
-                n = self.sent_off[s + 1] - self.sent_off[s]
-                if self.bad[s] or n == 0:
-                    logz[k] = -INFINITY
-                    continue
-                ar = self.rules(w, s, n)
-                ok = prepare(w, tr, ar, &wt[0], NULL, n, &Z, &E)
-                if ok <= 0:
-                    logz[k] = -INFINITY if ok == 0 else NAN
-                    continue
-                logz[k] = log(Z) + E * LN2
-                outside(w, n)
-                if cp != NULL:
-                    scatter(w, tr, ar, n, 1.0 / Z, cp)
-                if pp != NULL:
-                    posteriors(w, n, 1.0 / Z, pp + post_off[k])
-        work_free(w)
+        posteriors ((n+1) x n, row 0 = root) at post[post_off[k]:].
 
-    def inside_outside_touched(self, const double[::1] wt, const i64[::1] idx, double[::1] scratch,
-                               unsigned char[::1] mark, i64[::1] touched, double[::1] logz):
-        """``inside_outside`` with the counts added to ``scratch`` (a dense vector
-        over the rules) and every rule a sentence's tables name appended once to
-        ``touched`` (``mark[r]`` set when it is); returns how many were appended.
-        Only those entries of ``scratch`` change, by the same additions in the
-        same order as ``inside_outside`` makes: with ``scratch`` zero where
-        ``mark`` is 0, ``scratch[touched]`` is bit for bit what ``inside_outside``
-        adds to a zero vector there, and it is 0 everywhere else.  ``touched``
-        must hold every distinct rule the sentences can read (``min(#rules,
-        sum 10 n + n^2)`` entries)."""
+        With ``mark`` and ``touched`` (sparse shards): every rule a counted
+        sentence's tables name is appended once to ``touched`` (``mark[r]`` set
+        when it is; ``touched`` must hold ``min(#rules, sum 10 n + n^2)``);
+        returns how many were appended.  Only those entries of ``counts`` change."""
         cdef Py_ssize_t k, s, n, p, K = idx.shape[0], c = 0
         cdef Work *w
         cdef double Z
@@ -970,11 +936,12 @@ cdef class Corpus:
         cdef int ok, r
         cdef const int *tr
         cdef const int *ar
-        cdef double *sp = &scratch[0]
-        cdef unsigned char *mk = &mark[0]
-        cdef i64 *tp = &touched[0]
-        if scratch.shape[0] != mark.shape[0]:
-            raise ValueError("scratch and mark need one entry a rule")
+        cdef double *cp = &counts[0] if counts is not None else NULL
+        cdef double *pp = &post[0] if post is not None else NULL
+        cdef unsigned char *mk = &mark[0] if mark is not None else NULL
+        cdef i64 *tp = &touched[0] if touched is not None else NULL
+        if mk != NULL and (cp == NULL or tp == NULL or mark.shape[0] != counts.shape[0]):
+            raise ValueError("mark needs counts and touched, and one entry a rule")
         w = work_new(self.nmax(idx))
         tr = w.trb
         with nogil:
@@ -991,19 +958,17 @@ cdef class Corpus:
                     continue
                 logz[k] = log(Z) + E * LN2
                 outside(w, n)
-                scatter(w, tr, ar, n, 1.0 / Z, sp)
-                for p in range(10 * n):
-                    r = tr[p]
-                    if r >= 0 and mk[r] == 0:
-                        mk[r] = 1
-                        tp[c] = r
-                        c += 1
-                for p in range(n * n):
-                    r = ar[p]
-                    if r >= 0 and mk[r] == 0:
-                        mk[r] = 1
-                        tp[c] = r
-                        c += 1
+                if cp != NULL:
+                    scatter(w, tr, ar, n, 1.0 / Z, cp)
+                if mk != NULL:
+                    for p in range(10 * n + n * n):
+                        r = tr[p] if p < 10 * n else ar[p - 10 * n]
+                        if r >= 0 and mk[r] == 0:
+                            mk[r] = 1
+                            tp[c] = r
+                            c += 1
+                if pp != NULL:
+                    posteriors(w, n, 1.0 / Z, pp + post_off[k])
         work_free(w)
         return c
 

@@ -226,7 +226,7 @@ class DMVParser(ChartParser):
         cap = int(min(len(self.grammar), int((10 * n + n * n).sum())))
         touched = np.empty(max(cap, 1), dtype=np.int64)
         logz = np.empty(len(idx), dtype=np.float64)
-        rules = touched[:self._core.inside_outside_touched(w, idx, scratch, mark, touched, logz)]
+        rules = touched[:self._core.inside_outside(w, idx, scratch, logz, None, None, mark, touched)]
         values = scratch[rules]
         scratch[rules] = 0.0
         mark[rules] = 0
