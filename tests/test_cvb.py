@@ -183,6 +183,31 @@ def test_count_pool_relocates_and_compacts():
     assert all(np.array_equal(pool.get(i)[1], v) for i, (_, v) in truth.items())
 
 
+def test_count_pool_resizes_in_place():
+    """Growing and trimming the pool never holds the old and the new pool at
+    once (at Fisher size that copy was CVB's peak memory): the traced peak
+    stays near the larger of the two sizes, not their sum."""
+    import tracemalloc
+    pool = CountPool(4, 1 << 20)
+    rules = np.arange(1 << 20, dtype=np.int64)
+    vals = np.ones(1 << 20, dtype=np.float32)
+    tracemalloc.start()
+    try:
+        pool.put(0, rules, vals, growth=2)              # grows from 0 to 1M entries (8 MB)
+        pool.put(1, rules[:1 << 19], vals[:1 << 19], growth=2)
+        c0, base = len(pool.idx), tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        pool._resize(3 * c0)                             # grow to 3x ...
+        pool._resize(pool.top)                           # ... and trim
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # 8 bytes an entry (int32 + float32): in place the peak is the grown pool, 16 c0
+    # bytes above the start; a copy holds the old pool beside the new one (24 c0)
+    assert peak - base <= 16 * c0 + (1 << 20)
+    assert np.array_equal(pool.get(0)[0], rules) and np.array_equal(pool.get(1)[1], vals[:1 << 19])
+
+
 def test_cli_train_cvb(tmp_path, ewt_train):
     c = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
     g0, g1, out, tr = (tmp_path / x for x in ("g0.txt", "g1.txt", "post.txt", "trace.tsv"))

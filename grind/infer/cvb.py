@@ -139,11 +139,13 @@ class CountPool:
         self._resize(self.top)
 
     def _resize(self, capacity):
-        for name in ("idx", "val"):
-            old = getattr(self, name)
-            new = np.zeros(capacity, dtype=old.dtype)
-            new[:self.top] = old[:self.top]
-            setattr(self, name, new)
+        """Grow or shrink the pool in place (``ndarray.resize``: realloc, which
+        moves a large block by remapping its pages, so the old and the new pool
+        are never both in memory; at Fisher size the copy was the peak).  No
+        view of ``idx`` / ``val`` may be alive here (:meth:`get`'s are dropped
+        before :meth:`put`)."""
+        for a in (self.idx, self.val):
+            a.resize(capacity, refcheck=False)
 
     def add_to(self, out):
         """out += sum_i f_hat^(i), in sentence order (independent of the layout)."""
@@ -233,7 +235,7 @@ class CVB(Algorithm):
     def _index_lhs(self):
         """Rules grouped by LHS: ``by_lhs[start[A]:start[A] + size[A]]``."""
         lhs = self.g.lhs
-        self.by_lhs = np.argsort(lhs, kind="stable")
+        self.by_lhs = np.argsort(lhs, kind="stable").astype(np.int32 if len(lhs) < 1 << 31 else np.int64)
         self.lhs_size = np.bincount(lhs, minlength=len(self.g.nonterminals)).astype(np.int64)
         self.lhs_start = _excl_cumsum(self.lhs_size)
 
@@ -333,6 +335,7 @@ class CVB(Algorithm):
         else:
             self._refresh(touched, old)
         rules, values, z = self._expected_counts(self.theta, i)
+        del old, v                                             # views of the pool, which put may resize
         self.pool.put(i, rules, values)
         ah[rules] += values                                    # exactly the stored float32
         if local:
