@@ -12,7 +12,9 @@ from libc.stdint cimport int64_t, uint64_t
 
 
 # C helpers (csrc/cky_kernels.h): small register-tiled matrix products, the
-# sparse path's LANES-wide loops, power-of-two scaling.
+# sparse path's LANES-wide loops, power-of-two scaling.  grind_push, grind_outer,
+# grind_atb_rows and grind_atb_kreg return 0 (and do nothing) outside the narrow
+# sizes they handle; the caller then uses the general grind_atb / grind_abt.
 cdef extern from "cky_kernels.h":
     void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
                    const double *B, int64_t ldb, const double *f, const double *g,
@@ -20,6 +22,14 @@ cdef extern from "cky_kernels.h":
     void grind_abt(int K, int m, int n, const double *A, int64_t lda,
                    const double *B, int64_t ldb, const double *g, double *C, int64_t ldc) noexcept nogil
     double grind_vmax(const double *x, int n) noexcept nogil
+    int grind_atb_rows(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                       const double *B, int64_t ldb, double *C, int64_t ldc, int acc) noexcept nogil
+    int grind_atb_kreg(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                       const double *B, int64_t ldb, double *C, int64_t ldc) noexcept nogil
+    int grind_outer(int nl, int nr, int K, const double *bL, const double *bR, int64_t ld,
+                    const double *f, double *M) noexcept nogil
+    int grind_push(int nl, int nr, int K, const double *A, const double *bL, const double *bR,
+                   int64_t ld, const double *f, double *aL, double *aR) noexcept nogil
     void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const int *right,
                          const double *wl, int r0, const double *LT, const double *RT,
                          const char *nzL, const char *nzR, double *outT) noexcept nogil

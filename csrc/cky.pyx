@@ -36,8 +36,8 @@ one vector operation per split over the LANES spans, and rules whose children
 are zero in all of them are skipped.
 """
 from cky cimport Gram, Corpus, Weights, Deriv, Chunk, Work
-from cky cimport (grind_atb, grind_abt, grind_vmax, grind_sparse_in, grind_sparse_out, grind_any,
-                  GRIND_LANES, grind_scatter, grind_pow2, grind_expo, grind_scal, grind_transpose)
+from cky cimport (grind_atb, grind_abt, grind_push, grind_outer, grind_atb_rows, grind_atb_kreg,
+                  grind_vmax, grind_sparse_in, grind_sparse_out, grind_any, GRIND_LANES, grind_scatter, grind_pow2, grind_expo, grind_scal, grind_transpose)
 from rng cimport grind_rng, grind_rng_seed, grind_uniform
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
@@ -51,6 +51,8 @@ import numpy as np
 cdef enum:
     SMALL_R = 12                # dense path: at most this many rule rows (GRIND_NARROW): products in C, not BLAS
     LANES = 4                   # spans per group on the sparse path (GRIND_LANES in C)
+    SMALL_CAP_DOUBLES = 12288   # dense path, few rule rows: doubles of a batch's M (and of its A)
+    SMALL_CHART_DOUBLES = 65536 # dense path, few rule rows: chunk budget (inside-outside charts)
 
 
 cdef double NEG_INF = -INFINITY
@@ -273,7 +275,12 @@ cdef int alloc_work(Gram *g, Weights *w, int maxlen, Work *wk) except -1 nogil:
     for b in range(4):
         bsmax = max(bsmax, g.coff[b + 1] - g.coff[b])
     tot = g.coff[4] if g.dense else 0
-    wk.cap = <int>min(1024, max(64, g.gemm_doubles // (tot + wk.R + 1)))
+    if g.dense and 0 < wk.R <= SMALL_R:
+        # products in C (no BLAS call to amortise): batches small enough that the split sums
+        # and W^T alpha of a batch stay in the L2 cache with the chart rows they touch
+        wk.cap = <int>min(64, max(16, SMALL_CAP_DOUBLES // (tot + wk.R + 1)))
+    else:
+        wk.cap = <int>min(1024, max(64, g.gemm_doubles // (tot + wk.R + 1)))
     wk.col_c = <int *>xcalloc(wk.cap, sizeof(int))
     wk.col_i = <int *>xcalloc(wk.cap, sizeof(int))
     wk.colt = <double *>xcalloc(wk.cap, sizeof(double))
@@ -337,6 +344,8 @@ cdef void build_M(Gram *g, Chunk *ch, Work *wk, int b, int ci, int i, int j, dou
     c0 = cidx(base, j, k0)
     for q in range(K):
         wk.scr[q] = pow2(ch.s[r0 + q] + ch.sT[c0 + q] - m)
+    if grind_outer(nl, nr, K, ch.beta + r0 * S + ll, ch.betaT + c0 * S + rl, S, wk.scr, M):
+        return
     grind_atb(K, nl, nr, ch.beta + r0 * S + ll, S, 1, ch.betaT + c0 * S + rl, S, wk.scr, NULL, M, nr, 0)
 
 
@@ -565,6 +574,9 @@ cdef void push_children(Gram *g, Chunk *ch, Work *wk, int b, int ci, int i, int 
     c0 = cidx(base, j, k0)
     for q in range(K):
         f[q] = pow2(t + ch.s[r0 + q] + ch.sT[c0 + q])
+    if grind_push(nl, nr, K, A, ch.beta + r0 * S + ll, ch.betaT + c0 * S + rl, S, f,
+                  ch.alpha + r0 * S + ll, ch.alphaR + c0 * S + rl):
+        return
     if K <= 1:
         grind_abt(nr, K, nl, ch.betaT + c0 * S + rl, S, A, nr, f, ch.alpha + r0 * S + ll, S)
     else:
@@ -666,8 +678,10 @@ cdef void outside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int 
     lo = live_cols(g, width, &hi)
     # G[a, p] += sum_col ac[col, a] M[col, p];  A[col, p] = sum_a am[col, a] W[a, p]
     if R <= SMALL_R:
-        grind_atb(ncol, R, <int>(hi - lo), wk.ac, R, 1, wk.M + lo, wc, NULL, NULL, G + lo, wc, 1)
-        grind_atb(R, ncol, <int>(hi - lo), wk.am, 1, R, w.W + lo, wc, NULL, NULL, wk.A + lo, wc, 0)
+        if not grind_atb_rows(ncol, R, <int>(hi - lo), wk.ac, R, 1, wk.M + lo, wc, G + lo, wc, 1):
+            grind_atb(ncol, R, <int>(hi - lo), wk.ac, R, 1, wk.M + lo, wc, NULL, NULL, G + lo, wc, 1)
+        if not grind_atb_kreg(R, ncol, <int>(hi - lo), wk.am, 1, R, w.W + lo, wc, wk.A + lo, wc):
+            grind_atb(R, ncol, <int>(hi - lo), wk.am, 1, R, w.W + lo, wc, NULL, NULL, wk.A + lo, wc, 0)
     else:
         gemm(b'N', b'T', <int>(hi - lo), R, ncol, 1.0, wk.M + lo, <int>wc, wk.ac, R, 1.0, G + lo, <int>wc)
         gemm(b'N', b'N', <int>(hi - lo), ncol, R, 1.0, w.W + lo, <int>wc, wk.am, R, 0.0, wk.A + lo, <int>wc)
@@ -705,6 +719,10 @@ cdef int inside_outside(Gram *g, Corpus *c, Weights *w, int64_t *idx, int n_idx,
     cdef int64_t sp
     memset(&ch, 0, sizeof(Chunk))
     memset(&wk, 0, sizeof(Work))
+    if g.dense and 0 < g.r1 - g.r0 <= SMALL_R:
+        # few rule rows: the per-span work is small, so keep the charts of a chunk near the
+        # L2 cache (every width sweeps them); a smaller budget is still within the caller's
+        budget = min(budget, SMALL_CHART_DOUBLES)
     try:
         alloc_chunk(g, c, idx, n_idx, budget, &ch)
         alloc_work(g, w, ch.maxlen, &wk)

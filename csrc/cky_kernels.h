@@ -124,6 +124,228 @@ static void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t
     if (f) { GRIND_CHUNKS(1) } else { GRIND_CHUNKS(0) }
 }
 
+/* dst[0..3] += fq * (sum of s[r]) for r = 0..3 */
+static inline __attribute__((always_inline)) void
+grind_hsum4_add(double *dst, double fq, const grind_v4 *s) {
+    const grind_v4 s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+#if defined(__clang__)
+    grind_v4 a = __builtin_shufflevector(s0, s1, 0, 4, 2, 6) + __builtin_shufflevector(s0, s1, 1, 5, 3, 7);
+    grind_v4 b = __builtin_shufflevector(s2, s3, 0, 4, 2, 6) + __builtin_shufflevector(s2, s3, 1, 5, 3, 7);
+    GRIND_ST(dst, GRIND_LD(dst) + fq * (__builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7)));
+#else
+    typedef int64_t grind_i4 __attribute__((vector_size(32)));
+    const grind_i4 ev = {0, 4, 2, 6}, od = {1, 5, 3, 7}, lo = {0, 1, 4, 5}, hi = {2, 3, 6, 7};
+    grind_v4 a = __builtin_shuffle(s0, s1, ev) + __builtin_shuffle(s0, s1, od);
+    grind_v4 b = __builtin_shuffle(s2, s3, ev) + __builtin_shuffle(s2, s3, od);
+    GRIND_ST(dst, GRIND_LD(dst) + fq * (__builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi)));
+#endif
+}
+/* Outside pushes of one dense block, N = nr <= GRIND_NARROW columns (compile time), nl rows:
+   for each split q < K (f[q] != 0; rows q of the children at stride ld),
+     aL[q*ld + B] += f[q] sum_C A[B*N + C] bR[q*ld + C]    (left child, B < nl)
+     aR[q*ld + C] += f[q] sum_B bL[q*ld + B] A[B*N + C]    (right child, C < N)
+   in one pass over the rows of A per split (no transposed copy of A): the left sums
+   are row dot products, reduced four rows at a time into one vector. */
+static inline __attribute__((always_inline)) void
+grind_push_n(const int N, int nl, int K, const double *A, const double *bL, const double *bR,
+             int64_t ld, const double *f, double *aL, double *aR) {
+    enum { NV = GRIND_NARROW / 4 };
+    const int nv = N / 4, h2 = (N % 4) >= 2, h1 = N % 2;
+    for (int q = 0; q < K; q++) {
+        const double fq = f[q];
+        if (fq == 0.0) continue;
+        const double *bl = bL + q * ld, *br = bR + q * ld;
+        double *al = aL + q * ld, *ar = aR + q * ld;
+        grind_v4 r4[NV], c4[2][NV];
+        grind_v2 r2 = {0}, c2[2] = {{0}, {0}};
+        double r1 = 0.0, c1[2] = {0.0, 0.0};
+        for (int v = 0; v < nv; v++) { r4[v] = GRIND_LD(br + 4 * v); c4[0][v] = c4[1][v] = (grind_v4){0}; }
+        if (h2) r2 = *(const grind_v2 *)(br + 4 * nv);
+        if (h1) r1 = br[N - 1];
+        int B = 0;
+        for (; B + 4 <= nl; B += 4) {
+            grind_v4 s[4];
+            for (int r = 0; r < 4; r++) {
+                const double *a = A + (B + r) * N;
+                const double x = bl[B + r];
+                const int e = r & 1;
+                grind_v4 sr = {0};
+                for (int v = 0; v < nv; v++) {
+                    grind_v4 av = GRIND_LD(a + 4 * v);
+                    c4[e][v] += x * av;
+                    sr += av * r4[v];
+                }
+                if (h2) {
+                    grind_v2 av = *(const grind_v2 *)(a + 4 * nv), t = av * r2;
+                    c2[e] += x * av;
+                    sr += (grind_v4){t[0], t[1], 0.0, 0.0};
+                }
+                if (h1) {
+                    c1[e] += x * a[N - 1];
+                    sr += (grind_v4){a[N - 1] * r1, 0.0, 0.0, 0.0};
+                }
+                s[r] = sr;
+            }
+            grind_hsum4_add(al + B, fq, s);
+        }
+        for (; B < nl; B++) {
+            const double *a = A + B * N;
+            const double x = bl[B];
+            double d = 0.0;
+            for (int C = 0; C < N; C++) d += a[C] * br[C];
+            for (int v = 0; v < nv; v++) c4[0][v] += x * GRIND_LD(a + 4 * v);
+            if (h2) c2[0] += x * *(const grind_v2 *)(a + 4 * nv);
+            if (h1) c1[0] += x * a[N - 1];
+            al[B] += fq * d;
+        }
+        for (int v = 0; v < nv; v++) GRIND_ST(ar + 4 * v, GRIND_LD(ar + 4 * v) + fq * (c4[0][v] + c4[1][v]));
+        if (h2) *(grind_v2 *)(ar + 4 * nv) += fq * (c2[0] + c2[1]);
+        if (h1) ar[N - 1] += fq * (c1[0] + c1[1]);
+    }
+}
+#define GRIND_PUSH_N(N) case N: grind_push_n(N, nl, K, A, bL, bR, ld, f, aL, aR); return 1;
+/* returns 0 (nothing done) when nr or nl is not a narrow size */
+static int grind_push(int nl, int nr, int K, const double *A, const double *bL, const double *bR,
+                      int64_t ld, const double *f, double *aL, double *aR) {
+    if (nl > GRIND_NARROW) return 0;
+    switch (nr) {
+        GRIND_PUSH_N(1) GRIND_PUSH_N(2) GRIND_PUSH_N(3) GRIND_PUSH_N(4) GRIND_PUSH_N(5)
+        GRIND_PUSH_N(6) GRIND_PUSH_N(7) GRIND_PUSH_N(8) GRIND_PUSH_N(9) GRIND_PUSH_N(10)
+        GRIND_PUSH_N(11) GRIND_PUSH_N(12)
+        default: return 0;
+    }
+}
+
+/* vec(M) = sum_q f[q] outer(bL + q*ld, bR + q*ld) for the nl x N block of a split sum
+   (N = nr <= GRIND_NARROW at compile time; one split: a scaled outer product). */
+static inline __attribute__((always_inline)) void
+grind_outer_n(const int N, int nl, int K, const double *bL, const double *bR, int64_t ld,
+              const double *f, double *M) {
+    enum { NV = GRIND_NARROW / 4 };
+    const int nv = N / 4, h2 = (N % 4) >= 2, h1 = N % 2;
+    if (K != 1) {
+        grind_atb_n(N, K, nl, bL, ld, 1, bR, ld, f, NULL, M, N, 0);
+        return;
+    }
+    grind_v4 r4[NV];
+    grind_v2 r2 = {0};
+    double r1 = 0.0;
+    for (int v = 0; v < nv; v++) r4[v] = f[0] * GRIND_LD(bR + 4 * v);
+    if (h2) r2 = f[0] * *(const grind_v2 *)(bR + 4 * nv);
+    if (h1) r1 = f[0] * bR[N - 1];
+    for (int B = 0; B < nl; B++, M += N) {
+        const double x = bL[B];
+        for (int v = 0; v < nv; v++) GRIND_ST(M + 4 * v, x * r4[v]);
+        if (h2) *(grind_v2 *)(M + 4 * nv) = x * r2;
+        if (h1) M[N - 1] = x * r1;
+    }
+}
+#define GRIND_OUTER_N(N) case N: grind_outer_n(N, nl, K, bL, bR, ld, f, M); return 1;
+/* returns 0 (nothing done) when nr or nl is not a narrow size */
+static int grind_outer(int nl, int nr, int K, const double *bL, const double *bR, int64_t ld,
+                       const double *f, double *M) {
+    if (nl > GRIND_NARROW) return 0;
+    switch (nr) {
+        GRIND_OUTER_N(1) GRIND_OUTER_N(2) GRIND_OUTER_N(3) GRIND_OUTER_N(4) GRIND_OUTER_N(5)
+        GRIND_OUTER_N(6) GRIND_OUTER_N(7) GRIND_OUTER_N(8) GRIND_OUTER_N(9) GRIND_OUTER_N(10)
+        GRIND_OUTER_N(11) GRIND_OUTER_N(12)
+        default: return 0;
+    }
+}
+
+/* Products with few rows (MR <= GRIND_NARROW, compile time) and long rows, for the batch
+   products of the dense path with few rule rows (AVX-512 register file: up to 24 vector
+   accumulators).  grind_atb_rows: C (+)= A^T B with all MR rows of C at once per strip of
+   8 columns, so that B is read once;  grind_atb_kreg: C = A^T B for a short sum (KR terms)
+   with the KR x 8 strip of B held in registers while the rows of C stream by. */
+static inline __attribute__((always_inline)) void
+grind_atb_rows_n(const int MR, int K, int n, const double *A, int64_t sak, int64_t sai,
+                 const double *B, int64_t ldb, double *C, int64_t ldc, int acc) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        grind_v4 c[GRIND_NARROW][2];
+        for (int r = 0; r < MR; r++) c[r][0] = c[r][1] = (grind_v4){0};
+        const double *a = A, *b = B + j;
+        for (int k = 0; k < K; k++, a += sak, b += ldb) {
+            grind_v4 b0 = GRIND_LD(b), b1 = GRIND_LD(b + 4);
+            for (int r = 0; r < MR; r++) {
+                double ar = a[r * sai];
+                c[r][0] += ar * b0;
+                c[r][1] += ar * b1;
+            }
+        }
+        for (int r = 0; r < MR; r++) {
+            double *cp = C + r * ldc + j;
+            GRIND_ST(cp, acc ? GRIND_LD(cp) + c[r][0] : c[r][0]);
+            GRIND_ST(cp + 4, acc ? GRIND_LD(cp + 4) + c[r][1] : c[r][1]);
+        }
+    }
+    for (; j < n; j++) {
+        double c[GRIND_NARROW];
+        for (int r = 0; r < MR; r++) c[r] = 0.0;
+        const double *a = A, *b = B + j;
+        for (int k = 0; k < K; k++, a += sak, b += ldb)
+            for (int r = 0; r < MR; r++) c[r] += a[r * sai] * b[0];
+        for (int r = 0; r < MR; r++) C[r * ldc + j] = acc ? C[r * ldc + j] + c[r] : c[r];
+    }
+}
+static inline __attribute__((always_inline)) void
+grind_atb_kreg_n(const int KR, int m, int n, const double *A, int64_t sak, int64_t sai,
+                 const double *B, int64_t ldb, double *C, int64_t ldc) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        grind_v4 w[GRIND_NARROW][2];
+        for (int k = 0; k < KR; k++) { w[k][0] = GRIND_LD(B + k * ldb + j); w[k][1] = GRIND_LD(B + k * ldb + j + 4); }
+        const double *a = A;
+        double *cp = C + j;
+        for (int i = 0; i < m; i++, a += sai, cp += ldc) {
+            grind_v4 c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
+            int k = 0;
+            for (; k + 2 <= KR; k += 2) {
+                double x = a[k * sak], y = a[(k + 1) * sak];
+                c0 += x * w[k][0]; c1 += x * w[k][1];
+                d0 += y * w[k + 1][0]; d1 += y * w[k + 1][1];
+            }
+            if (k < KR) { double x = a[k * sak]; c0 += x * w[k][0]; c1 += x * w[k][1]; }
+            GRIND_ST(cp, c0 + d0);
+            GRIND_ST(cp + 4, c1 + d1);
+        }
+    }
+    for (; j < n; j++) {
+        const double *a = A;
+        for (int i = 0; i < m; i++, a += sai) {
+            double c = 0.0;
+            for (int k = 0; k < KR; k++) c += a[k * sak] * B[k * ldb + j];
+            C[i * ldc + j] = c;
+        }
+    }
+}
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#define GRIND_ROWS_N(N) case N: grind_atb_rows_n(N, K, n, A, sak, sai, B, ldb, C, ldc, acc); return 1;
+#define GRIND_KREG_N(N) case N: grind_atb_kreg_n(N, m, n, A, sak, sai, B, ldb, C, ldc); return 1;
+#else
+#define GRIND_ROWS_N(N)
+#define GRIND_KREG_N(N)
+#endif
+/* C[i*ldc + j] (+)= sum_k A[k*sak + i*sai] B[k*ldb + j], i < m <= GRIND_NARROW; 0: not done */
+static int grind_atb_rows(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                          const double *B, int64_t ldb, double *C, int64_t ldc, int acc) {
+    switch (m) {
+        GRIND_ROWS_N(4) GRIND_ROWS_N(5) GRIND_ROWS_N(6) GRIND_ROWS_N(7) GRIND_ROWS_N(8)
+        GRIND_ROWS_N(9) GRIND_ROWS_N(10) GRIND_ROWS_N(11) GRIND_ROWS_N(12)
+        default: return 0;
+    }
+}
+/* C[i*ldc + j] = sum_k A[k*sak + i*sai] B[k*ldb + j], K <= GRIND_NARROW terms; 0: not done */
+static int grind_atb_kreg(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+                          const double *B, int64_t ldb, double *C, int64_t ldc) {
+    switch (K) {
+        GRIND_KREG_N(4) GRIND_KREG_N(5) GRIND_KREG_N(6) GRIND_KREG_N(7) GRIND_KREG_N(8)
+        GRIND_KREG_N(9) GRIND_KREG_N(10) GRIND_KREG_N(11) GRIND_KREG_N(12)
+        default: return 0;
+    }
+}
+
 /* C[i*ldc + j] += g[i] sum_k A[i*lda + k] B[j*ldb + k] for i < m, j < n (dot products) */
 static void grind_abt(int K, int m, int n, const double *A, int64_t lda,
                       const double *B, int64_t ldb, const double *g, double *C, int64_t ldc) {
