@@ -221,12 +221,20 @@ class Grammar(RuleSet):
         """Sum of ``values`` over the rules of each rule's LHS, per rule."""
         return self.lhs_sums(values)[self.lhs]
 
-    def normalize(self, values: np.ndarray) -> np.ndarray:
+    def normalize(self, values: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
         """theta_r = v_r / sum_{r' in R_A} v_r'.  A LHS whose values are all
-        zero keeps zeros (it is unreachable or unused)."""
-        tot = self.lhs_totals(values)
+        zero keeps zeros (it is unreachable or unused).  Made ``chunk`` rules
+        at a time: one output vector, no temporaries over all the rules."""
+        values = np.asarray(values, dtype=np.float64)
+        tot = self.lhs_sums(values)
+        ok = tot > 0
+        safe = np.where(ok, tot, 1.0)
+        out = np.empty(len(values), dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(tot > 0, values / np.where(tot > 0, tot, 1.0), 0.0)
+            for lo in range(0, len(values), chunk):
+                a = self.lhs[lo:lo + chunk]
+                np.divide(values[lo:lo + chunk], safe[a], out=out[lo:lo + chunk])
+                out[lo:lo + chunk][~ok[a]] = 0.0
         return out
 
 

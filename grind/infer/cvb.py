@@ -254,6 +254,7 @@ class CVB(Algorithm):
     def _resync(self):
         """alpha_hat = alpha + sum_i f_hat^(i) afresh, theta = its normalisation
         (once a sweep: rounding cannot drift across sweeps)."""
+        self.alpha_hat = self.theta = None          # dropped before their successors are made
         self.alpha_hat = self.pool.add_to(self.prior.copy())
         self.theta = self.g.normalize(self.alpha_hat)
         if self.lhs_tot is not None:
