@@ -10,6 +10,17 @@
 #include <stdint.h>
 #include <math.h>
 
+/* A portable build (GRIND_NATIVE=0: no -march=native) compiles the 4-wide vectors below
+   for SSE2, where GCC broadcasts scalars and keeps the accumulators through the stack: the
+   N = 10 E-step ran ~16x slower.  There the products get a second, x86-64-v3 (AVX2 + FMA)
+   body chosen when the module loads (GCC function multi-versioning); the default body runs
+   on older CPUs. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__)
+#define GRIND_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define GRIND_CLONES
+#endif
+
 /* C[i*ldc + j] = sum_k A[k*sak + i*sai] * B[k*ldb + j] for i < m, j < n:
    a register-tiled outer-product kernel for the small per-span products
    (4 x 8 tiles; B and C contiguous along j). */
@@ -112,7 +123,7 @@ grind_atb_n(const int N, int K, int m, const double *A, int64_t sak, int64_t sai
 }
 #define GRIND_CASE_N(N) case N: grind_atb_n(N, K, m, A, sak, sai, B, ldb, f, g, C, ldc, acc); return;
 
-static void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
+GRIND_CLONES static void grind_atb(int K, int m, int n, const double *A, int64_t sak, int64_t sai,
                       const double *B, int64_t ldb, const double *f, const double *g,
                       double *C, int64_t ldc, int acc) {
     int i, j = 0, k;
@@ -205,7 +216,7 @@ grind_push_n(const int N, int nl, int K, const double *A, const double *bL, cons
 }
 #define GRIND_PUSH_N(N) case N: grind_push_n(N, nl, K, A, bL, bR, ld, f, aL, aR); return 1;
 /* returns 0 (nothing done) when nr or nl is not a narrow size */
-static int grind_push(int nl, int nr, int K, const double *A, const double *bL, const double *bR,
+GRIND_CLONES static int grind_push(int nl, int nr, int K, const double *A, const double *bL, const double *bR,
                       int64_t ld, const double *f, double *aL, double *aR) {
     if (nl > GRIND_NARROW) return 0;
     switch (nr) {
@@ -242,7 +253,7 @@ grind_outer_n(const int N, int nl, int K, const double *bL, const double *bR, in
 }
 #define GRIND_OUTER_N(N) case N: grind_outer_n(N, nl, K, bL, bR, ld, f, M); return 1;
 /* returns 0 (nothing done) when nr or nl is not a narrow size */
-static int grind_outer(int nl, int nr, int K, const double *bL, const double *bR, int64_t ld,
+GRIND_CLONES static int grind_outer(int nl, int nr, int K, const double *bL, const double *bR, int64_t ld,
                        const double *f, double *M) {
     if (nl > GRIND_NARROW) return 0;
     switch (nr) {
@@ -347,7 +358,7 @@ static int grind_atb_kreg(int K, int m, int n, const double *A, int64_t sak, int
 }
 
 /* C[i*ldc + j] += g[i] sum_k A[i*lda + k] B[j*ldb + k] for i < m, j < n (dot products) */
-static void grind_abt(int K, int m, int n, const double *A, int64_t lda,
+GRIND_CLONES static void grind_abt(int K, int m, int n, const double *A, int64_t lda,
                       const double *B, int64_t ldb, const double *g, double *C, int64_t ldc) {
     for (int i = 0; i < m; i++) {
         const double *a = A + i * lda;
@@ -385,7 +396,7 @@ static void grind_abt(int K, int m, int n, const double *A, int64_t lda,
    Inside: outT[(A - r0)*LANES + v] += w sum_q LT[B][q][v] RT[C][q][v]. */
 #define GRIND_LANES 4
 #define GRIND_NV (GRIND_LANES / 4)
-static void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const int *right,
+GRIND_CLONES static void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const int *right,
                             const double *wl, int r0, const double *LT, const double *RT,
                             const char *nzL, const char *nzR, double *outT) {
     const int64_t KL = (int64_t)K * GRIND_LANES;
@@ -408,7 +419,7 @@ static void grind_sparse_in(int S, int K, const int *ptr, const int *lhs, const 
 }
 /* Outside: z = w alpha_ij(A) per lane; cnt[p] += z sum_q LT RT (lanes summed later);
    PL[B] += z RT[C] (pushes to left children), PR[C] += z LT[B] (right children). */
-static void grind_sparse_out(int S, int K, const int *ptr, const int *lhs, const int *right,
+GRIND_CLONES static void grind_sparse_out(int S, int K, const int *ptr, const int *lhs, const int *right,
                              const double *wl, int r0, const double *LT,
                              const double *RT, const char *nzL, const char *nzR,
                              const double *aT, const char *nzA, double *PL, double *PR,
