@@ -214,17 +214,14 @@ grind_push_n(const int N, int nl, int K, const double *A, const double *bL, cons
         if (h1) ar[N - 1] += fq * (c1[0] + c1[1]);
     }
 }
+/* one case a narrow width 1..GRIND_NARROW, for the switches that call a compile-time-N kernel */
+#define GRIND_NARROW_CASES(C) C(1) C(2) C(3) C(4) C(5) C(6) C(7) C(8) C(9) C(10) C(11) C(12)
 #define GRIND_PUSH_N(N) case N: grind_push_n(N, nl, K, A, bL, bR, ld, f, aL, aR); return 1;
 /* returns 0 (nothing done) when nr or nl is not a narrow size */
 GRIND_CLONES static int grind_push(int nl, int nr, int K, const double *A, const double *bL, const double *bR,
                       int64_t ld, const double *f, double *aL, double *aR) {
     if (nl > GRIND_NARROW) return 0;
-    switch (nr) {
-        GRIND_PUSH_N(1) GRIND_PUSH_N(2) GRIND_PUSH_N(3) GRIND_PUSH_N(4) GRIND_PUSH_N(5)
-        GRIND_PUSH_N(6) GRIND_PUSH_N(7) GRIND_PUSH_N(8) GRIND_PUSH_N(9) GRIND_PUSH_N(10)
-        GRIND_PUSH_N(11) GRIND_PUSH_N(12)
-        default: return 0;
-    }
+    switch (nr) { GRIND_NARROW_CASES(GRIND_PUSH_N) default: return 0; }
 }
 
 /* vec(M) = sum_q f[q] outer(bL + q*ld, bR + q*ld) for the nl x N block of a split sum
@@ -256,12 +253,7 @@ grind_outer_n(const int N, int nl, int K, const double *bL, const double *bR, in
 GRIND_CLONES static int grind_outer(int nl, int nr, int K, const double *bL, const double *bR, int64_t ld,
                        const double *f, double *M) {
     if (nl > GRIND_NARROW) return 0;
-    switch (nr) {
-        GRIND_OUTER_N(1) GRIND_OUTER_N(2) GRIND_OUTER_N(3) GRIND_OUTER_N(4) GRIND_OUTER_N(5)
-        GRIND_OUTER_N(6) GRIND_OUTER_N(7) GRIND_OUTER_N(8) GRIND_OUTER_N(9) GRIND_OUTER_N(10)
-        GRIND_OUTER_N(11) GRIND_OUTER_N(12)
-        default: return 0;
-    }
+    switch (nr) { GRIND_NARROW_CASES(GRIND_OUTER_N) default: return 0; }
 }
 
 /* Products with few rows (MR <= GRIND_NARROW, compile time) and long rows, for the batch
