@@ -71,6 +71,7 @@ class DMVParser(ChartParser):
 
     def __init__(self, grammar, sentences, masks=None):
         self.grammar = grammar
+        self._tls = threading.local()       # per-thread scratch of inside_outside_sparse
         self.sentences = [list(s) for s in sentences]
         if callable(masks) or masks is None:
             masks = [masks] * len(self.sentences)
@@ -235,9 +236,7 @@ class DMVParser(ChartParser):
 
     def _scratch(self):
         """This thread's (counts, mark) vectors over the rules, zero between calls."""
-        tls = self.__dict__.get("_tls")
-        if tls is None:
-            tls = self.__dict__.setdefault("_tls", threading.local())
+        tls = self._tls
         if getattr(tls, "scratch", None) is None:
             tls.scratch = np.zeros(len(self.grammar), dtype=np.float64)
             tls.mark = np.zeros(len(self.grammar), dtype=np.uint8)
