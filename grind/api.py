@@ -155,7 +155,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     called after every step.  ``options``: the other ``grind train``
     options, underscored (``tolerance``, ``batch``, ``kappa``, ``model``,
     ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
-    (``spec=CorpusSpec(...)`` gives its reading options).
+    (``spec=CorpusSpec(...)`` gives its reading options); ``stochastic`` given a
+    path indexes it on disk (:mod:`grind.infer.corpus_index`) and never holds it.
     """
     from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training
     _record("fit", seed, algo=algo, alpha=alpha, iterations=iterations, seed=seed, **options)
@@ -174,21 +175,32 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         options = dict(options, corpus=os.fspath(corpus), spec=options.get("spec") or CorpusSpec())
     cfg = _config(algo, dict(options, iterations=iterations, jobs=jobs, kernel=kernel))
     g = _probabilities(_grammar(grammar), True, "grind.fit")
+    index = None
     if algo == "streaming":
         estep, n = None, "a stream of"
+    elif algo == "stochastic" and isinstance(corpus, (str, os.PathLike)):
+        from grind.infer.corpus_index import FileEstep
+        from grind.infer.stochastic import index_corpus
+        index = index_corpus(g, os.fspath(corpus), CorpusSpec(), kernel)     # on disk, as grind train
+        index.report()
+        estep, n = FileEstep(index, jobs), index.n
     else:
         sents = _sentences(corpus)
         estep, n = ShardedEstep(_parser(g, sents, kernel), jobs), len(sents)
-    prior = prior_vector(g, alpha)
-    log.info(f"training {algo} on {n} sentences, {len(g)} rules")
-    algorithm = ALGORITHMS[algo](g, estep, prior, g.probabilities(), cfg, rng)
-    eval_fn = None
-    if dev is not None:
-        dev_sents = _sentences(dev)
-        dev_parser = _parser(g, dev_sents, kernel)
-        eval_fn = lambda a: heldout(dev_parser, a.mean(), dev_sents)  # noqa: E731
-    trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, on_step=on_step,
-                         early_stop=early_stop, patience=patience)
+    try:
+        prior = prior_vector(g, alpha)
+        log.info(f"training {algo} on {n} sentences, {len(g)} rules")
+        algorithm = ALGORITHMS[algo](g, estep, prior, g.probabilities(), cfg, rng)
+        eval_fn = None
+        if dev is not None:
+            dev_sents = _sentences(dev)
+            dev_parser = _parser(g, dev_sents, kernel)
+            eval_fn = lambda a: heldout(dev_parser, a.mean(), dev_sents)  # noqa: E731
+        trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, on_step=on_step,
+                             early_stop=early_stop, patience=patience)
+    finally:
+        if index is not None:
+            index.close()             # the spool of the corpus's tokens
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
     meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)))

@@ -1,6 +1,8 @@
 """``grind train`` and what only it uses (the --algo table, option checks)."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from grind import log
@@ -18,6 +20,13 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 ALGORITHMS = NAMES
 #: Algorithms whose minibatches come from the corpus file as a stream (grind.infer.training.StreamBatches).
 STREAMING = ("streaming",)
+#: Algorithms that draw minibatches from a corpus indexed on disk (grind.infer.corpus_index), never
+#: holding it: its tokens spooled to a temporary file, a minibatch's parser at a time.  Not with
+#: --cluster (the workers build the whole corpus's parser), nor with IN_MEMORY_ENV set.
+ON_DISK = ("stochastic",)
+#: Set (to anything non-empty), stochastic VB loads the corpus and its parser whole, as before the
+#: index on disk (the same results; kept for tests and measurements).
+IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 
 
 @click.command()
@@ -213,7 +222,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     _check_mixture_options(algo, cfg)
     if cluster is not None:
         _check_cluster_options(cluster, algo, cfg, jobs)
-    joint = None
+    joint = index = None
     if on_trees:
         check_tree_options(algo, spec, opts)
         g, sents, parser = load_trees(grammar, corpus, start, "grind train", normalise=True)
@@ -225,6 +234,12 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif algo in STREAMING:
         g, estep, n = read_probabilities(grammar, start, "grind train", True), None, "a stream of"
+    elif algo in ON_DISK and cluster is None and not os.environ.get(IN_MEMORY_ENV):
+        g = read_probabilities(grammar, start, "grind train", True)
+        index = click.get_current_context().with_resource(index_on_disk(g, grammar, corpus, spec, kernel))
+        index.report()
+        from grind.infer.corpus_index import FileEstep
+        estep, n = FileEstep(index, jobs), index.n
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True,
                                 tokens_only=True)
@@ -236,10 +251,13 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     from grind.infer.training import check_checkpoint, fingerprint_sentences, run_meta
     flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params if p.opts}
     from grind.formats.corpus import iter_corpus
-    toks = (s.tokens for s in (iter_corpus(corpus, spec) if algo in STREAMING else sents))
+    if index is not None:
+        corpus_fp = index.fingerprint
+    else:
+        corpus_fp = fingerprint_sentences(s.tokens for s in (iter_corpus(corpus, spec) if algo in STREAMING else sents))
     # the annealing length of gibbs / hastings is --iterations' value, as resolved by the config
     meta = run_meta(dict(params, iterations=cfg.iterations), flags, grammar=g, theta0=g.probabilities(), prior=prior,
-                    corpus_fp=fingerprint_sentences(toks), algo=algo, spec_text=corpus_text)
+                    corpus_fp=corpus_fp, algo=algo, spec_text=corpus_text)
     if resume:
         check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
     if cluster is not None:
@@ -280,6 +298,20 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
             write_trace(trace_path, trace)
         if opts.get("ln_params"):
             algorithm.save(opts["ln_params"])
+
+
+def index_on_disk(g, grammar_path, corpus, spec, kernel):
+    """The :func:`grind.infer.stochastic.index_corpus` of ``corpus`` (one pass;
+    its tokens spooled to a temporary file, said on stderr); an error of the
+    grammar's names its file, as :func:`grind.cli.common.load` does."""
+    from grind.infer.stochastic import index_corpus
+    name = "<stdin>" if grammar_path == "-" else grammar_path
+    index = index_corpus(g, corpus, spec, kernel, where=name)
+    what = {"-": "standard input"}.get(corpus, corpus)
+    log.info(f"{what}: the tokens of its {index.n} sentences are spooled to a temporary file "
+             f"({index.spool.nbytes / 2**20:.1f} MiB, deleted at the end); each minibatch is read back from it "
+             "and parsed alone")
+    return index
 
 
 def _check_distinct_outputs(**paths):

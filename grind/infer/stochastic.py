@@ -55,8 +55,21 @@ the corpus (a noisy estimate of the batch-VB bound at a_K)::
 (log Z is a per-sentence quantity, so the sentence ratio even for the DMV).
 Trace ``sentences``: minibatch sentences visited so far (each is parsed K
 times, plus once for the start).  Sentences the parser cannot handle were
-reported when the corpus was loaded; they are left out of every minibatch
-and of N.  At a tiny alpha (<= ~1e-3) the VB weights of rules unseen so far
+reported when the corpus was loaded (or indexed); they are left out of every
+minibatch and of N.
+
+Where the sentences are: ``estep`` is either an E-step over the whole
+corpus's parser (:class:`grind.infer.training.ShardedEstep`; ``grind train
+--cluster``'s workers, tests) or, as ``grind train`` runs it, a
+:class:`grind.infer.corpus_index.FileEstep` over the corpus indexed on disk
+by :func:`index_corpus`: one streaming pass finds the parseable sentences
+and the event totals and spools the tokens to a temporary file; each
+minibatch is read back, parsed alone and dropped.  Held then: alpha_hat and
+the prior (the rules'), 8 bytes a sentence of offsets, 4 of ``pool`` and 4
+of the epoch's permutation, and one minibatch's parser -- never the corpus.
+Both give the same numbers bit for bit (``tests/test_stochastic_ondisk.py``).
+
+At a tiny alpha (<= ~1e-3) the VB weights of rules unseen so far
 underflow to 0, and a sentence all of whose derivations need one cannot be
 counted: as in batch and streaming VB (:func:`grind.infer.vb.vb_estep`) it is left
 out of that local iteration with a warning, and the trace's
@@ -99,7 +112,8 @@ class StochasticConfig(TrainConfig):
 
 
 class StochasticVB(Algorithm):
-    """Stochastic VB over ``estep.parser``'s corpus (see module doc).
+    """Stochastic VB over ``estep``'s corpus: ``estep.parser``'s, or a
+    :class:`grind.infer.corpus_index.FileEstep`'s index on disk (see module doc).
 
     Its minibatches come from a :class:`grind.infer.training.ShuffledBatches`
     over the parseable sentences (a permutation per epoch from ``rng``, so
@@ -119,13 +133,21 @@ class StochasticVB(Algorithm):
         self.form = cfg.update
         if self.form not in UPDATES:
             raise InputError(f"unknown stochastic VB update {self.form!r} (one of {', '.join(UPDATES)})")
-        parser = estep.parser
-        self.pool = np.array([i for i in range(len(parser.sentences)) if i not in parser.failures],
-                             dtype=np.int64)
+        index = getattr(estep, "index", None)
+        if index is not None:             # a FileEstep: the corpus on disk, a minibatch's parser at a time
+            if index.totals is None and index.pool.size:
+                raise ValueError("StochasticVB needs the corpus index of grind.infer.stochastic.index_corpus")
+            self.pool, self.events = index.pool, None
+            self.rule_class = rule_classes(grammar)
+            self.corpus_events = index.totals
+        else:                             # the whole corpus's parser (in memory; --cluster's workers)
+            parser = estep.parser
+            self.pool = np.array([i for i in range(len(parser.sentences)) if i not in parser.failures],
+                                 dtype=np.int64)
+            self.events, self.rule_class = event_table(grammar, parser)
+            self.corpus_events = self.events[self.pool].sum(axis=0)
         if not self.pool.size:
             raise InputError("no sentence of the corpus can be parsed with this grammar")
-        self.events, self.rule_class = event_table(grammar, parser)
-        self.corpus_events = self.events[self.pool].sum(axis=0)
         self.stat, self.t, self.seen = None, 0, 0
         self.batches = ShuffledBatches(self.pool, cfg.batch, cfg.epochs, rng)
 
@@ -184,7 +206,10 @@ class StochasticVB(Algorithm):
     def scale(self, b) -> np.ndarray:
         """Per-rule factor s_r = E_r(corpus) / E_r(minibatch b) (module doc); 0
         where b has no event of r's type (its counts are then 0 too)."""
-        batch = self.events[np.asarray(b, dtype=np.int64)].sum(axis=0)
+        if self.events is None:           # the minibatch's own parser (FileEstep builds it once a minibatch)
+            batch = event_table(self.g, self.estep.batch(b).parser)[0].sum(axis=0)
+        else:
+            batch = self.events[np.asarray(b, dtype=np.int64)].sum(axis=0)
         ratio = np.divide(self.corpus_events, batch, out=np.zeros_like(batch), where=batch > 0)
         return ratio[self.rule_class]
 
@@ -216,12 +241,32 @@ def event_table(grammar, parser):
     sentence i; rule_class[r] = the class of rule r.  A PCFG has one class
     (sentences); the DMV three (sentences, words, words - sentences)."""
     n_sent = len(parser.sentences)
+    rule_class = rule_classes(grammar)
     if not is_dmv_grammar(grammar):
-        return np.ones((n_sent, 1)), np.zeros(len(grammar), dtype=np.int64)
-    kind = dmv_index(grammar).kind
-    rule_class = np.where(np.isin(kind, _WORD_KINDS), 1, np.where(np.isin(kind, _DEP_KINDS), 2, 0))
+        return np.ones((n_sent, 1)), rule_class
     n = _words(parser).astype(np.float64)
     return np.stack([np.ones(n_sent), n, np.maximum(n - 1, 0)], axis=1), rule_class
+
+
+def rule_classes(grammar) -> np.ndarray:
+    """rule_class[r] = the event class of rule r (:func:`event_table`)."""
+    if not is_dmv_grammar(grammar):
+        return np.zeros(len(grammar), dtype=np.int64)
+    kind = dmv_index(grammar).kind
+    return np.where(np.isin(kind, _WORD_KINDS), 1, np.where(np.isin(kind, _DEP_KINDS), 2, 0))
+
+
+def index_corpus(grammar, path, spec, kernel="auto", tmpdir=None, where=None):
+    """The :class:`grind.infer.corpus_index.CorpusIndex` of corpus file
+    ``path`` (read with ``spec``) that :class:`StochasticVB` draws its
+    minibatches from through a :class:`grind.infer.corpus_index.FileEstep`:
+    its ``totals`` are the corpus's event numbers over the parseable sentences
+    (:func:`event_table`'s columns summed), found in the index's one pass."""
+    from grind.infer.corpus_index import CorpusIndex
+
+    def events(parser, ok):
+        return event_table(grammar, parser)[0][ok].sum(axis=0)
+    return CorpusIndex(path, spec, grammar, kernel, visit=events, tmpdir=tmpdir, where=where)
 
 
 def _words(parser) -> np.ndarray:

@@ -214,7 +214,9 @@ class ShuffledBatches(Minibatches):
     minibatches of ``size`` (the epoch's last may be shorter), each sorted.
 
     State: ``epoch`` (passes completed), ``pos`` (indices of this pass drawn)
-    and ``order`` (this pass's permutation); the generator is the run's.
+    and ``order`` (this pass's permutation, of ``pool``'s dtype: int32 holds
+    4 bytes a sentence); the generator is the run's.  The permutation does
+    not depend on the dtype (numpy shuffles the buffer by position).
     """
 
     def __init__(self, pool, size: int, epochs: int, rng):
@@ -247,7 +249,7 @@ class ShuffledBatches(Minibatches):
 
     def set_state(self, s):
         self.epoch, self.pos = int(s["epoch"]), int(s["pos"])
-        self.order = np.array(s["order"], dtype=np.int64)
+        self.order = np.array(s["order"], dtype=getattr(self.pool, "dtype", np.int64))
 
 
 def heldout(parser, theta, sents=None) -> dict:
@@ -338,13 +340,25 @@ def fingerprint_file(path) -> str:
 
 def fingerprint_sentences(token_lists) -> str:
     """``sha256:`` and 16 hex digits over the sentences' tokens (any iterable; read once)."""
-    h = hashlib.sha256()
-    n = 0
+    fp = SentenceFingerprint()
     for toks in token_lists:
-        h.update("\t".join(toks).encode("utf-8"))
-        h.update(b"\n")
-        n += 1
-    return f"{n} sentences, sha256:{h.hexdigest()[:16]}"
+        fp.add(toks)
+    return fp.text()
+
+
+class SentenceFingerprint:
+    """:func:`fingerprint_sentences` a sentence at a time: :meth:`add` each, then :meth:`text`."""
+
+    def __init__(self):
+        self.h, self.n = hashlib.sha256(), 0
+
+    def add(self, toks) -> None:
+        self.h.update("\t".join(toks).encode("utf-8"))
+        self.h.update(b"\n")
+        self.n += 1
+
+    def text(self) -> str:
+        return f"{self.n} sentences, sha256:{self.h.hexdigest()[:16]}"
 
 
 def _grammar_fingerprint(g) -> str:
