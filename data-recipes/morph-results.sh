@@ -10,7 +10,9 @@
 #          the gold column is never read), so that every dev word has a derivation.
 #   train  on the train words only (one type each, first column; unsupervised).
 #          EM (maximum likelihood, alpha = 1), collapsed Hastings annealed (--temp-start TEMP, linearly
-#          to 1 over the first ANNEAL sweeps) at alpha = ALPHAS, and VB / collapsed VB / the Gibbs sampler
+#          to 1 over the first ANNEAL sweeps) at alpha = ALPHAS (Johnson et al.'s 1 .. 1e-5, continued down to
+#          1e-50: on Czech the best alpha of their grid was its smallest, so the grid goes on until dev boundary F
+#          turns down), and VB / collapsed VB / the Gibbs sampler
 #          (annealed as Hastings) at the best alpha, MAP-EM at MAP_ALPHAS (default 1e-1 and the best alpha);
 #          all run PASSES passes (EM / VB iterations, CVB / Hastings sweeps; --tolerance 0: EM and VB stop
 #          earlier only at an exact fixed point, where further iterations change nothing).  Hastings uses
@@ -44,7 +46,7 @@ sig=$shared/sigmorphon2022_segmentation
 train=$sig/ces.word.train.tsv
 dev=$sig/ces.word.dev.tsv
 PASSES=${PASSES:-50}
-ALPHAS=${ALPHAS:-"1 1e-1 1e-2 1e-3 1e-4 1e-5"}
+ALPHAS=${ALPHAS:-"1 1e-1 1e-2 1e-3 1e-4 1e-5 1e-7 1e-10 1e-15 1e-20 1e-30 1e-50"}
 SEEDS=${SEEDS:-"1"}
 BEST_SEEDS=${BEST_SEEDS:-"1 2 3"}
 TEMP=${TEMP:-5}
