@@ -207,7 +207,7 @@ class StochasticVB(Algorithm):
         """Per-rule factor s_r = E_r(corpus) / E_r(minibatch b) (module doc); 0
         where b has no event of r's type (its counts are then 0 too)."""
         if self.events is None:           # the minibatch's own parser (FileEstep builds it once a minibatch)
-            batch = event_table(self.g, self.estep.batch(b).parser)[0].sum(axis=0)
+            batch = sentence_events(self.g, self.estep.batch(b).parser).sum(axis=0)
         else:
             batch = self.events[np.asarray(b, dtype=np.int64)].sum(axis=0)
         ratio = np.divide(self.corpus_events, batch, out=np.zeros_like(batch), where=batch > 0)
@@ -240,12 +240,17 @@ def event_table(grammar, parser):
     """``(events, rule_class)``: events[i, k] = number of events of class k in
     sentence i; rule_class[r] = the class of rule r.  A PCFG has one class
     (sentences); the DMV three (sentences, words, words - sentences)."""
+    return sentence_events(grammar, parser), rule_classes(grammar)
+
+
+def sentence_events(grammar, parser) -> np.ndarray:
+    """:func:`event_table`'s ``events`` alone (a pass over the parser's
+    sentences, none over the rules: what a minibatch or a chunk costs)."""
     n_sent = len(parser.sentences)
-    rule_class = rule_classes(grammar)
     if not is_dmv_grammar(grammar):
-        return np.ones((n_sent, 1)), rule_class
+        return np.ones((n_sent, 1))
     n = _words(parser).astype(np.float64)
-    return np.stack([np.ones(n_sent), n, np.maximum(n - 1, 0)], axis=1), rule_class
+    return np.stack([np.ones(n_sent), n, np.maximum(n - 1, 0)], axis=1)
 
 
 def rule_classes(grammar) -> np.ndarray:
@@ -265,7 +270,7 @@ def index_corpus(grammar, path, spec, kernel="auto", tmpdir=None, where=None):
     from grind.infer.corpus_index import CorpusIndex
 
     def events(parser, ok):
-        return event_table(grammar, parser)[0][ok].sum(axis=0)
+        return sentence_events(grammar, parser)[ok].sum(axis=0)
     return CorpusIndex(path, spec, grammar, kernel, visit=events, tmpdir=tmpdir, where=where)
 
 
