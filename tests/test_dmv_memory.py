@@ -111,10 +111,10 @@ def test_dmv_parser_state_is_at_most_1kb_a_sentence_at_peak(kind):
     for key in ("rss_build", "rss_estep", "traced_build", "traced_estep"):
         if key in got:                   # the RSS figures need Linux's /proc
             assert got[key] <= LIMIT, f"{kind}: {key} = {got[key]:.0f} bytes a sentence > {LIMIT}: {got}"
-    if kind == "tags":                   # no per-pair table at all: ~200 bytes a sentence
-        assert got["traced_kept"] <= 400, got
+    if kind == "tags":                   # no per-pair table at all: ~80 bytes a sentence (the parser
+        assert got["traced_kept"] <= 400, got   # shares the caller's token lists; it copied them: ~200)
     else:                                # a test that cannot fail is a defect: the measure sees
-        assert got["traced_kept"] >= 450, got   # the stored tables (mean n^2 + n = 90.7 int32s)
+        assert got["traced_kept"] >= 4 * 90.7, got   # the stored tables (mean n^2 + n = 90.7 int32s)
 
 
 # ---------------------------------------------------------------- same results

@@ -27,9 +27,12 @@ VB_WEIGHTS = f"{PSEUDO_COUNTS} (posterior)"
 
 def weights_fingerprint(grammar: Grammar) -> str:
     """The ``# estep-weights:`` of counts made with ``grammar``: 16 hex digits
-    of the SHA-256 of its weights (float64, as read from the file)."""
-    from grind.infer.training import fingerprint_array
-    return fingerprint_array(grammar.weights)
+    of the SHA-256 of its weights (float64, as read from the file), as
+    :func:`grind.infer.training.fingerprint_array` makes it, hashed from the
+    array's memory (no copy of it as bytes: 8 bytes a rule)."""
+    import hashlib
+    w = np.ascontiguousarray(grammar.weights, dtype=np.float64)
+    return hashlib.sha256(memoryview(w).cast("B")).hexdigest()[:16]
 
 
 @click.command()
@@ -73,16 +76,22 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
         what = spec.describe()
+    if hasattr(parser, "release_index"):
+        parser.release_index()          # built: the DMV index (~17 bytes a rule) is not read by the E-step
     run = ShardedEstep(parser, jobs)
     vb = algo == "vb" and g.weight_kind() == "pseudo-counts"
+    fingerprint = weights_fingerprint(g)
     if vb:
-        from grind.infer.vb import vb_estep
+        from grind.infer.vb import vb_estep_weights, vb_estep_with
         alpha_hat = g.weights
         if not np.all(alpha_hat > 0):
             r = int(np.flatnonzero(~(alpha_hat > 0))[0])
             raise InputError(f"{grammar}: VB's pseudo-counts must be positive, but rule {g.keys()[r]} has "
                              f"{alpha_hat[r]!r}")
-        counts, logz, lost, inexact = vb_estep(run, g, alpha_hat)
+        w, under = vb_estep_weights(g, alpha_hat)
+        del alpha_hat, g.weights        # read no more (the fingerprint is made): one vector over the rules less
+        counts, logz, lost, inexact = vb_estep_with(run, g, w, under)
+        del w
         if len(lost) or len(inexact):
             log.warn(f"{corpus}: VB weights exp(psi(alpha_hat) - psi(sum)) underflow to 0 for pseudo-counts below "
                      f"~1.4e-3: {len(lost)} of {len(sents)} sentences left out (every derivation needs such a "
@@ -97,8 +106,12 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
-    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": weights_fingerprint(g), "corpus": what}
-    write_counts(output, Counts.of(g, counts, stats, meta))
+    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "corpus": what}
+    out = Counts.of(g, counts, stats, meta)
+    # The counts share the grammar's rule table; the rest (weights, parser, its scratch vectors, the
+    # sentences) goes before the file is written.
+    del g, sents, parser, run, counts, logz, ok
+    write_counts(output, out)
 
 
 @click.command("sum")

@@ -45,6 +45,8 @@ SLOTS = ("root", "Y", "stopL0", "nostopL0", "stopL1", "nostopL1",
          "stopR0", "nostopR0", "stopR1", "nostopR1")
 SLOT = {s: i for i, s in enumerate(SLOTS)}
 CHOOSE_L, CHOOSE_R = 10, 11          # rule kinds of the choose rules
+#: Rules classified, mapped or keyed at once when the index is made from arrays (bounds the temporaries).
+_INDEX_CHUNK = 1 << 20
 
 
 def parse_symbol(s: str):
@@ -163,26 +165,59 @@ class DMVIndex:
 
     def _fill_arrays(self, kind, head, dep):
         """Store ``kind`` (int8), ``head`` and ``dep`` (int32: 9 bytes a rule)
-        and the lookup tables made from them."""
-        T = len(self.types)
+        and the lookup tables made from them: the choose rules' keys ``(h * T
+        + d) * 2 + right``, sorted (int64), and the rule of each key -- not
+        stored when the choose rules are one run of rules in key order, as
+        ``make-grammar dmv`` writes them (``_kfirst + position``).  Made
+        :data:`_INDEX_CHUNK` rules at a time: 8-12 bytes a choose rule and
+        small temporaries."""
+        T, R, C = len(self.types), len(kind), _INDEX_CHUNK
         self.kind, self.head, self.dep = kind, head, dep
         self.type_rules = np.full((T, len(SLOTS)), -1, dtype=np.int32)
-        single = np.flatnonzero(self.kind < CHOOSE_L)
-        self.type_rules[self.head[single], self.kind[single]] = single
-        ch = np.flatnonzero(self.kind >= CHOOSE_L).astype(np.int32)
-        keys = self.head[ch].astype(np.int64)         # made in place: (h * T + d) * 2 + right
-        keys *= T
-        keys += self.dep[ch]
-        keys *= 2
-        keys += self.kind[ch] == CHOOSE_R
-        if len(keys) > 1 and not bool(np.all(keys[1:] >= keys[:-1])):    # a grammar built in key order is sorted
+        n_ch, first, last = 0, -1, -1
+        for lo in range(0, R, C):
+            k = kind[lo:lo + C]
+            single = np.flatnonzero(k < CHOOSE_L)
+            self.type_rules[head[lo + single], k[single]] = lo + single
+            rows = np.flatnonzero(k >= CHOOSE_L)
+            if len(rows):
+                n_ch += len(rows)
+                first = lo + int(rows[0]) if first < 0 else first
+                last = lo + int(rows[-1])
+        run = n_ch == 0 or last - first + 1 == n_ch          # the choose rules are rules first .. last
+        keys = np.empty(n_ch, dtype=np.int64)               # made in place: (h * T + d) * 2 + right
+        ch = None if run else np.empty(n_ch, dtype=np.int32)
+        at = 0
+        for lo in range(0, R, C):
+            rows = np.flatnonzero(kind[lo:lo + C] >= CHOOSE_L)
+            rows += lo
+            key = keys[at:at + len(rows)]
+            key[:] = head[rows]
+            key *= T
+            key += dep[rows]
+            key *= 2
+            key += kind[rows] == CHOOSE_R
+            if ch is not None:
+                ch[at:at + len(rows)] = rows
+            at += len(rows)
+        ordered = all(bool(np.all(keys[lo + 1:hi + 1] >= keys[lo:hi]))
+                      for lo, hi in ((lo, min(lo + C, n_ch - 1)) for lo in range(0, max(n_ch - 1, 0), C)))
+        if not ordered:                          # a grammar built in key order is sorted
+            if ch is None:
+                ch = np.arange(first, last + 1, dtype=np.int32)
             order = np.argsort(keys, kind="stable")
             keys, ch = keys[order], ch[order]
-        self._keys, self._krule = keys, ch
+        self._keys, self._krule, self._kfirst = keys, ch, first
         self._dense = None
         if 2 * T * T <= 1 << 24:
             self._dense = np.full(2 * T * T, -1, dtype=np.int32)
-            self._dense[self._keys] = self._krule
+            self._dense[self._keys] = self._rule_at(np.arange(len(self._keys)))
+
+    def _rule_at(self, pos) -> np.ndarray:
+        """The choose rule of the sorted keys at positions ``pos`` (int32)."""
+        if self._krule is not None:
+            return self._krule[pos]
+        return (np.asarray(pos, dtype=np.int64) + self._kfirst).astype(np.int32)
 
     def _key(self, h, d, right):
         T = len(self.types)
@@ -196,7 +231,7 @@ class DMVIndex:
         if len(self._keys) == 0:
             return np.full(key.shape, -1, dtype=np.int32)
         pos = np.minimum(np.searchsorted(self._keys, key), len(self._keys) - 1)
-        return np.where(self._keys[pos] == key, self._krule[pos], -1).astype(np.int32)
+        return np.where(self._keys[pos] == key, self._rule_at(pos), -1).astype(np.int32)
 
 
 def dmv_index(grammar: Grammar) -> DMVIndex:
@@ -208,6 +243,11 @@ def dmv_index(grammar: Grammar) -> DMVIndex:
         ix = (grammar.rules_source, index_of_table(grammar))
         grammar._dmv_index = ix  # type: ignore[attr-defined]  # a cache on the grammar object
     return ix[1]
+
+
+def release_dmv_index(grammar: Grammar) -> None:
+    """Drop the :class:`DMVIndex` cached on ``grammar`` (:func:`dmv_index` makes it again when asked)."""
+    grammar.__dict__.pop("_dmv_index", None)
 
 
 #: Prefix codes of :func:`symbol_parts` (0: no DMV prefix).
@@ -240,13 +280,15 @@ def symbol_parts(symbols: list[str]):
     return code, hid, sfx, sfx_hid, list(heads)
 
 
-def classify_table(table, is_nonterminal_sym=None, chunk: int = 1 << 20):
+def classify_table(table, is_nonterminal_sym=None, chunk: int | None = None):
     """:func:`classify_rule` of every rule of a :class:`RuleTable` at once, as
     arrays: ``(kind, h, d, heads)``, kind -1 where a rule does not fit the
     scheme, ``h`` / ``d`` ids into the list of head strings ``heads`` (-1
     where none).  ``is_nonterminal_sym``: per symbol whether it is some
     rule's left-hand side (default: from the table).  Rules go ``chunk`` at
-    a time (the temporaries stay small; the result is 9 bytes a rule)."""
+    a time (default :data:`_INDEX_CHUNK`; the temporaries stay small; the
+    result is 9 bytes a rule)."""
+    chunk = _INDEX_CHUNK if chunk is None else chunk
     parts = symbol_parts(table.symbols)
     if is_nonterminal_sym is None:
         is_nonterminal_sym = np.zeros(len(table.symbols), dtype=bool)
@@ -320,9 +362,12 @@ def index_of_table(grammar: Grammar) -> DMVIndex:
     ids = np.flatnonzero(is_type[:-1])
     names = [heads[i] for i in ids.tolist()]
     order = sorted(range(len(names)), key=names.__getitem__)
-    rank = np.full(len(heads) + 1, -1, dtype=np.int64)
+    rank = np.full(len(heads) + 1, -1, dtype=np.int32)
     rank[ids[order]] = np.arange(len(order))
-    return DMVIndex.of_arrays([names[i] for i in order], kind, rank[h], rank[d])
+    for lo in range(0, len(h), _INDEX_CHUNK):     # head strings -> type ranks in place (-1 stays -1)
+        for v in (h, d):
+            v[lo:lo + _INDEX_CHUNK] = rank[v[lo:lo + _INDEX_CHUNK]]
+    return DMVIndex.of_arrays([names[i] for i in order], kind, h, d)
 
 
 def is_dmv_grammar(grammar: Grammar) -> bool:

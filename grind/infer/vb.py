@@ -85,14 +85,29 @@ def vb_estep(estep, grammar, alpha_hat: np.ndarray, idx=None):
     into ``idx`` order (positions in the logz vector).  Without underflow this
     is one E-step, as before.
     """
+    w, under = vb_estep_weights(grammar, alpha_hat)
+    return vb_estep_with(estep, grammar, w, under, idx)
+
+
+def vb_estep_weights(grammar, alpha_hat: np.ndarray):
+    """The weights :func:`vb_estep` runs the E-step with: ``(w, under)``, w =
+    exp(psi(alpha_hat) - psi(sum over the LHS)), 0 for the rules ``under``
+    (int64 indices) whose weight underflows (log below LOG_TINY).  Once made,
+    ``alpha_hat`` is not needed by :func:`vb_estep_with`."""
     logw = vb_log_weights(grammar, alpha_hat)
-    under = logw < LOG_TINY
+    under = np.flatnonzero(logw < LOG_TINY)
     w = np.exp(logw, out=logw)
     del logw
     w[under] = 0.0
+    return w, under
+
+
+def vb_estep_with(estep, grammar, w: np.ndarray, under: np.ndarray, idx=None):
+    """:func:`vb_estep` from the weights of :func:`vb_estep_weights` (``w`` is
+    changed when some weights underflow)."""
     counts, logz = estep(w, idx)
     none = np.zeros(0, dtype=np.int64)
-    if not under.any():
+    if not len(under):
         return counts, logz, none, none
     w[under] = TINY
     _, logz_floor = estep(w, idx)

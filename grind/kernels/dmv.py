@@ -32,7 +32,8 @@ import threading
 import numpy as np
 
 from grind.kernels import _dmv
-from grind.grammars.dmv import CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_grammar, split_token  # noqa: F401 (re-export)
+from grind.grammars.dmv import (CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_grammar, release_dmv_index,  # noqa: F401 (re-export)
+                                split_token)
 from grind.kernels.eisner import eisner
 from grind.errors import NumericalError
 from grind.kernels.contract import ChartParser
@@ -72,14 +73,14 @@ class DMVParser(ChartParser):
     def __init__(self, grammar, sentences, masks=None):
         self.grammar = grammar
         self._tls = threading.local()       # per-thread scratch of inside_outside_sparse
-        self.sentences = [list(s) for s in sentences]
+        self.sentences = [s if type(s) is list else list(s) for s in sentences]   # (never changed in place)
         if callable(masks) or masks is None:
             masks = [masks] * len(self.sentences)
         masks = list(masks)
         if len(masks) != len(self.sentences):
             raise ValueError(f"{len(masks)} masks for {len(self.sentences)} sentences")
         self.masks = masks
-        self.index = ix = dmv_index(grammar)
+        self._index = ix = dmv_index(grammar)
         self.failures = {}
         types = self._types()
         bad = np.zeros(len(self.sentences), dtype=np.uint8)
@@ -94,6 +95,21 @@ class DMVParser(ChartParser):
         tab_off, pool = self._tables(types, stored)
         self._core = _dmv.Corpus(self.tok_off, types, ix.type_rules.ravel(),
                                  np.zeros(0, np.int32) if dense is None else dense, T, tab_off, pool, bad)
+
+    @property
+    def index(self) -> DMVIndex:
+        """The grammar's :class:`DMVIndex` (made again from the grammar after :meth:`release_index`)."""
+        return self._index if self._index is not None else dmv_index(self.grammar)
+
+    def release_index(self) -> None:
+        """Let the grammar's :class:`DMVIndex` go (about 17 bytes a rule: per
+        rule its kind and head / dependent types, the choose rules' sorted
+        keys), here and in the grammar's cache: the kernel has what it needs
+        (the per-type rules and the sentences' rule tables), and parsing and
+        counting never read it.  Only :meth:`zero_types` (the explanation of
+        a failure) does; it is then made again from the grammar."""
+        self._index = None
+        release_dmv_index(self.grammar)
 
     def _types(self):
         """Head type ids of all tokens (int32, -1 in sentences that fail), and
