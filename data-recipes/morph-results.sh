@@ -38,6 +38,9 @@
 # The README table was made with the defaults and PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2",
 #   split over parallel processes as above (the CVB rows later, with PARTS=best VB=0 BEST_ALPHA=1e-5, after
 #   CVB's per-word kernel made its sweep ~4 s on this grammar: it had been run with CVB_PASSES=2 before).
+#   Its rows below alpha 1e-5 and at alpha 1e-20 (2026-11-25): the extended default ALPHAS with PARTS="base alphas best"
+#   (best alpha chosen: 1e-20), and PARTS=long LONG_PASSES=1000 LONG_SEEDS="1 2" BEST_ALPHA=1e-20; rows at 1e-5 are from
+#   the first round, when the grid stopped at 1e-5.
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/morph}
