@@ -27,12 +27,9 @@ VB_WEIGHTS = f"{PSEUDO_COUNTS} (posterior)"
 
 def weights_fingerprint(grammar: Grammar) -> str:
     """The ``# estep-weights:`` of counts made with ``grammar``: 16 hex digits
-    of the SHA-256 of its weights (float64, as read from the file), as
-    :func:`grind.infer.training.fingerprint_array` makes it, hashed from the
-    array's memory (no copy of it as bytes: 8 bytes a rule)."""
-    import hashlib
-    w = np.ascontiguousarray(grammar.weights, dtype=np.float64)
-    return hashlib.sha256(memoryview(w).cast("B")).hexdigest()[:16]
+    of the SHA-256 of its weights (float64, as read from the file)."""
+    from grind.infer.training import fingerprint_array
+    return fingerprint_array(grammar.weights)
 
 
 @click.command()
