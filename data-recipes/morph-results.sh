@@ -32,6 +32,10 @@
 # Usage: data-recipes/morph-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS BEST_SEEDS BEST_ALPHA TEMP ANNEAL PB
 #   CVB_PASSES (CVB sweeps instead of PASSES; default PASSES, the equal budget); the summary's passes column is
 #   the steps each run's trace records (EM and VB stop early only at an exact fixed point: objective gain 0).
+#   TRAIN_ON=train (default: the issue's protocol, dev words held out) or TRAIN_ON=train+dev (Johnson et al.'s
+#   protocol: their sampler segmented the very word types it was trained on; here every model -- EM, Hastings,
+#   CVB, Morfessor -- trains on the unsegmented train + dev words and dev is scored; the "dev perplexity" column
+#   is then a training-word perplexity, not a held-out one; use a separate OUTDIR).  GIBBS=0 skips the Gibbs runs.
 #   PARTS="base alphas best" (add "long": the extra long Hastings run; "threshold": the MBR boundary threshold
 #   chosen on training-word gold, a semi-supervised diagnostic, see below; a subset runs only those parts,
 #   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
@@ -69,6 +73,12 @@ if [[ ! -s $out/g0.txt ]]; then
   cut -f1 "$train" "$dev" | grep -v '[[:space:]]' | awk '!seen[$0]++' > "$out/words-train-dev.txt"
   run grind make-grammar morph $C -o "$out/g0.txt" "$out/words-train-dev.txt" 2>"$out/g0.log"
 fi
+case ${TRAIN_ON:-train} in
+  train) ;;
+  train+dev) train=$out/words-train-dev.txt
+             echo "# TRAIN_ON=train+dev: every model trains on the train + dev words (no gold); dev is not held out" >&2 ;;
+  *) echo "morph-results.sh: TRAIN_ON must be train or train+dev, not '$TRAIN_ON'" >&2; exit 2 ;;
+esac
 
 score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
   local o=$out/$1 g=$2
@@ -95,7 +105,7 @@ if has base && [[ ! -s $out/morfessor.viterbi.eval ]]; then
     python3 - "$train" "$dev" "$out/morfessor.viterbi.tsv" <<'PY'
 import random, sys, morfessor
 random.seed(1)
-words = lambda f: [l.split('\t')[0] for l in open(f, encoding='utf-8') if l.strip()]
+words = lambda f: [l.rstrip('\n').split('\t')[0] for l in open(f, encoding='utf-8') if l.strip()]
 m = morfessor.BaselineModel()
 m.load_data([(1, w) for w in dict.fromkeys(words(sys.argv[1])) if not any(c.isspace() for c in w)])
 m.train_batch()
@@ -126,12 +136,16 @@ if has best; then
   # MAP-EM with alpha < 1 (Johnson et al. 2007 sec. 7: theta_r = 0 once E[f_r] < 1 - alpha, words stop
   # parsing: counted by train and parse) and the uncollapsed Gibbs sampler, annealed like Hastings.
   for a in ${MAP_ALPHAS:-1e-1 $best}; do [[ $a == 1 ]] || one em $a 1 --tolerance 0; done
-  for s in $BEST_SEEDS; do one gibbs $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL; done
+  if [[ ${GIBBS:-1} == 1 ]]; then
+    for s in $BEST_SEEDS; do one gibbs $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL; done
+  fi
 fi
 # Part "threshold" (a diagnostic, semi-supervised: one scalar chosen with gold segmentations): the --mbr boundary
 # threshold T chosen on every 7th TRAINING word's gold segmentation (words the model was trained on without their
 # gold; dev untouched by the choice) from THRESHOLDS, for CVB and Hastings at the best alpha, then dev decoded at T.
-if has threshold; then
+if has threshold && [[ ${TRAIN_ON:-train} == train+dev ]]; then
+  echo "# part threshold needs the training TSV's gold column: not run with TRAIN_ON=train+dev" >&2
+elif has threshold; then
   ta=${BEST_ALPHA:-${best:-1e-5}}
   awk -F'\t' 'NR % 7 == 1 && $1 !~ /[[:space:]]/' "$train" > "$out/train-every7.tsv"
   for a in cvb hastings; do
