@@ -13,6 +13,7 @@
 # ORDER=ln-families-newton-nostop).
 # SLN runs tie choose and stop multinomials after 5 untied iterations (grind's defaults). Mixtures run over
 # the logistic-normal mean-field base (families covariance), schedule I, 20 iterations (the paper's).
+# MIX_VB=1 adds every mixture component over the Dirichlet VB base (alpha ALPHA) and that base at the same 20 iterations.
 # Every treebank also gets its attach-right / attach-left rows, and every row its overlap with attach-right.
 #   Part "extra" (Chinese): LN model II, and committee decoding (10 grammars drawn from the learned
 #   LN-I families prior, mean and spread of the members).
@@ -152,6 +153,21 @@ if [[ " $PARTS " == *" mixture "* ]]; then
         -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
     evaluate zh "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv"
   done
+  if [[ ${MIX_VB:-0} == 1 ]]; then   # every component over the Dirichlet VB base too, beside VB at the same 20 iterations
+    o=$out/zh/mixture-base-vb20
+    if ! done_before zh "$o.txt" "Dirichlet VB, 20 iterations (mixture base vb)" "$o.tsv"; then
+      run grind train --algo vb --alpha $ALPHA --iterations 20 --seed 1 $T10 --trace "$o.tsv" \
+          -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+      evaluate zh "$o.txt" "Dirichlet VB, 20 iterations (mixture base vb)" "$o.tsv"
+    fi
+    for k in $MIXTURES; do
+      o=$out/zh/mixture-$k-base-vb
+      done_before zh "$o.txt" "mixture $k, base vb" "$o.tsv" && continue
+      run grind train --algo mixture --base vb --alpha $ALPHA --cov families --constraints "$k" --seed 1 $T10 \
+          --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
+      evaluate zh "$o.txt" "mixture $k, base vb" "$o.tsv"
+    done
+  fi
 fi
 
 if [[ " $PARTS " == *" extra "* ]]; then
