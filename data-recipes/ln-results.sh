@@ -22,8 +22,10 @@
 #   WSJ10 protocol; no dev set, so no early stop).
 #   Part "wsjsize" (a diagnostic for the README's open question whether the logistic normal gains from more
 #   training sentences where EM does not): EM and LN-I families with the Newton M-step (the closest LN-families
-#   row) trained on every 4th and every 2nd of the sample's WSJ10 sentences (WSJSIZE_STEPS, default "4 2"),
-#   scored like part wsj on the whole sample; the full-sample rows are part wsj's.
+#   row) trained on every 4th, every 2nd and every one of the sample's WSJ10 sentences (WSJSIZE_STEPS, default
+#   "4 2 1": nested sets), all scored on the smallest set, which every model was trained on (train = test as in
+#   part wsj, and no grammar meets a sentence it never saw: EM gives unseen configurations probability 0); the
+#   grammar and harmonic initialiser of each size are made from its own sentences.
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
 # prints a TSV summary to stdout.
@@ -203,23 +205,27 @@ if [[ " $PARTS " == *" wsj "* ]]; then
 fi
 
 if [[ " $PARTS " == *" wsjsize "* ]]; then
-  d=$out/wsj; mkdir -p "$d"
+  d=$out/wsjsize; mkdir -p "$d"
   ptb=$d/wsj-sample.dp
   [[ -s $ptb ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
-  TRAIN[wsj]=$ptb; TEST[wsj]=$ptb
   C="--column XPOS --punct ptb --max-length 10"; T10="$C"
-  prepare wsj
-  baselines wsj
-  for k in ${WSJSIZE_STEPS:-4 2}; do
-    sub=$d/wsj10-every$k.dp     # every k-th sentence of <= 10 words once the PTB punctuation is removed
+  steps_=${WSJSIZE_STEPS:-4 2 1}
+  for k in $steps_; do        # every k-th sentence of <= 10 words once the PTB punctuation is removed (nested sets)
     awk -v k=$k 'BEGIN {RS = ""; ORS = "\n\n"; FS = "\n"}
       { n = 0; for (i = 1; i <= NF; i++) { split($i, c, "\t"); if (c[2] !~ /^(``|\047\047|,|\.|:|-LRB-|-RRB-)$/) n++ }
-        if (n >= 1 && n <= 10 && (m++ % k) == 0) print }' "$ptb" > "$sub"
+        if (n >= 1 && n <= 10 && (m++ % k) == 0) print }' "$ptb" > "$d/wsj10-every$k.dp"
+  done
+  kmax=$(printf '%s\n' $steps_ | sort -n | tail -1)
+  for k in $steps_; do      # each size its own grammar and harmonic initialiser; scored on the smallest set
+    tb=wsjsize/every$k; TRAIN[$tb]=$d/wsj10-every$k.dp; TEST[$tb]=$d/wsj10-every$kmax.dp
+    prepare "$tb"
+    [[ $k == "$kmax" ]] && baselines "$tb"
     for m in mle ln-families-newton; do
-      o=$d/size-every$k-$m
-      done_before wsj "$o.txt" "$m, every ${k}th sentence" "$o.tsv" && continue
-      run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" "$sub" 2>"$o.log"
-      evaluate wsj "$o.txt" "$m, every ${k}th sentence" "$o.tsv"
+      o=$out/$tb/$m
+      done_before "$tb" "$o.txt" "$m, trained on every ${k}th sentence" "$o.tsv" && continue
+      run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/$tb/dmv-harmonic.txt" \
+          "${TRAIN[$tb]}" 2>"$o.log"
+      evaluate "$tb" "$o.txt" "$m, trained on every ${k}th sentence" "$o.tsv"
     done
   done
 fi
