@@ -222,10 +222,10 @@ if [[ " $PARTS " == *" wsjsize "* ]]; then
     [[ $k == "$kmax" ]] && baselines "$tb"
     for m in mle ln-families-newton; do
       o=$out/$tb/$m
-      done_before "$tb" "$o.txt" "$m, trained on every ${k}th sentence" "$o.tsv" && continue
+      done_before "$tb" "$o.txt" "$m, trained on every ${k}-th sentence" "$o.tsv" && continue
       run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/$tb/dmv-harmonic.txt" \
           "${TRAIN[$tb]}" 2>"$o.log"
-      evaluate "$tb" "$o.txt" "$m, trained on every ${k}th sentence" "$o.tsv"
+      evaluate "$tb" "$o.txt" "$m, trained on every ${k}-th sentence" "$o.tsv"
     done
   done
 fi
