@@ -51,7 +51,7 @@ declare -A TEST=(
   [tr]=$shared/UD_Turkish-IMST/tr_imst-ud-test.conllu
   [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-test.conllu
 )
-TREEBANKS=${TREEBANKS:-"ewt pt tr zh"}
+TREEBANKS=${TREEBANKS-"ewt pt tr zh"}   # set and empty: none (e.g. PARTS=wsj alone)
 PARTS=${PARTS:-"main joint mixture extra wsj"}
 ALPHA=${ALPHA:-0.1}
 EM_ITER=${EM_ITER:-100}
