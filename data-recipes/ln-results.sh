@@ -25,7 +25,8 @@
 #   row) trained on every 4th, every 2nd and every one of the sample's WSJ10 sentences (WSJSIZE_STEPS, default
 #   "4 2 1": nested sets), all scored on the smallest set, which every model was trained on (train = test as in
 #   part wsj, and no grammar meets a sentence it never saw: EM gives unseen configurations probability 0); the
-#   grammar and harmonic initialiser of each size are made from its own sentences.
+#   grammar and harmonic initialiser of each size are made from its own sentences (the subsets are chosen with grind's
+#   own reader: run with grind's environment active, e.g. `source .venv/bin/activate`, so python3 imports grind).
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
 # prints a TSV summary to stdout.
@@ -210,10 +211,16 @@ if [[ " $PARTS " == *" wsjsize "* ]]; then
   [[ -s $ptb ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
   C="--column XPOS --punct ptb --max-length 10"; T10="$C"
   steps_=${WSJSIZE_STEPS:-4 2 1}
-  for k in $steps_; do        # every k-th sentence of <= 10 words once the PTB punctuation is removed (nested sets)
-    awk -v k=$k 'BEGIN {RS = ""; ORS = "\n\n"; FS = "\n"}
-      { n = 0; for (i = 1; i <= NF; i++) { split($i, c, "\t"); if (c[2] !~ /^(``|\047\047|,|\.|:|-LRB-|-RRB-)$/) n++ }
-        if (n >= 1 && n <= 10 && (m++ % k) == 0) print }' "$ptb" > "$d/wsj10-every$k.dp"
+  for k in $steps_; do        # every k-th sentence grind's reader keeps under $C (nested sets), blocks copied whole
+    python3 - "$ptb" "$k" > "$d/wsj10-every$k.dp" <<'PY'
+import sys
+from grind.formats.corpus import CorpusSpec, read_corpus
+path, k = sys.argv[1], int(sys.argv[2])
+kept = read_corpus(path, CorpusSpec(column="XPOS", punct="ptb", max_length=10))
+keep = {s.number for i, s in enumerate(kept) if i % k == 0}
+blocks = [b.strip("\n") for b in open(path, encoding="utf-8").read().split("\n\n") if b.strip()]
+sys.stdout.write("".join(b + "\n\n" for n, b in enumerate(blocks, 1) if n in keep))
+PY
   done
   kmax=$(printf '%s\n' $steps_ | sort -n | tail -1)
   for k in $steps_; do      # each size its own grammar and harmonic initialiser; scored on the smallest set
