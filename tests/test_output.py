@@ -203,6 +203,40 @@ def test_sigterm_inside_the_block_removes_the_temporary_file(tmp_path):
     assert p.read_text() == "previous\n" and temps(tmp_path) == []
 
 
+@pytest.mark.parametrize("stage", ["link", "replace"])
+def test_sigterm_while_the_file_is_renamed_strands_no_temporary_file(tmp_path, monkeypatch, stage):
+    """SIGTERM arriving between naming the temporary file and renaming it
+    (the window a CI run once hit: a ``.grind-*`` file left beside the
+    output) is held until the rename is done: the output is whole (new
+    content), nothing is left behind, and the run still ends as terminated."""
+    from grind.formats import textio
+    p = tmp_path / "g.txt"
+    p.write_text("previous\n")
+    real_link, real_replace = textio._linkat_follow, os.replace
+
+    def link_then_signal(src, dst):
+        err = real_link(src, dst)
+        if stage == "link":
+            os.kill(os.getpid(), signal.SIGTERM)         # the handler would run at the next bytecode
+        return err
+
+    def replace_after_signal(src, dst):
+        if stage == "replace":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(textio, "_linkat_follow", link_then_signal)
+    monkeypatch.setattr(textio.os, "replace", replace_after_signal)
+    old = signal.signal(signal.SIGTERM, cli._terminate)
+    try:
+        with pytest.raises(cli.Terminated):
+            with open_out(str(p)) as f:
+                f.write("new\n")
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert p.read_text() == "new\n" and temps(tmp_path) == []
+
+
 def test_sigterm_to_a_training_run(tmp_path, dmv):
     out = tmp_path / "out"
     out.mkdir()

@@ -14,6 +14,7 @@ import io
 import lzma
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -139,12 +140,13 @@ def output_problem(path: str) -> str | None:
     except (AttributeError, OSError) as e:
         if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
             return f"cannot create files in {d}: {e.strerror or e}"
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".grind-", dir=d)
-    except OSError as e:
-        return f"cannot create files in {d}: {e.strerror or e}"
-    os.close(fd)
-    os.unlink(probe)
+    with _signals_held():
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".grind-", dir=d)
+        except OSError as e:
+            return f"cannot create files in {d}: {e.strerror or e}"
+        os.close(fd)
+        os.unlink(probe)
     return None
 
 
@@ -192,6 +194,24 @@ def _linkat_follow(src: str, dst: str) -> int:
         return errno.ENOSYS
 
 
+@contextlib.contextmanager
+def _signals_held():
+    """SIGTERM and SIGINT held back (blocked, not lost) for the block: a
+    rename and the bookkeeping of the temporary name happen together or not at
+    all, so an interrupt never strands a ``.grind-*`` file.  Pending signals
+    are delivered, and their handlers run, when the block ends."""
+    held = {signal.SIGTERM, signal.SIGINT}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, OSError, ValueError):    # no pthread_sigmask here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class _Temp:
     """A temporary file beside ``real`` that becomes ``real`` on :meth:`commit`.
 
@@ -202,13 +222,18 @@ class _Temp:
     def __init__(self, real: str):
         self.real, self.dir, self.name = real, os.path.dirname(real), None
         self.mode = stat.S_IMODE(os.stat(real).st_mode) if os.path.exists(real) else None
-        try:
-            self.fd = os.open(self.dir, os.O_TMPFILE | os.O_RDWR, 0o600)
-        except (AttributeError, OSError):
-            self.fd, self.name = tempfile.mkstemp(prefix=".grind-", dir=self.dir)
+        with _signals_held():
+            try:
+                self.fd = os.open(self.dir, os.O_TMPFILE | os.O_RDWR, 0o600)
+            except (AttributeError, OSError):
+                self.fd, self.name = tempfile.mkstemp(prefix=".grind-", dir=self.dir)
 
     def commit(self) -> None:
         """Give the file its mode and rename it over ``real`` (atomic on POSIX)."""
+        with _signals_held():
+            self._commit()
+
+    def _commit(self) -> None:
         if self.mode is None:
             mask = os.umask(0)
             os.umask(mask)
@@ -238,11 +263,12 @@ class _Temp:
         return name
 
     def discard(self) -> None:
-        if self.name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.name)
-            self.name = None
-        self.close()
+        with _signals_held():
+            if self.name is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.name)
+                self.name = None
+            self.close()
 
     def close(self) -> None:
         if self.fd is not None:
@@ -267,12 +293,13 @@ def output_group():
     try:
         yield
         _groups.pop()
-        while pending:
-            try:
-                pending[0].commit()
-            except OSError as e:
-                raise InputError(f"cannot write {pending[0].real}: {e.strerror or e}") from None
-            pending.pop(0)
+        with _signals_held():                        # an interrupt does not split the group
+            while pending:
+                try:
+                    pending[0].commit()
+                except OSError as e:
+                    raise InputError(f"cannot write {pending[0].real}: {e.strerror or e}") from None
+                pending.pop(0)
     finally:
         if _groups and _groups[-1] is pending:
             _groups.pop()
