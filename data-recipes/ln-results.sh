@@ -27,6 +27,11 @@
 #   part wsj, and no grammar meets a sentence it never saw: EM gives unseen configurations probability 0); the
 #   grammar and harmonic initialiser of each size are made from its own sentences (the subsets are chosen with grind's
 #   own reader: run with grind's environment active, e.g. `source .venv/bin/activate`, so python3 imports grind).
+#   Part "wsjplus" (the next doubling of that diagnostic, with the data we have): the sample's WSJ10 sentences
+#   plus every English-EWT training sentence of <= 10 words after PTB punctuation removal whose XPOS tags are
+#   all PTB tags (EWT's web-text extras HYPH, NFP, ADD, GW, AFX, XX drop a sentence) -- about WSJ10's size --
+#   trained with their own grammar and km-global initialiser, scored on the WSJ10 sample as in part wsj
+#   (WSJPLUS_METHODS, default "mle ln-families-newton"; python3 must import grind, as for wsjsize).
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
 # prints a TSV summary to stdout.
@@ -234,5 +239,38 @@ PY
           "${TRAIN[$tb]}" 2>"$o.log"
       evaluate "$tb" "$o.txt" "$m, trained on every ${k}-th sentence" "$o.tsv"
     done
+  done
+fi
+
+if [[ " $PARTS " == *" wsjplus "* ]]; then
+  d=$out/wsjplus; mkdir -p "$d"
+  ptb=$d/wsj-sample.dp
+  [[ -s $ptb ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
+  if [[ ! -s $d/wsjplus.dp ]]; then
+    python3 - "${TRAIN[ewt]}" > "$d/ewt10-ptbtags.dp" <<'PY'
+import sys
+from grind.formats.corpus import CorpusSpec, read_corpus
+from grind.grammars.families import read_families
+ptb = {t for t, fam in read_families("ptb").items() if fam != "punctuation"}
+kept = read_corpus(sys.argv[1], CorpusSpec(column="XPOS", punct="ptb", max_length=10))
+n = 0
+for s in kept:               # FORM, XPOS, HEAD 0 (punctuation removed; training reads no heads, nothing scores EWT)
+    if s.tokens and all(t in ptb for t in s.tokens):
+        sys.stdout.write("".join(f"{r[1]}\t{r[4]}\t0\n" for r in s.rows) + "\n")
+        n += 1
+print(f"wsjplus: {n} of {len(kept)} EWT training sentences <= 10 kept (every XPOS a PTB tag)", file=sys.stderr)
+PY
+    cat "$ptb" "$d/ewt10-ptbtags.dp" > "$d/wsjplus.dp"
+  fi
+  C="--column XPOS --punct ptb --max-length 10"; T10="$C"
+  tb=wsjplus; TRAIN[$tb]=$d/wsjplus.dp; TEST[$tb]=$ptb
+  prepare "$tb"
+  baselines "$tb"
+  for m in ${WSJPLUS_METHODS:-mle ln-families-newton}; do
+    o=$d/$m
+    done_before "$tb" "$o.txt" "$m, trained on WSJ10 sample + EWT <= 10" "$o.tsv" && continue
+    run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" \
+        "${TRAIN[$tb]}" 2>"$o.log"
+    evaluate "$tb" "$o.txt" "$m, trained on WSJ10 sample + EWT <= 10" "$o.tsv"
   done
 fi
