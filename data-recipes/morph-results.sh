@@ -209,7 +209,11 @@ fmt = lambda v: 'nan' if v != v else '%.1f' % (100 * v)
 def agg(vals):
     if len(vals) == 1 or any(v != v for v in vals): return fmt(vals[0]) if len(vals) == 1 else 'nan'
     return '%s±%s' % (fmt(st.mean(vals)), fmt(st.stdev(vals)))
-first = sorted(glob.glob(f'{out}/*.viterbi.eval'))[0]
+evals = sorted(glob.glob(f'{out}/*.viterbi.eval'))
+if not evals:
+    print(f'# no scored run in {out} yet: nothing to summarise', file=sys.stderr)
+    sys.exit(0)
+first = evals[0]
 for b, name in (('baseline-one-morph', 'one morph per word'), ('baseline-chars', 'every character a morph')):
     r = rows(first)[b]
     print('\t'.join([name, '-', '-', '-', '-', r[2]] + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
