@@ -101,6 +101,9 @@ done_before() {  # tb grammar name trace: print the row of a finished run
   [[ -s $2.eval && -s $4 ]] || return 1
   echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")"
 }
+wsj_sample() {  # file: the NLTK PTB sample's .dp files in one file (blank line between files), made once
+  [[ -s $1 ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$1"
+}
 prepare() {  # tb
   local d=$out/$1
   mkdir -p "$d"
@@ -197,7 +200,7 @@ fi
 if [[ " $PARTS " == *" wsj "* ]]; then
   d=$out/wsj; mkdir -p "$d"
   ptb=$d/wsj-sample.dp
-  for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
+  wsj_sample "$ptb"
   TRAIN[wsj]=$ptb; TEST[wsj]=$ptb
   C="--column XPOS --punct ptb --max-length 10"; T10="$C"     # WSJ10: train and score <= 10
   prepare wsj
@@ -213,7 +216,7 @@ fi
 if [[ " $PARTS " == *" wsjsize "* ]]; then
   d=$out/wsjsize; mkdir -p "$d"
   ptb=$d/wsj-sample.dp
-  [[ -s $ptb ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
+  wsj_sample "$ptb"
   C="--column XPOS --punct ptb --max-length 10"; T10="$C"
   steps_=${WSJSIZE_STEPS:-4 2 1}
   for k in $steps_; do        # every k-th sentence grind's reader keeps under $C (nested sets), blocks copied whole
@@ -245,7 +248,7 @@ fi
 if [[ " $PARTS " == *" wsjplus "* ]]; then
   d=$out/wsjplus; mkdir -p "$d"
   ptb=$d/wsj-sample.dp
-  [[ -s $ptb ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$ptb"
+  wsj_sample "$ptb"
   if [[ ! -s $d/wsjplus.dp ]]; then
     python3 - "${TRAIN[ewt]}" > "$d/ewt10-ptbtags.dp" <<'PY'
 import sys
