@@ -76,6 +76,25 @@ def test_hand_worked_counts():
     assert len(morph_grammar(words, czech, max_morph_length=2)) == 8 + 3 * 7
 
 
+def test_czech_long_templates_reach_eight_morphs():
+    """czech-long = Pre{0..2} Stem Suf{0..5}: 18 explicit rules; a word can be cut into up
+    to 8 morphs (czech's limit is 5), and the CLI offers every built-in set."""
+    from grind.cli.grammar_cmds import TEMPLATE_SET_NAMES
+    from grind.grammars.morph import TEMPLATE_SETS
+    from grind.kernels.segment import SegmentParser
+    assert TEMPLATE_SET_NAMES == list(TEMPLATE_SETS)
+    long_ = builtin_templates("czech-long")
+    assert len(long_) == 18 and len(set(long_)) == 18
+    assert {rhs for _, rhs in long_} == {("Pre",) * p + ("Stem",) + ("Suf",) * k
+                                         for p in range(3) for k in range(6)}
+    word = list("abcdefgh")
+    for name, most in (("czech", 5), ("czech-long", 8)):
+        g = morph_grammar([word], builtin_templates(name), max_morph_length=1)
+        # single characters only: the word parses iff a template has 8 slots
+        _, logz = SegmentParser(g, [word]).inside_outside(g.weights)
+        assert (most >= 8) == np.isfinite(logz[0]), name
+
+
 def test_per_slot_positional_rule():
     words = [list("abc"), list("abd"), list("bc")]
     g = morph_grammar(words, builtin_templates("czech"), shared=False)

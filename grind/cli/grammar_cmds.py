@@ -8,6 +8,7 @@ from grind import log
 from grind.formats.corpus import read_corpus, read_corpus_tokens
 from grind.errors import InputError
 from grind.grammars.grammar import read_grammar
+from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
                               make_rng, write_grammar)
 
@@ -113,15 +114,19 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
                   lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe())
 
 
+TEMPLATE_SET_NAMES = list(TEMPLATE_SETS)
+
+
 @make_grammar.command("morph")
 @corpus_options
 @click.option("--templates", "templates_path", default=None,
               help="File of template rules 'Word --> Pre Stem Suf' over slot names ('|' alternatives, '#' "
                    "comments); the first LHS is the start symbol.")
-@click.option("--template-set", type=click.Choice(["czech", "sesotho"]), default="czech", show_default=True,
+@click.option("--template-set", type=click.Choice(TEMPLATE_SET_NAMES), default="czech", show_default=True,
               help="Built-in templates (unless --templates): sesotho = Johnson et al. 2007's five "
                    "(Word --> V | V M | SM V M | SM T V M | SM T OM V M); czech = Word --> [Pre] Stem "
-                   "Suf{0..3}.")
+                   "Suf{0..3}; czech-long = Word --> Pre{0..2} Stem Suf{0..5} (stacked prefixes, longer "
+                   "suffix chains).")
 @click.option("--max-morph-length", type=click.IntRange(1), default=None,
               help="Longest substring (in characters) a slot may rewrite to (default: whole words).")
 @click.option("--shared/--per-slot", default=True, show_default=True,

@@ -14,7 +14,10 @@ Templates: lines ``Word --> Pre Stem Suf`` (alternatives with ``|``;
 * ``czech`` (our choice for Czech, prefix / stem / up to three suffixes):
   ``Word --> Stem | Pre Stem | Stem Suf | Pre Stem Suf | Stem Suf Suf |
   Pre Stem Suf Suf | Stem Suf Suf Suf | Pre Stem Suf Suf Suf`` (one suffix slot
-  reused, so suffix morphs are shared between positions).
+  reused, so suffix morphs are shared between positions);
+* ``czech-long`` (Czech with stacked prefixes and longer suffix chains, as in
+  ``ne-do-pis-ova-t`` or ``intelekt-ual-izová-v-a-n-ý``): ``Word --> Pre{0..2}
+  Stem Suf{0..5}``, the 18 combinations as explicit rules.
 
 Lexical rules: ``shared=True`` (default, Johnson's) gives every slot every
 distinct substring (of at most ``max_morph_length`` characters) of the
@@ -49,6 +52,8 @@ TEMPLATE_SETS = {
     "sesotho": "Word --> V | V M | SM V M | SM T V M | SM T OM V M",
     "czech": ("Word --> Stem | Pre Stem | Stem Suf | Pre Stem Suf | Stem Suf Suf | Pre Stem Suf Suf "
               "| Stem Suf Suf Suf | Pre Stem Suf Suf Suf"),
+    "czech-long": "Word --> " + " | ".join(" ".join(["Pre"] * p + ["Stem"] + ["Suf"] * k)
+                                         for p in range(3) for k in range(6)),
 }
 
 # Occurrence kinds of a substring in a word: bit (initial, final).
