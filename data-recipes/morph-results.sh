@@ -47,6 +47,8 @@
 #   Its rows below alpha 1e-5 and at alpha 1e-20 (2026-11-25): the extended default ALPHAS with PARTS="base alphas best"
 #   (best alpha chosen: 1e-20), and PARTS=long LONG_PASSES=1000 LONG_SEEDS="1 2" BEST_ALPHA=1e-20; rows at 1e-5 are from
 #   the first round, when the grid stopped at 1e-5.
+#   The czech-long table (2026-11-27): TEMPLATE_SET=czech-long PARTS="base alphas best" ALPHAS=1e-20 BEST_ALPHA=1e-20
+#   SEEDS=1 BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, once with the default TRAIN_ON and once with train+dev.
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/morph}
