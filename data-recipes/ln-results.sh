@@ -78,6 +78,7 @@ declare -A METHODS=(
   [sln-tien]="--algo ln $LNI --cov families --tie N"
   [sln-tievn]="--algo ln $LNI --cov families --tie VN"
   [sln-tiea]="--algo ln $LNI --cov families --tie A"
+  [sln-tievn-newton]="--algo ln $LNI --cov families --tie VN --ln-mstep newton"
 )
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
 MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
