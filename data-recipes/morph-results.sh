@@ -6,8 +6,9 @@
 #          entries 'poroučeti (se)', 'státi (se)' are skipped by grind's reader, 30,692 left) and
 #          ces.word.dev.tsv (4,000 types).  The test gold is not used.
 #   grammar grind make-grammar morph --chars (templates --template-set TEMPLATE_SET, default czech: Word --> [Pre]
-#          Stem Suf{0..3}; czech-long: Pre{0..2} Stem Suf{0..5}; shared substrings of any length) over the words of train AND dev (first column only: unsupervised,
-#          the gold column is never read), so that every dev word has a derivation.
+#          Stem Suf{0..3}; czech-long: Pre{0..2} Stem Suf{0..5}; shared substrings of any length) over the words
+#          of train AND dev (first column only: unsupervised, the gold column is never read), so that every dev
+#          word has a derivation.
 #   train  on the train words only (one type each, first column; unsupervised).
 #          EM (maximum likelihood, alpha = 1), collapsed Hastings annealed (--temp-start TEMP, linearly
 #          to 1 over the first ANNEAL sweeps) at alpha = ALPHAS (Johnson et al.'s 1 .. 1e-5, continued down to
@@ -40,7 +41,7 @@
 #   chosen on training-word gold, a semi-supervised diagnostic, see below; a subset runs only those parts,
 #   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
 #   TEMPLATE_SET=czech-long (or sesotho): the grammar's built-in template set; OUTDIR keeps the grammar it was made
-#   with (its g0.txt), so use a separate OUTDIR per template set.
+#   with (its g0.txt), so use a separate OUTDIR per template set (an OUTDIR made with other templates is refused).
 # The README table was made with the defaults and PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2",
 #   split over parallel processes as above (the CVB rows later, with PARTS=best VB=0 BEST_ALPHA=1e-5, after
 #   CVB's per-word kernel made its sweep ~4 s on this grammar: it had been run with CVB_PASSES=2 before).
@@ -77,8 +78,8 @@ if [[ ! -s $out/g0.txt ]]; then
   cut -f1 "$train" "$dev" | grep -v '[[:space:]]' | awk '!seen[$0]++' > "$out/words-train-dev.txt"
   run grind make-grammar morph $C --template-set "${TEMPLATE_SET:-czech}" -o "$out/g0.txt" "$out/words-train-dev.txt" \
     2>"$out/g0.log"
-elif [[ -n ${TEMPLATE_SET:-} ]] && ! grep -q -- "--template-set $TEMPLATE_SET[: ]" "$out/g0.txt"; then
-  echo "morph-results.sh: $out/g0.txt was made with other templates than TEMPLATE_SET=$TEMPLATE_SET (see its header):" \
+elif ! grep -q -- "--template-set ${TEMPLATE_SET:-czech}[: ]" "$out/g0.txt"; then
+  echo "morph-results.sh: $out/g0.txt was made with other templates than TEMPLATE_SET=${TEMPLATE_SET:-czech} (see its header):" \
        "use another OUTDIR" >&2; exit 2
 fi
 case ${TRAIN_ON:-train} in
