@@ -3,12 +3,18 @@ from grind.bench import ln as bench
 
 
 def test_ln_bench_runs(capsys):
-    r = bench.main(["--sentences", "40"])
+    r = bench.main(["--sentences", "40", "--large", "60"])
     names = [name for name, _, _ in r["rows"]]
-    assert names[:3] == ["EM (reference)", "LN-I identity", "SLN TieA, reduced solves"]
-    assert names[3] == "SLN TieA, full-expert solves (first 40 sentences, scaled)"
+    assert names[:4] == ["EM (reference)", "LN-I identity", "LN-I identity, 1 cycle", "SLN TieA, reduced solves"]
+    assert names[4] == "SLN TieA, full-expert solves (first 40 sentences, scaled)"
     assert all(t > 0 for _, _, t in r["rows"])
-    assert "| SLN TieA, reduced solves |" in capsys.readouterr().out
+    assert [m["n"] for m in r["model2"]] == [40, 60]
+    assert [name for name, _, _ in r["model2"][1]["rows"]] == [
+        "EM (reference)", "LN-II identity, 5 cycles from the prior",
+        "LN-II identity, 1 cycle, warm start (first parse reused)"]
+    assert all(t > 0 for m in r["model2"] for _, _, t in m["rows"])
+    out = capsys.readouterr().out
+    assert "| SLN TieA, reduced solves |" in out and "Model II (theta drawn once for the corpus), 60 sentences" in out
 
 
 def test_morph_bench_runs_on_the_shipped_sample(monkeypatch, capsys):

@@ -253,6 +253,43 @@ def test_warm_start_bound_never_decreases(kind, tied, model):
     assert st["var_mu_0"].shape[0] == (8 if model == 1 else 1)
 
 
+@pytest.mark.parametrize("cycles,mstep,tied", [(1, "plain", False), (3, "plain", True), (1, "newton", False)])
+def test_model2_reuses_the_last_parse_only_when_it_is_the_next_first_parse(cycles, mstep, tied):
+    """Model II, warm starts: an iteration's first parse is the previous one's
+    last when q(eta) has not moved since, and is then reused.  The run is
+    bit-identical to one that parses every time; the plain M-step saves a
+    parse every iteration after the first, while the Newton M-step (which
+    re-maximises q) and the switch to the tied structure (which remaps q) must
+    parse again."""
+    def run(reuse):
+        extra = dict(tie_warmup=2) if tied else {}
+        _, _, a, rng = make("dmv", n=8, model=2, ln_warm=True, ln_cycles=cycles, ln_mstep=mstep, tied=tied, **extra)
+        a.iterations = 6
+        if not reuse:
+            a._reusable = lambda init: None
+        inner, calls = a.estep, []
+
+        def counted(w):
+            calls.append(a.it)
+            return inner(w)
+        a.estep = counted
+        trace = train(a, rng)
+        return [s.objective for s in trace], a, np.bincount(calls, minlength=6)
+
+    b1, a1, parses1 = run(True)
+    b0, a0, parses0 = run(False)
+    assert b1 == b0
+    for x, y in zip(a1.mu + a1.Sigma + a1._vmu + a1._vs2, a0.mu + a0.Sigma + a0._vmu + a0._vs2):
+        np.testing.assert_array_equal(x, y)
+    assert np.all(parses0 == cycles + 1)
+    if mstep == "plain":
+        switch = {2} if tied else set()          # the switch before iteration 3 remaps q(eta)
+        want = [cycles + 1 if i == 0 or i in switch else cycles for i in range(6)]
+        assert parses1.tolist() == want
+    else:
+        assert parses1[0] == cycles + 1 and np.any(parses1[1:] == cycles + 1)
+
+
 def test_families_covariance_and_shipped_files():
     for name in ("upos", "ptb"):
         fam = ln.read_families(name)

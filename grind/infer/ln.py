@@ -842,6 +842,7 @@ class LogisticNormal(Algorithm):
         self.n = len(self.parser.sentences)
         self.warm = bool(cfg.ln_warm)
         self._vmu = self._vs2 = None
+        self._parsed = None          # Model II, warm: (q(eta), structure, F, logz) of the last parse
         self.mstep = cfg.ln_mstep
         if self.mstep not in LN_MSTEPS:
             raise InputError(f"unknown logistic-normal M-step {self.mstep!r} ({', '.join(LN_MSTEPS)})")
@@ -855,6 +856,13 @@ class LogisticNormal(Algorithm):
         Sigmas = self.Sigma if Sigmas is None else Sigmas
         out = []
         for mu, S in zip(mus, effective_sigma(self.st, Sigmas)):
+            d = np.diagonal(S, axis1=-2, axis2=-1)
+            if not np.any(S - d[..., None] * np.eye(S.shape[-1])):
+                # diagonal (Model II's M-step makes it so): the inverse and determinant elementwise
+                if np.any(d <= 0):
+                    raise NumericalError("a logistic-normal covariance is not positive definite")
+                out.append((mu, (1.0 / d)[..., None] * np.eye(S.shape[-1]), np.log(d).sum(-1)))
+                continue
             sign, logdet = np.linalg.slogdet(S)
             if np.any(sign <= 0):
                 raise NumericalError("a logistic-normal covariance is not positive definite")
@@ -894,11 +902,13 @@ class LogisticNormal(Algorithm):
             return pk.unpack(counts)[None], logz
         return io
 
-    def e_step(self, io, B, prior, cycles=None, trace=None, init=None):
+    def e_step(self, io, B, prior, cycles=None, trace=None, init=None, first=None):
         """Appendix B: ``cycles`` rounds of (q(y), mu~, sigma~^2, zeta~) updates
         for B independent variational posteriors starting at ``init`` =
         (mu~, sigma~^2) per group, by default at mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii.
         Steps 2 and 3 run group by group (block coordinate ascent).
+        ``first``: (F, logz) of a parse already made under exactly ``init``'s
+        weights exp(psi~) (:meth:`_reusable`), used instead of the first parse.
         Returns (mu~, sigma~^2, zeta~, F, logz, bound per posterior);
         ``trace`` (a list) gets the bound per cycle."""
         st = self.st
@@ -912,7 +922,7 @@ class LogisticNormal(Algorithm):
         zeta = closed_zeta(self.pk.free, m, v)
         cycles = self.cycles if cycles is None else cycles
         for c in range(cycles + 1):
-            F, logz = io(exact_psi(self.pk, m, v, zeta))
+            F, logz = first if c == 0 and first is not None else io(exact_psi(self.pk, m, v, zeta))
             bound = self._bound(muts, s2s, logz, prior)
             if trace is not None:
                 trace.append(bound)
@@ -974,8 +984,12 @@ class LogisticNormal(Algorithm):
                     r += np.where(gr.live, 1.0 - s[ok] * np.diagonal(P, axis1=-2, axis2=-1), 0.0).sum(0)
 
         if self.model == 2:
-            muts, s2s, _, F, logz, b = self.e_step(self._io_corpus(), 1, prior, init=self._init(0, 1))
+            init = self._init(0, 1)
+            muts, s2s, _, F, logz, b = self.e_step(self._io_corpus(), 1, prior, init=init,
+                                                   first=self._reusable(init))
             self._keep(0, muts, s2s)
+            if self.warm:
+                self._parsed = ([x.copy() for x in muts + s2s], self.st, F, logz)
             bound, parsed = float(b[0]), int(np.isfinite(logz).sum())
             M = 1
             collect(0, muts, s2s, F, np.ones(1, dtype=bool))
@@ -1076,6 +1090,23 @@ class LogisticNormal(Algorithm):
         lo..lo+B from the last E-step, or None (start at the prior)."""
         if self.warm and self._vmu is not None:
             return [x[lo:lo + B] for x in self._vmu], [x[lo:lo + B] for x in self._vs2]
+        return None
+
+    def _reusable(self, init):
+        """Model II with warm starts: the last E-step's final parse, (F, logz), if
+        ``init`` is the q(eta) it was made under (same structure, every array equal),
+        else None.  psi~ depends on q(eta) alone (zeta~ is its closed form), and the
+        plain M-step moves only mu and Sigma, so that parse is exactly the first parse
+        this E-step would make: reusing it saves one pass over the corpus an iteration
+        (one of two with ``ln_cycles`` 1).  The Newton M-step and the switch to a tied
+        structure move q(eta); then the arrays differ and the corpus is parsed again."""
+        if self._parsed is None or init is None:
+            return None
+        q, st, F, logz = self._parsed
+        if st is not self.st or len(q) != len(init[0]) + len(init[1]):
+            return None
+        if all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(q, init[0] + init[1])):
+            return F, logz
         return None
 
     def _keep(self, lo, muts, s2s):
@@ -1205,6 +1236,7 @@ class LogisticNormal(Algorithm):
             self._vs2 = [np.array(s[f"var_sigma2_{gi}"], dtype=np.float64) for gi in range(G)]
         else:
             self._vmu = self._vs2 = None
+        self._parsed = None
 
     def save(self, path):
         save_ln(path, self.g, self.mu, self.Sigma, self.st)
