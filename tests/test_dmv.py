@@ -356,6 +356,22 @@ def test_mbr_heads_maximise_expected_accuracy():
         assert post[list(heads), range(len(sent))].sum() == pytest.approx(max(acc))
 
 
+def test_mbr_heads_average_the_arc_posteriors_of_several_grammars():
+    """weights (M, R): the tree maximising the summed *averaged* arc posteriors
+    (checked against every projective tree); one grammar as a 1-row matrix is the plain MBR."""
+    g, w1, sents = case(12, lengths=(4, 5))
+    w2 = random_weights(g, np.random.default_rng(13), True)
+    p = DMVParser(g, sents)
+    avg = [(a + b + b) / 3 for a, b in zip(p.arc_posteriors(w1), p.arc_posteriors(w2))]
+    got = p.mbr_heads(np.stack([w1, w2, w2]))
+    assert any(list(h) != list(h1) for h, h1 in zip(got, p.mbr_heads(w1)))    # the case tells them apart
+    for post, heads, sent in zip(avg, got, sents):
+        acc = [post[list(t), range(len(sent))].sum() for t in all_trees(len(sent))]
+        assert post[list(heads), range(len(sent))].sum() == pytest.approx(max(acc))
+    for a, b in zip(p.mbr_heads(w1[None]), p.mbr_heads(w1)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_harmonic_counts():
     sents = [["a", "b", "c"], ["c", "a"]]
     g = dmv_grammar(sents)

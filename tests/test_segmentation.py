@@ -186,6 +186,32 @@ def test_parse_segment_boundary_threshold(morph):
         assert r.returncode == 2, bad
 
 
+GRAMMAR2 = GRAMMAR.replace("0.7 Word --> A B", "0.3 Word --> A B").replace("0.3 Word --> A\n", "0.7 Word --> A\n")
+
+
+def test_parse_segment_mbr_averages_several_grammars(morph):
+    # ab: P(after a) = 0.612 under g, 0.081 / 0.361 = 0.224 under g2 (Word --> A B 0.3): mean 0.418;
+    # with g twice and g2 once (0.612 * 2 + 0.224) / 3 = 0.483.  abc: 0.556 and 0.444 under both.
+    (morph / "g2.txt").write_text(GRAMMAR2)
+    g, g2, c = morph / "g.txt", morph / "g2.txt", morph / "c.txt"
+    for first, other in ((g, g2), (g2, g)):
+        r = grind("parse", "--segment", "--mbr", "--average", other, first, c)
+        assert body(r.stdout) == ["ab", "a bc", "a"]
+        assert "# averaged_over: 2 grammars" in r.stdout
+    r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.45", "--average", g2, g, c)
+    assert body(r.stdout) == ["ab", "a bc", "a"]
+    r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.45", "--average", g, "--average", g2, g, c)
+    assert body(r.stdout) == ["a b", "a bc", "a"]
+    (morph / "c2.txt").write_text(CHARS + "c\n")
+    r = grind("parse", "--segment", "--mbr", "--average", g2, g, morph / "c2.txt")
+    assert body(r.stdout)[-1] == "c\t_" and "# unparsed: 1" in r.stdout
+    (morph / "g3.txt").write_text(GRAMMAR + "0.0 B --> a\n")
+    r = grind("parse", "--segment", "--average", g2, g, c, check=False)
+    assert r.returncode == 2 and "--average needs --mbr" in r.stderr
+    r = grind("parse", "--segment", "--mbr", "--average", morph / "g3.txt", g, c, check=False)
+    assert r.returncode == 1 and "g3.txt: --average needs the rules of" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_mbr_cuts():
     assert mbr_cuts([0.6, 0.5, 0.51], 4) == {1, 3}
     assert mbr_cuts([0.6, 0.5, 0.51], 4, threshold=0.505) == {1, 3} and mbr_cuts([0.6, 0.5, 0.51], 4, 0.1) == {1, 2, 3}

@@ -5,6 +5,7 @@ import click
 import numpy as np
 
 from grind import log
+from grind.errors import InputError
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
@@ -20,6 +21,10 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @click.option("--committee", "ln_path", default=None,
               help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
                    "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
+@click.option("--average", "average", multiple=True, metavar="GRAMMAR",
+              help="With --mbr (repeatable): decode with the posteriors (DMV arcs; --segment boundaries) averaged "
+                   "with equal weights over GRAMMAR and these grammars of the same rules -- a committee of, say, "
+                   "the runs of several seeds.  A sentence any of them cannot parse is unparsed.")
 @click.option("--segment", is_flag=True,
               help="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
                    "tokens are its characters) instead of trees.")
@@ -46,8 +51,8 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary_threshold, prune, prune_threshold,
-          seed, kernel, start, output):
+def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format, boundary_threshold, prune,
+          prune_threshold, seed, kernel, start, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -71,7 +76,9 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary
     after character i iff its posterior P(boundary after i) > 0.5, which
     maximises the expected number of correct boundary decisions (posteriors
     from the kernel's boundary_posteriors); --boundary-threshold T moves
-    that cut-off.  A word without a parse is
+    that cut-off.  --mbr --average G2 --average G3: the posteriors (arcs,
+    boundaries) averaged over GRAMMAR, G2 and G3 before decoding (the
+    header's '# averaged_over:' line counts them).  A word without a parse is
     written 'word<TAB>_' in both formats, named on stderr and counted in
     the header ('# unparsed: N'); grind eval --segmentation scores it with
     no correct morph and no boundary.
@@ -82,6 +89,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary
       grind parse --mbr --column UPOS --punct ud dmv.txt test.conllu > test.parsed.conllu
       for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
       grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
+      grind parse --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
     """
     rng = make_rng(seed)
     if segment and ln_path:
@@ -90,6 +98,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary
         raise click.UsageError("--seg-format needs --segment")
     if _given("boundary_threshold") and not (segment and decoder == "mbr"):
         raise click.UsageError("--boundary-threshold needs --segment --mbr")
+    if average and (decoder != "mbr" or ln_path):
+        raise click.UsageError("--average needs --mbr (and is not for --committee)")
     if _is_treebank_grammar(grammar):
         if segment or ln_path or decoder == "mbr":
             raise click.UsageError("a treebank grammar decodes with --max-rule-sum (default), --max-rule-product "
@@ -101,8 +111,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary
         raise click.UsageError("--max-rule-sum, --max-rule-product and the pruning options are for treebank "
                                "grammars (grind make-grammar treebank)")
     g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
+    thetas = np.stack([g.probabilities()] + [_member(path, g, grammar) for path in average])
+    averaged = {"averaged_over": f"{len(thetas)} grammars (posteriors averaged, equal weights)"} if average else {}
     if segment:
-        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, boundary_threshold)
+        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, boundary_threshold, thetas, averaged)
         return
     from grind.kernels.dmv import DMVParser
     if isinstance(parser, DMVParser):
@@ -112,15 +124,18 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary
             heads = committee_heads(parser, PriorSampler(g, ln_path), rng, decoder)
         else:
             fallback = []
-            heads = parser.mbr_heads(theta, fallback=fallback) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+            heads = parser.mbr_heads(thetas, fallback=fallback) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
             for i in fallback[:10]:
                 log.warn(f"sentence {sents[i].number} (line {sents[i].line}): its arc posteriors leave "
                          "floating-point range under this grammar; its Viterbi tree is written instead")
             if fallback:
                 log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
         write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
-                           **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}))
+                           **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}),
+                           **averaged)
         return
+    if average:
+        raise click.UsageError("--average is for DMV grammars and --segment")
     if ln_path:
         raise click.UsageError("--committee decoding is for DMV grammars")
     if decoder == "mbr":
@@ -134,6 +149,16 @@ def parse(grammar, corpus, spec, decoder, ln_path, segment, seg_format, boundary
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
+
+
+def _member(path, g, first_path):
+    """The rule probabilities of an --average grammar, which must hold GRAMMAR's rules in GRAMMAR's order."""
+    from grind.cli.common import read_probabilities
+    other = read_probabilities(path, g.start, "grind parse --average")
+    if other.start != g.start or not (g.same_rules(other) or g.fingerprint() == other.fingerprint()):
+        raise InputError(f"{path}: --average needs the rules of {first_path} in the same order (and its start "
+                         f"symbol); this grammar has others")
+    return other.probabilities()
 
 
 def _is_treebank_grammar(path) -> bool:
@@ -243,20 +268,27 @@ def mbr_cuts(posteriors, n: int, threshold: float = 0.5) -> set[int] | None:
     return {i + 1 for i in np.flatnonzero(p > threshold)}
 
 
-def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, threshold=0.5):
-    """grind parse --segment (see parse's help)."""
+def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, threshold=0.5, thetas=None,
+                         averaged=None):
+    """grind parse --segment (see parse's help); ``thetas`` (M, R): --mbr averages
+    the boundary posteriors of these M grammars (default: ``g``'s probabilities)."""
     from grind.formats.segmentations import format_segmentation, morphs_from_cuts
     if g.start != "Word":
         log.warn(f"--segment: the start symbol is {g.start!r}, not 'Word' (make-grammar morph); "
                  "segmenting at its lexical rules' spans anyway")
     theta = g.probabilities()
+    thetas = theta[None] if thetas is None else thetas
     if decoder == "mbr":
         if not hasattr(parser, "boundary_posteriors"):
             raise click.UsageError(f"--mbr with --segment needs boundary posteriors, which the "
                                    f"{type(parser).__name__} kernel does not provide; use --viterbi")
-        _, logz = parser.inside_outside(theta)
-        logz = np.asarray(logz, dtype=np.float64)
-        post = parser.boundary_posteriors(theta, np.arange(len(sents)))
+        idx = np.arange(len(sents))
+        logz = np.zeros(len(sents))
+        post = [0.0] * len(sents)
+        for th in thetas:
+            logz += np.asarray(parser.inside_outside(th)[1], dtype=np.float64)   # -inf if any member fails
+            post = [a + b for a, b in zip(post, parser.boundary_posteriors(th, idx))]
+        post = [p / len(thetas) for p in post]
         cuts = []
         for i, s in enumerate(sents):
             try:
@@ -281,7 +313,7 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
                  "--segmentation: no correct morph, no boundary)")
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(),
-                                  unparsed=unparsed))
+                                  unparsed=unparsed, **(averaged or {})))
         for s, c in zip(sents, cuts):
             word = "".join(s.tokens)
             f.write(format_segmentation(word, None if c is None else morphs_from_cuts(s.tokens, c), seg_format))

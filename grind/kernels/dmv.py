@@ -401,16 +401,25 @@ class DMVParser(ChartParser):
     def mbr_heads(self, weights, idx=None, fallback=None):
         """Minimum-Bayes-risk trees: the projective tree maximising the sum of
         arc posteriors (Eisner's algorithm over :meth:`arc_posteriors`).
+        ``weights`` of shape (M, R): M grammars over these rules, whose arc
+        posteriors are averaged with equal weights (a committee, e.g. the runs of
+        several seeds); a sentence one of them gives no tree has none.
         Given a list ``fallback``: a sentence whose posteriors leave
         floating-point range (a long sentence whose best tree is below
         ~e^-700 relative to its parts) gets its Viterbi tree (computed in log
-        space) and its index is appended to ``fallback``; without it such a
-        sentence raises NumericalError."""
+        space, under the first grammar) and its index is appended to ``fallback``;
+        without it such a sentence raises NumericalError."""
         idx = self._idx(idx)
-        failed = None if fallback is None else []
-        heads = [None if p is None else eisner(p) for p in self.arc_posteriors(weights, idx, failed)]
+        W = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        failed: list | None = None if fallback is None else []
+        total: list = [0.0] * len(idx)
+        for w in W:
+            for k, p in enumerate(self.arc_posteriors(w, idx, failed)):
+                total[k] = None if p is None or total[k] is None else total[k] + p
+        failed = None if failed is None else sorted(set(failed))
+        heads = [None if p is None else eisner(p / len(W)) for p in total]
         if failed:
-            vit, _ = self.viterbi_heads(weights, idx[failed])
+            vit, _ = self.viterbi_heads(W[0], idx[failed])
             for k, h in zip(failed, vit):
                 heads[k] = h
             fallback.extend(int(idx[k]) for k in failed)
