@@ -22,7 +22,7 @@
 #          Best alpha = the Hastings alpha with the highest dev boundary F (Viterbi, seed 1), unless
 #          BEST_ALPHA is given: this is model selection on dev, there is no other held-out split here.
 #          The BEST_SEEDS runs of Hastings and of CVB are also decoded as one committee: MBR over their boundary
-#          posteriors averaged (grind parse --segment --mbr --average), files {algo}-a{alpha}-committee.mbr.*.
+#          posteriors averaged (grind parse --segment --mbr --average), files {algo}-a{alpha}-committee_{seeds}.mbr.*.
 #   decode dev with Viterbi and with --mbr (maximum expected boundary accuracy) under the posterior mean
 #          (EM: its probabilities); score with grind eval --segmentation (morph P/R/F over spans, exact,
 #          internal-boundary P/R/F, overlap with the one-morph / every-character baselines), and the
@@ -102,7 +102,7 @@ score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
 }
 committee() {  # algo alpha: the BEST_SEEDS runs decoded together, MBR over their averaged boundary posteriors
   local a=$1 alpha=$2 n=$1-a$2-committee gs=() av=() s g
-  for s in $BEST_SEEDS; do gs+=("$out/$a-a$alpha-s$s.txt"); done
+  for s in $BEST_SEEDS; do gs+=("$out/$a-a$alpha-s$s.txt"); n=${n}_$s; done
   (( ${#gs[@]} > 1 )) && [[ ! -s $out/$n.mbr.eval ]] || return 0
   for g in "${gs[@]:1}"; do av+=(--average "$g"); done
   run grind parse $C --segment --seg-format sigmorphon --mbr "${av[@]}" -o "$out/$n.mbr.tsv" "${gs[0]}" "$dev" \
@@ -252,10 +252,9 @@ for (a, alpha, d), runs in sorted(groups.items(), key=lambda k: (order[k[0][0]],
     steps = sorted(set(max(int(l.split('\t')[0]) for l in open(f'{out}/{a}-a{alpha}-s{s}.trace.tsv') if l[:1].isdigit()) for s, _ in runs))
     print('\t'.join([a, alpha, '/'.join(map(str, steps)), ','.join(sorted(s for s, _ in runs)), d, '/'.join(sorted(set(r[2] for r in rs)))]
                     + [agg([float(r[i]) for r in rs]) for i in range(3, 12)] + [ppls(ps)]))
-for f in sorted(glob.glob(f'{out}/*-a*-committee.mbr.eval')):
-    a, alpha = re.match(r'(\w+)-a(.+?)-committee\.mbr\.eval', os.path.basename(f)).groups()
-    cmd = next(l for l in open(f[:-len('.eval')] + '.tsv') if l.startswith('# command:'))
-    seeds = ','.join(sorted(set(re.findall(r'-s(\d+)\.txt', cmd)), key=int))
+for f in sorted(glob.glob(f'{out}/*-a*-committee_*.mbr.eval')):
+    a, alpha, seeds = re.match(r'(\w+)-a(.+?)-committee_([\d_]+)\.mbr\.eval', os.path.basename(f)).groups()
+    seeds = seeds.replace('_', ',')
     r = rows(f)['predicted']
     print('\t'.join([f'{a} committee (boundary posteriors averaged)', alpha, '-', seeds, 'mbr', r[2]]
                     + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
