@@ -372,6 +372,44 @@ def test_mbr_heads_average_the_arc_posteriors_of_several_grammars():
         np.testing.assert_array_equal(a, b)
 
 
+def test_explain_names_the_word_that_cannot_attach_or_stop():
+    """A sentence with no tree of positive probability although every tag can
+    appear in some tree (so zero_types names none): the message names a word no
+    rule lets in here (no positive root rule, no positive choose rule from the
+    words of this sentence), a word that cannot stop on one side, or says the
+    zeros are in how the words combine."""
+    sents = [["a", "b"], ["b", "a"], ["a", "a"], ["c", "b"], ["b", "b"]]
+    g = dmv_grammar(sents)
+    k = g.index
+    w = g.normalize(np.ones(len(g)))
+    p = DMVParser(g, sents)
+
+    def zero(*keys):
+        v = w.copy()
+        for key in keys:
+            v[k[key]] = 0.0
+        assert not p.zero_types(v)
+        return v
+    # b's only head is c: in "a b" nothing takes it
+    v = zero("S --> Y_b", "L'_a --> Y_b L_a", "R'_a --> R_a Y_b", "L'_b --> Y_b L_b", "R'_b --> R_b Y_b")
+    assert np.isneginf(p.inside_outside(v, [0])[1][0])
+    assert p.explain(0, v).startswith("'b' at position 2 can attach to nothing in this sentence: the root rule "
+                                      "and every rule making it a dependent of a have probability 0")
+    # in "b a", a could only be b's right dependent, but b never takes a first right dependent
+    v = zero("S --> Y_a", "L'_a --> Y_a L_a", "R'_a --> R_a Y_a", "R0_b --> R'_b")
+    assert np.isneginf(p.inside_outside(v, [1])[1][0])
+    assert p.explain(1, v).startswith("'a' at position 2 can attach to nothing")
+    # a cannot end its left side: neither stop at valence 0 nor take one dependent and stop after it
+    v = zero("L0_a --> a_l", "L0_a --> L'_a")
+    assert np.isneginf(p.inside_outside(v, [2])[1][0])
+    assert p.explain(2, v) == ("'a' at position 1 cannot stop taking left dependents under this grammar (its stop "
+                               "rules on that side have probability 0)")
+    # in "b b" each b alone may be the root, but no b takes the other
+    v = zero("L'_b --> Y_b L_b", "R'_b --> R_b Y_b")
+    assert np.isneginf(p.inside_outside(v, [4])[1][0]) and np.isfinite(p.inside_outside(v, [3])[1][0])
+    assert p.explain(4, v).startswith("no projective tree has positive probability")
+
+
 def test_harmonic_counts():
     sents = [["a", "b", "c"], ["c", "a"]]
     g = dmv_grammar(sents)

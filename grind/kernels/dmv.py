@@ -393,10 +393,48 @@ class DMVParser(ChartParser):
         if k in self.failures:
             return self.failures[k]
         zero = self.zero_types(weights) if zero is None else zero
-        for pos, t in enumerate(self.sentences[k], 1):
+        sent = self.sentences[k]
+        for pos, t in enumerate(sent, 1):
             if t in zero:
                 return f"{t!r} at position {pos} has probability 0 under this grammar (no training sentence had it?)"
-        return "no derivation has positive probability"
+        return self._explain_attachment(sent, self._weights(weights)) or (
+            "no projective tree has positive probability: every word alone can attach and stop, so the zeros are in "
+            "how they combine (stop rules limiting how many dependents a word takes, or directions)")
+
+    def _explain_attachment(self, sent, w) -> str | None:
+        """The first word of ``sent`` that no positive-weight rule lets into a
+        tree here: it cannot stop on one side, or neither the root rule nor a
+        choose rule from any other word of the sentence (on that word's side,
+        whose non-stop rule for a first dependent there is positive) has
+        positive weight."""
+        ix = self.index
+        tid = np.array([ix.type_id[t] for t in sent], dtype=np.int32)
+        tr = ix.type_rules[tid]
+
+        def pos(slot):
+            r = tr[:, SLOT[slot]]
+            return (r >= 0) & (w[np.maximum(r, 0)] > 0)
+        go = {d: pos(f"nostop{d}0") for d in "LR"}      # taking a first dependent on that side
+        for d in "LR":      # a head must end each side: stop with no dependent, or take one and stop after it
+            can_stop = pos(f"stop{d}0") | (pos(f"nostop{d}0") & pos(f"stop{d}1"))
+            if not can_stop.all():
+                i = int(np.flatnonzero(~can_stop)[0])
+                side = "left" if d == "L" else "right"
+                return (f"{sent[i]!r} at position {i + 1} cannot stop taking {side} dependents under this grammar "
+                        "(its stop rules on that side have probability 0)")
+        n = len(sent)
+        for i in range(n):
+            if pos("root")[i]:
+                continue
+            heads = np.array([h for h in range(n) if h != i], dtype=np.int32)
+            right = heads < i                   # head on the left: i is a right dependent
+            r = ix.arc_rules(tid[heads], np.full(len(heads), tid[i], dtype=np.int32), right.astype(np.int8))
+            ok = (r >= 0) & (w[np.maximum(r, 0)] > 0) & np.where(right, go["R"][heads], go["L"][heads])
+            if not ok.any():
+                others = ", ".join(sorted({sent[h] for h in heads})) or "no other word"
+                return (f"{sent[i]!r} at position {i + 1} can attach to nothing in this sentence: the root rule and "
+                        f"every rule making it a dependent of {others} have probability 0 under this grammar")
+        return None
 
     def mbr_heads(self, weights, idx=None, fallback=None):
         """Minimum-Bayes-risk trees: the projective tree maximising the sum of
