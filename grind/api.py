@@ -210,19 +210,28 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
 
 # ----------------------------------------------------------------------------- parsing, counts, evaluation
 
-def parse(grammar, corpus, decoder: str = "viterbi") -> list:
+def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
     """Decode every sentence: for a DMV grammar its heads (1-based, 0 = root;
     ``decoder="mbr"``: minimum Bayes risk), for a PCFG its Viterbi tree as
-    nested tuples ``(label, child, ...)``; ``None`` for a sentence without a parse."""
+    nested tuples ``(label, child, ...)``; ``None`` for a sentence without a parse.
+    ``average`` (DMV, ``decoder="mbr"``): more grammars of the same rules whose arc
+    posteriors are averaged with ``grammar``'s (as ``grind parse --mbr --average``)."""
     from grind.kernels.dmv import DMVParser
     if decoder not in ("viterbi", "mbr"):
         raise ValueError(f"decoder must be 'viterbi' or 'mbr', not {decoder!r}")
+    if average and decoder != "mbr":
+        raise ValueError("average needs decoder='mbr'")
     g = _probabilities(_grammar(grammar), False, "grind.parse")
     sents = _sentences(corpus)
     parser = _parser(g, sents)
     theta = g.probabilities()
+    members = [_probabilities(_grammar(m), False, "grind.parse") for m in average]
+    for m in members:
+        if not (g.same_rules(m) or g.fingerprint() == m.fingerprint()):
+            raise InputError("grind.parse: every grammar of 'average' needs the rules of 'grammar' in the same order")
     if isinstance(parser, DMVParser):
-        heads = parser.mbr_heads(theta, fallback=[]) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+        thetas = np.stack([theta] + [m.probabilities() for m in members])
+        heads = parser.mbr_heads(thetas, fallback=[]) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
         return [None if h is None else [int(x) for x in h] for h in heads]
     if decoder == "mbr":
         raise ValueError("mbr decoding is for DMV grammars; use decoder='viterbi' for a PCFG")

@@ -122,6 +122,22 @@ def test_parse_evaluate_estep_merge(dmv_files):
         whole.merge(other)
 
 
+def test_parse_average_equals_the_cli(dmv_files, tmp_path):
+    """grind.parse(..., average=[...]) decodes as grind parse --mbr --average does."""
+    d, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)
+    g = grind.read_grammar(gpath)
+    em = grind.fit(g, sents, "em", iterations=3).grammar
+    em.write(tmp_path / "em.txt")
+    heads = grind.parse(g, sents, "mbr", average=[em])
+    assert heads != grind.parse(g, sents, "mbr") and heads != grind.parse(em, sents, "mbr")
+    out = tmp_path / "avg.conllu"
+    run_grind("parse", "--mbr", *CLI_OPTS, "--average", tmp_path / "em.txt", gpath, train, "-o", out)
+    assert [[int(x) for x in s.heads] for s in grind.read_corpus(str(out), **OPTS)] == heads
+    with pytest.raises(ValueError, match="average needs decoder='mbr'"):
+        grind.parse(g, sents, average=[em])
+
+
 def test_parse_a_pcfg_gives_trees(tmp_path):
     (tmp_path / "g.txt").write_text("1 S --> NP V\n0.5 NP --> D N\n0.5 NP --> N\n1 D --> the\n1 N --> dog\n"
                                     "1 V --> barks\n")
