@@ -4,7 +4,7 @@ import math
 import pytest
 
 from conftest import grind
-from grind.cli.decode_cmds import mbr_cuts
+from grind.cli.decode_cmds import expected_f_threshold, mbr_cuts
 from grind.errors import InputError
 from grind.eval import segmentation as seg
 from grind.formats.segmentations import (Segmentation, format_segmentation, morphs_from_cuts, parse_line,
@@ -210,6 +210,28 @@ def test_parse_segment_mbr_averages_several_grammars(morph):
     assert r.returncode == 2 and "--average needs --mbr" in r.stderr
     r = grind("parse", "--segment", "--mbr", "--average", morph / "g3.txt", g, c, check=False)
     assert r.returncode == 1 and "g3.txt: --average needs the rules of" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_expected_f_threshold_by_hand():
+    # p = .9 .45 .4 .1, sum 1.85: k = 1..4 gives 2 * (.9, 1.35, 1.75, 1.85) / (k + 1.85) = .632 .701 .722 .632
+    t, ef = expected_f_threshold([[0.9, 0.45], [], [0.4, 0.1]])
+    assert t == 0.4 and ef == pytest.approx(3.5 / 4.85)
+    t, ef = expected_f_threshold([[0.9, 0.6, 0.3, 0.2]])        # k = 2: 3.0 / 4 = .75 beats 3.6 / 5 = .72
+    assert t == 0.6 and ef == pytest.approx(0.75)
+    t, ef = expected_f_threshold([[0.0, 0.0], []])
+    assert t == 1.0 and math.isnan(ef)
+
+
+def test_parse_segment_expected_f(morph):
+    # P(boundary): ab .612; abc .556 and .444 (sum 1.612): k = 3 gives 3.223 / 4.612 = .699 > k = 2's
+    # 2.335 / 3.612 = .646 (exactly .698946 and .646374), so every position with P >= .444 is cut (0.5 would keep 'bc')
+    r = grind("parse", "--segment", "--mbr", "--expected-f", morph / "g.txt", morph / "c.txt")
+    assert body(r.stdout) == ["a b", "a b c", "a"]
+    assert "# boundary_threshold: 0.444444 (maximum expected boundary F over the corpus: expected F 0.6989)" \
+        in r.stdout
+    for bad in (["--expected-f"], ["--mbr", "--expected-f", "--boundary-threshold", "0.3"]):
+        r = grind("parse", "--segment", *bad, morph / "g.txt", morph / "c.txt", check=False)
+        assert r.returncode == 2 and "--expected-f" in r.stderr, bad
 
 
 def test_mbr_cuts():

@@ -34,6 +34,10 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
               show_default=True,
               help="With --segment --mbr: a boundary where its posterior exceeds this (0.5 maximises the expected "
                    "number of correct boundary decisions; lower trades precision for recall).")
+@click.option("--expected-f", is_flag=True,
+              help="With --segment --mbr: one threshold for the whole corpus, the one maximising the expected "
+                   "boundary F-score under the posteriors (F is a corpus-level score; 0.5 maximises the expected "
+                   "number of correct decisions instead); the threshold and its expected F go to the header.")
 @click.option("--max-rule-sum", "decoder", flag_value="max-rule-sum",
               help="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
                    "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
@@ -51,8 +55,8 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format, boundary_threshold, prune,
-          prune_threshold, seed, kernel, start, output):
+def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format, boundary_threshold, expected_f,
+          prune, prune_threshold, seed, kernel, start, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -76,7 +80,9 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     after character i iff its posterior P(boundary after i) > 0.5, which
     maximises the expected number of correct boundary decisions (posteriors
     from the kernel's boundary_posteriors); --boundary-threshold T moves
-    that cut-off.  --mbr --average G2 --average G3: the posteriors (arcs,
+    that cut-off; --expected-f instead cuts where P >= the one threshold that
+    maximises the corpus's expected boundary F, 2 sum_cut P / (cuts + sum P).
+    --mbr --average G2 --average G3: the posteriors (arcs,
     boundaries) averaged over GRAMMAR, G2 and G3 before decoding (the
     header's '# averaged_over:' line counts them).  A word without a parse is
     written 'word<TAB>_' in both formats, named on stderr and counted in
@@ -98,6 +104,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
         raise click.UsageError("--seg-format needs --segment")
     if _given("boundary_threshold") and not (segment and decoder == "mbr"):
         raise click.UsageError("--boundary-threshold needs --segment --mbr")
+    if expected_f and not (segment and decoder == "mbr"):
+        raise click.UsageError("--expected-f needs --segment --mbr")
+    if expected_f and _given("boundary_threshold"):
+        raise click.UsageError("--expected-f chooses the boundary threshold itself: not with --boundary-threshold")
     if average and (decoder != "mbr" or ln_path):
         raise click.UsageError("--average needs --mbr (and is not for --committee)")
     if _is_treebank_grammar(grammar):
@@ -114,7 +124,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     thetas = np.stack([g.probabilities()] + [_member(path, g, grammar) for path in average])
     averaged = {"averaged_over": f"{len(thetas)} grammars (posteriors averaged, equal weights)"} if average else {}
     if segment:
-        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, boundary_threshold, thetas, averaged)
+        _write_segmentations(output, g, sents, parser, decoder, seg_format, spec,
+                             "expected-f" if expected_f else boundary_threshold, thetas, averaged)
         return
     from grind.kernels.dmv import DMVParser
     if isinstance(parser, DMVParser):
@@ -249,6 +260,17 @@ def lexical_cuts(grammar, derivation) -> set[int]:
     return cuts
 
 
+def mbr_inner(posteriors, n: int) -> np.ndarray:
+    """The n - 1 internal-position posteriors of a word of ``n`` tokens, from
+    those or from all n + 1 positions 0..n."""
+    p = np.asarray(posteriors, dtype=np.float64).ravel()
+    if len(p) == n + 1:
+        p = p[1:n]
+    if len(p) != max(n - 1, 0):
+        raise ValueError(f"{len(p)} boundary posteriors for a word of {n} characters")
+    return p
+
+
 def mbr_cuts(posteriors, n: int, threshold: float = 0.5) -> set[int] | None:
     """Boundaries of a word of ``n`` tokens from its boundary posteriors:
     after token i (0 < i < n) iff P(boundary after i) > ``threshold`` -- each
@@ -258,20 +280,39 @@ def mbr_cuts(posteriors, n: int, threshold: float = 0.5) -> set[int] | None:
     non-finite entry = unparsed (None returned)."""
     if posteriors is None:
         return None
-    p = np.asarray(posteriors, dtype=np.float64).ravel()
-    if len(p) == n + 1:
-        p = p[1:n]
-    if len(p) != max(n - 1, 0):
-        raise ValueError(f"{len(p)} boundary posteriors for a word of {n} characters")
+    p = mbr_inner(posteriors, n)
     if not np.all(np.isfinite(p)):
         return None
     return {i + 1 for i in np.flatnonzero(p > threshold)}
 
 
+def expected_f_threshold(posteriors) -> tuple[float, float]:
+    """The boundary threshold maximising the expected boundary F-score of a
+    corpus, and that expected F.  With p_i the posteriors of all internal
+    positions and S the positions cut, E[TP] = sum_S p_i and E[#gold
+    boundaries] = sum_i p_i, so (ratio of expectations, as in Jansche 2005's
+    expected F)
+
+        E[F] ~ 2 sum_{i in S} p_i / (|S| + sum_i p_i),
+
+    which for |S| = k is largest on the k largest p_i: the best k over all k,
+    cut where p >= the k-th largest.  ``posteriors``: per word, the posteriors
+    of its internal positions (words without a parse left out).  (1.0, nan)
+    when no position has positive posterior: nothing is cut."""
+    flat = np.sort(np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in posteriors] + [np.zeros(0)]))[::-1]
+    total = float(flat.sum())
+    if total <= 0:
+        return 1.0, float("nan")
+    ef = 2.0 * np.cumsum(flat) / (np.arange(1, len(flat) + 1) + total)
+    k = int(np.argmax(ef))
+    return float(flat[k]), float(ef[k])
+
+
 def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, threshold=0.5, thetas=None,
-                         averaged=None):
+                         header=None):
     """grind parse --segment (see parse's help); ``thetas`` (M, R): --mbr averages
-    the boundary posteriors of these M grammars (default: ``g``'s probabilities)."""
+    the boundary posteriors of these M grammars (default: ``g``'s probabilities);
+    ``threshold`` "expected-f": :func:`expected_f_threshold` over the parsed words."""
     from grind.formats.segmentations import format_segmentation, morphs_from_cuts
     if g.start != "Word":
         log.warn(f"--segment: the start symbol is {g.start!r}, not 'Word' (make-grammar morph); "
@@ -289,6 +330,15 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
             logz += np.asarray(parser.inside_outside(th)[1], dtype=np.float64)   # -inf if any member fails
             post = [a + b for a, b in zip(post, parser.boundary_posteriors(th, idx))]
         post = [p / len(thetas) for p in post]
+        if threshold == "expected-f":
+            try:
+                inner = [mbr_inner(p, len(s)) for p, s, z in zip(post, sents, logz) if np.isfinite(z)]
+            except ValueError as e:
+                raise RuntimeError(f"{type(parser).__name__}.boundary_posteriors: {e}") from None
+            t, ef = expected_f_threshold(inner)
+            threshold = np.nextafter(t, -np.inf)         # cut where p >= t
+            header = dict(header or {}, boundary_threshold=(
+                f"{t:.6g} (maximum expected boundary F over the corpus: expected F {ef:.4f})"))
         cuts = []
         for i, s in enumerate(sents):
             try:
@@ -313,7 +363,7 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
                  "--segmentation: no correct morph, no boundary)")
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(),
-                                  unparsed=unparsed, **(averaged or {})))
+                                  unparsed=unparsed, **(header or {})))
         for s, c in zip(sents, cuts):
             word = "".join(s.tokens)
             f.write(format_segmentation(word, None if c is None else morphs_from_cuts(s.tokens, c), seg_format))
