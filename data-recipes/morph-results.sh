@@ -21,8 +21,9 @@
 #          at the best alpha (Hastings and CVB; EM and VB are deterministic: one run).
 #          Best alpha = the Hastings alpha with the highest dev boundary F (Viterbi, seed 1), unless
 #          BEST_ALPHA is given: this is model selection on dev, there is no other held-out split here.
-#          The BEST_SEEDS runs of Hastings and of CVB are also decoded as one committee: MBR over their boundary
-#          posteriors averaged (grind parse --segment --mbr --average), files {algo}-a{alpha}-committee_{seeds}.mbr.*.
+#          The BEST_SEEDS runs of Hastings, of CVB, and of both together are also decoded as committees: MBR over
+#          their boundary posteriors averaged (grind parse --segment --mbr --average), cut at 0.5 (.mbr) and at the
+#          threshold of maximum expected boundary F (--expected-f, .mbrf); files {algos}-a{alpha}-committee_{seeds}.*.
 #   decode dev with Viterbi and with --mbr (maximum expected boundary accuracy) under the posterior mean
 #          (EM: its probabilities); score with grind eval --segmentation (morph P/R/F over spans, exact,
 #          internal-boundary P/R/F, overlap with the one-morph / every-character baselines), and the
@@ -100,14 +101,25 @@ score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
   done
   [[ -s $o.ppl ]] || run grind loglik $C --summary -o "$o.ppl" "$g" "$dev"
 }
-committee() {  # algo alpha: the BEST_SEEDS runs decoded together, MBR over their averaged boundary posteriors
-  local a=$1 alpha=$2 n=$1-a$2-committee gs=() av=() s g
-  for s in $BEST_SEEDS; do gs+=("$out/$a-a$alpha-s$s.txt"); n=${n}_$s; done
-  (( ${#gs[@]} > 1 )) && [[ ! -s $out/$n.mbr.eval ]] || return 0
-  for g in "${gs[@]:1}"; do av+=(--average "$g"); done
-  run grind parse $C --segment --seg-format sigmorphon --mbr "${av[@]}" -o "$out/$n.mbr.tsv" "${gs[0]}" "$dev" \
-    2>>"$out/$n.log"
-  run grind eval --segmentation -o "$out/$n.mbr.eval" "$dev" "$out/$n.mbr.tsv"
+committee() {  # name grammars...: decoded together, MBR over their averaged boundary posteriors, at 0.5 and
+  # at the threshold of maximum expected boundary F (--expected-f)
+  local n=$1 first=$2 av=() g d ef; shift 2
+  for g in "$@"; do av+=(--average "$g"); done
+  for d in mbr mbrf; do
+    [[ -s $out/$n.$d.eval ]] && continue
+    ef=""; [[ $d == mbrf ]] && ef=--expected-f
+    run grind parse $C --segment --seg-format sigmorphon --mbr $ef "${av[@]}" -o "$out/$n.$d.tsv" "$first" "$dev" \
+      2>>"$out/$n.log"
+    run grind eval --segmentation -o "$out/$n.$d.eval" "$dev" "$out/$n.$d.tsv"
+  done
+}
+committees() {  # alpha: the BEST_SEEDS runs of Hastings, of CVB, and of both, each decoded as one committee
+  local alpha=$1 hs=() cs=() s tag=""
+  for s in $BEST_SEEDS; do hs+=("$out/hastings-a$alpha-s$s.txt"); cs+=("$out/cvb-a$alpha-s$s.txt"); tag=${tag}_$s; done
+  (( ${#hs[@]} > 1 )) || return 0
+  committee "hastings-a$alpha-committee$tag" "${hs[@]}"
+  committee "cvb-a$alpha-committee$tag" "${cs[@]}"
+  committee "hastings+cvb-a$alpha-committee$tag" "${hs[@]}" "${cs[@]}"
 }
 one() {  # algo alpha seed extra-options...
   local a=$1 alpha=$2 seed=$3; shift 3
@@ -153,7 +165,7 @@ if has best; then
   for s in $BEST_SEEDS; do one hastings $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
   [[ ${VB:-1} == 1 ]] && one vb $best 1 --tolerance 0
   for s in $BEST_SEEDS; do one cvb $best $s --tolerance 0 ${CVB_PASSES:+--iterations $CVB_PASSES}; done
-  committee hastings $best; committee cvb $best
+  committees $best
   # MAP-EM with alpha < 1 (Johnson et al. 2007 sec. 7: theta_r = 0 once E[f_r] < 1 - alpha, words stop
   # parsing: counted by train and parse) and the uncollapsed Gibbs sampler, annealed like Hastings.
   for a in ${MAP_ALPHAS:-1e-1 $best}; do [[ $a == 1 ]] || one em $a 1 --tolerance 0; done
@@ -252,10 +264,11 @@ for (a, alpha, d), runs in sorted(groups.items(), key=lambda k: (order[k[0][0]],
     steps = sorted(set(max(int(l.split('\t')[0]) for l in open(f'{out}/{a}-a{alpha}-s{s}.trace.tsv') if l[:1].isdigit()) for s, _ in runs))
     print('\t'.join([a, alpha, '/'.join(map(str, steps)), ','.join(sorted(s for s, _ in runs)), d, '/'.join(sorted(set(r[2] for r in rs)))]
                     + [agg([float(r[i]) for r in rs]) for i in range(3, 12)] + [ppls(ps)]))
-for f in sorted(glob.glob(f'{out}/*-a*-committee_*.mbr.eval')):
-    a, alpha, seeds = re.match(r'(\w+)-a(.+?)-committee_([\d_]+)\.mbr\.eval', os.path.basename(f)).groups()
+for f in sorted(glob.glob(f'{out}/*-a*-committee_*.mbr*.eval')):
+    a, alpha, seeds, d = re.match(r'([\w+]+)-a(.+?)-committee_([\d_]+)\.(mbrf?)\.eval', os.path.basename(f)).groups()
     seeds = seeds.replace('_', ',')
     r = rows(f)['predicted']
-    print('\t'.join([f'{a} committee (boundary posteriors averaged)', alpha, '-', seeds, 'mbr', r[2]]
+    dec = 'mbr, max expected F' if d == 'mbrf' else 'mbr'
+    print('\t'.join([f'{a} committee (boundary posteriors averaged)', alpha, '-', seeds, dec, r[2]]
                     + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
 PY
