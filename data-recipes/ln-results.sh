@@ -12,7 +12,8 @@
 # scored every 5 iterations into the trace (README's IMST paragraph: TREEBANKS=tr PARTS=main LN_ITER=100
 # ORDER=ln-families-newton-nostop).
 # Methods ln2-families and ln2-families-1cycle (not in the default ORDER): LN model II (theta drawn once for the
-# corpus), with the paper's 5 E-step cycles, and with 1 cycle and warm starts (one parse an iteration).
+# corpus), with the paper's 5 E-step cycles, and with 1 cycle and warm starts (one parse an iteration);
+# ln-families-1cycle and ln-families-newton-1cycle: model I with 1 cycle an iteration and warm starts.
 # SLN runs tie choose and stop multinomials after 5 untied iterations (grind's defaults). Mixtures run over
 # the logistic-normal mean-field base (families covariance), schedule I, 20 iterations (the paper's).
 # MIX_VB=1 adds every mixture component over the Dirichlet VB base (alpha ALPHA) and that base at the same 20 iterations.
@@ -81,6 +82,8 @@ declare -A METHODS=(
   [sln-tievn]="--algo ln $LNI --cov families --tie VN"
   [sln-tiea]="--algo ln $LNI --cov families --tie A"
   [sln-tievn-newton]="--algo ln $LNI --cov families --tie VN --ln-mstep newton"
+  [ln-families-1cycle]="--algo ln $LNI --cov families --ln-cycles 1 --ln-warm"
+  [ln-families-newton-1cycle]="--algo ln $LNI --cov families --ln-mstep newton --ln-cycles 1 --ln-warm"
   [ln2-families]="--algo ln --model 2 $LNI --cov families"
   [ln2-families-1cycle]="--algo ln --model 2 $LNI --cov families --ln-cycles 1 --ln-warm"
 )
