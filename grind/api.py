@@ -227,7 +227,7 @@ def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
     theta = g.probabilities()
     members = [_probabilities(_grammar(m), False, "grind.parse") for m in average]
     for m in members:
-        if not (g.same_rules(m) or g.fingerprint() == m.fingerprint()):
+        if not g.same_rules_as(m):
             raise InputError("grind.parse: every grammar of 'average' needs the rules of 'grammar' in the same order")
     if isinstance(parser, DMVParser):
         thetas = np.stack([theta] + [m.probabilities() for m in members])

@@ -166,7 +166,7 @@ def _member(path, g, first_path):
     """The rule probabilities of an --average grammar, which must hold GRAMMAR's rules in GRAMMAR's order."""
     from grind.cli.common import read_probabilities
     other = read_probabilities(path, g.start, "grind parse --average")
-    if other.start != g.start or not (g.same_rules(other) or g.fingerprint() == other.fingerprint()):
+    if other.start != g.start or not g.same_rules_as(other):
         raise InputError(f"{path}: --average needs the rules of {first_path} in the same order (and its start "
                          f"symbol); this grammar has others")
     return other.probabilities()

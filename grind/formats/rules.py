@@ -935,6 +935,11 @@ class RuleSet:
             return True
         return self._rt is not None and other._rt is not None and self._rt.same(other._rt)
 
+    def same_rules_as(self, other: RuleSet) -> bool:
+        """Whether ``other`` holds the same rules in the same order: :meth:`same_rules`'s
+        quick check, else the rule fingerprints compared."""
+        return self.same_rules(other) or self.fingerprint() == other.fingerprint()
+
     def key_chunks(self):
         """The rule keys in order, in lists of at most :data:`KEY_CHUNK`."""
         if self._rt is not None:
