@@ -325,11 +325,13 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
                                    f"{type(parser).__name__} kernel does not provide; use --viterbi")
         idx = np.arange(len(sents))
         logz = np.zeros(len(sents))
-        post = [0.0] * len(sents)
+        post: list | None = None
         for th in thetas:
             logz += np.asarray(parser.inside_outside(th)[1], dtype=np.float64)   # -inf if any member fails
-            post = [a + b for a, b in zip(post, parser.boundary_posteriors(th, idx))]
-        post = [p / len(thetas) for p in post]
+            got = parser.boundary_posteriors(th, idx)
+            post = got if post is None else [a + b for a, b in zip(post, got)]
+        if len(thetas) > 1:
+            post = [p / len(thetas) for p in post]
         if threshold == "expected-f":
             try:
                 inner = [mbr_inner(p, len(s)) for p, s, z in zip(post, sents, logz) if np.isfinite(z)]

@@ -422,9 +422,9 @@ class DMVParser(ChartParser):
                 side = "left" if d == "L" else "right"
                 return (f"{sent[i]!r} at position {i + 1} cannot stop taking {side} dependents under this grammar "
                         "(its stop rules on that side have probability 0)")
-        n = len(sent)
+        n, root = len(sent), pos("root")
         for i in range(n):
-            if pos("root")[i]:
+            if root[i]:
                 continue
             heads = np.array([h for h in range(n) if h != i], dtype=np.int32)
             right = heads < i                   # head on the left: i is a right dependent
@@ -450,12 +450,13 @@ class DMVParser(ChartParser):
         idx = self._idx(idx)
         W = np.atleast_2d(np.asarray(weights, dtype=np.float64))
         failed: list | None = None if fallback is None else []
-        total: list = [0.0] * len(idx)
+        total: list | None = None
         for w in W:
-            for k, p in enumerate(self.arc_posteriors(w, idx, failed)):
-                total[k] = None if p is None or total[k] is None else total[k] + p
+            posts = self.arc_posteriors(w, idx, failed)
+            total = posts if total is None else [None if a is None or b is None else a + b
+                                                 for a, b in zip(total, posts)]
         failed = None if failed is None else sorted(set(failed))
-        heads = [None if p is None else eisner(p / len(W)) for p in total]
+        heads = [None if p is None else eisner(p if len(W) == 1 else p / len(W)) for p in total]
         if failed:
             vit, _ = self.viterbi_heads(W[0], idx[failed])
             for k, h in zip(failed, vit):
