@@ -120,6 +120,11 @@ committees() {  # alpha: the BEST_SEEDS runs of Hastings, of CVB, and of both, e
   committee "hastings-a$alpha-committee$tag" "${hs[@]}"
   committee "cvb-a$alpha-committee$tag" "${cs[@]}"
   committee "hastings+cvb-a$alpha-committee$tag" "${hs[@]}" "${cs[@]}"
+  # paired approximate randomization tests of every committee output against Morfessor and the baselines
+  local sig=$out/committees-a$alpha$tag.significance.eval files=() n d
+  [[ -s $out/morfessor.viterbi.tsv && ! -s $sig ]] || return 0
+  for n in hastings cvb hastings+cvb; do for d in mbr mbrf; do files+=("$out/$n-a$alpha-committee$tag.$d.tsv"); done; done
+  run grind eval --segmentation --significance --seed 1 -o "$sig" "$dev" "$out/morfessor.viterbi.tsv" "${files[@]}"
 }
 one() {  # algo alpha seed extra-options...
   local a=$1 alpha=$2 seed=$3; shift 3
@@ -271,4 +276,14 @@ for f in sorted(glob.glob(f'{out}/*-a*-committee_*.mbr*.eval')):
     dec = 'mbr, max expected F' if d == 'mbrf' else 'mbr'
     print('\t'.join([f'{a} committee (boundary posteriors averaged)', alpha, '-', seeds, dec, r[2]]
                     + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
+for f in sorted(glob.glob(f'{out}/committees-a*.significance.eval')):
+    print(f'# {os.path.basename(f)}: paired approximate randomization test (10,000 samples, seed 1): each committee against Morfessor, and against every-character on boundary F')
+    print('system\tagainst\tmeasure\tscore\tagainst score\tdifference\tp')
+    table = open(f, encoding='utf-8').read().split('# significance:')[1].splitlines()[2:]
+    for ln in table:
+        x, y, m, a, b, d, pv = ln.split('\t')
+        if x.endswith('morfessor.viterbi.tsv') and not y.startswith('baseline-'):   # committee - Morfessor
+            x, y, a, b, d = y, x, b, a, str(-float(d))
+        if y.endswith('morfessor.viterbi.tsv') or (y == 'baseline-chars' and m == 'boundary_F'):
+            print('\t'.join([os.path.basename(x), os.path.basename(y), m, fmt(float(a)), fmt(float(b)), fmt(float(d)), pv]))
 PY

@@ -7,7 +7,7 @@ from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
 from grind.formats.textio import header_lines, open_out
-from grind.cli.common import corpus_options, output_option, dependency_convention
+from grind.cli.common import corpus_options, output_option, dependency_convention, seed_option, make_rng
 
 
 @click.command("eval")
@@ -24,10 +24,17 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
                    "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
                    "ADVP = PRT, root bracket not counted, brackets as a multiset): corpus-level labeled P/R/F1, "
                    "exact match and tagging accuracy for all sentences and those of <= 40 words.")
+@click.option("--significance", is_flag=True,
+              help="Dependencies and segmentations: a paired approximate randomization test of every PREDICTED "
+                   "file against every later one and against each baseline (directed accuracy per length "
+                   "subset; exact, morph_F and boundary_F), p-values in a table after the baselines.")
+@click.option("--samples", type=click.IntRange(1), default=10_000, show_default=True,
+              help="Samples of the --significance test.")
+@seed_option
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
-def eval_(gold, predicted, spec, baselines, segmentation, labeled, output):
+def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance, samples, seed, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -62,14 +69,20 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, output):
       grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
       grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
     """
+    from grind.cli.common import _given
+    if not significance and (_given("samples") or _given("seed")):
+        raise click.UsageError("--samples and --seed are options of --significance")
+    sig = (make_rng(1 if seed is None else seed), samples) if significance else None
     if labeled:
+        if significance:
+            raise click.UsageError("--significance tests dependency and segmentation scores, not --labeled")
         report = _labeled_report(gold, predicted, spec, baselines, segmentation)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
         return
     if segmentation:
-        report = _segmentation_report(gold, predicted, spec, baselines)
+        report = _segmentation_report(gold, predicted, spec, baselines, sig)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
@@ -79,16 +92,21 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, output):
         raise click.UsageError("reading GOLD from stdin needs an explicit --format")
     fmt = spec.format if spec.format != "auto" else detect_format(gold, _first_line(gold))
     if fmt == "ptb" or fmt == "text":
+        if significance:
+            raise click.UsageError("--significance tests dependency and segmentation scores, not brackets")
         from grind.eval.brackets import evaluate_files
         report = "".join(evaluate_files(gold, p, spec) for p in predicted)
     else:
-        from grind.eval.dependencies import baseline_rows, evaluate, format_baselines, format_report, format_spread
+        from grind.eval.dependencies import (baseline_rows, evaluate, format_baselines, format_report,
+                                             format_spread, significance_rows)
         gold_sents = read_corpus(gold, spec)
         base = baseline_rows(gold_sents) if baselines else None
-        runs, report = [], ""
+        runs, report, heads = [], "", {}
         for k, p in enumerate(predicted):
             try:
-                rows = evaluate(gold_sents, read_corpus(p, spec), baselines)
+                pred_sents = read_corpus(p, spec)
+                rows = evaluate(gold_sents, pred_sents, baselines)
+                heads[_unique_name(p, heads)] = [s.heads for s in pred_sents]
             except InputError as e:
                 raise InputError(f"{gold} vs {p}: {e}") from None
             unparsed = rows[-1]["unparsed"]
@@ -101,6 +119,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, output):
             report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
         if len(runs) > 1:
             report += format_spread(runs)
+        if sig is not None:
+            report += _significance_block(significance_rows(gold_sents, heads, *sig), sig[1], "sentence")
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)
@@ -133,7 +153,18 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
     return report
 
 
-def _segmentation_report(gold, predicted, spec, baselines):
+def _unique_name(path, seen) -> str:
+    """``path`` as a system name (``<stdin>`` for -); a file given twice gets ``#POSITION`` the second time."""
+    name = "<stdin>" if path == "-" else path
+    return name if name not in seen else f"{name}#{len(seen) + 1}"
+
+
+def _significance_block(rows, samples, item) -> str:
+    from grind.eval.significance import definition, format_rows
+    return definition(samples, item) + format_rows(rows)
+
+
+def _segmentation_report(gold, predicted, spec, baselines, sig=None):
     from grind.cli.common import _given
     from grind.formats.corpus import CorpusSpec
     from grind.formats.segmentations import read_segmentations
@@ -148,10 +179,11 @@ def _segmentation_report(gold, predicted, spec, baselines):
     seg.check_gold(gold_types, gold_name)
     base = seg.baseline_rows(gold_types)
     report = "".join(seg.definitions(gold_name, len(gold_records), len(gold_types)))
-    rows = []
+    rows, preds = [], {}
     for p in predicted:
         name = "<stdin>" if p == "-" else p
         pred = seg.word_types(read_segmentations(p), name)
+        preds[_unique_name(p, preds)] = pred
         try:
             seg.check_same_words(gold_types, pred, gold_name, name)
         except InputError as e:
@@ -165,6 +197,8 @@ def _segmentation_report(gold, predicted, spec, baselines):
     report += seg.format_baselines(base)
     if len(rows) > 1:
         report += seg.format_spread(rows)
+    if sig is not None:
+        report += _significance_block(seg.significance_rows(gold_types, preds, *sig), sig[1], "word type")
     return report
 
 

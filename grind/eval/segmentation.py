@@ -98,28 +98,25 @@ def check_same_words(gold: dict, pred: dict, gold_name: str, pred_name: str) -> 
                              "(GOLD and PRED must hold the same words)")
 
 
+#: Per-word counts of :func:`word_counts`, in column order.
+COUNTS = ("words", "unparsed", "mc", "mp", "mg", "exact", "bc", "bp", "bg", "parsed", "same_one", "same_chars")
+
+
+def word_counts(w: str, g, p) -> tuple[int, ...]:
+    """One word's counts (:data:`COUNTS`) for gold spans ``g`` and predicted spans ``p`` (None = unparsed)."""
+    gb = boundaries(g)
+    if p is None:
+        return (1, 1, 0, 0, len(g), 0, 0, 0, len(gb), 0, 0, 0)
+    pb = boundaries(p)
+    return (1, 0, len(set(g) & set(p)), len(p), len(g), int(tuple(p) == tuple(g)), len(gb & pb), len(pb),
+            len(gb), 1, int(tuple(p) == baseline_spans(w, "one-morph")),
+            int(tuple(p) == baseline_spans(w, "chars")))
+
+
 def score(gold: dict, pred: dict, system: str = "predicted") -> dict:
     """One row (see :data:`COLUMNS`) for predicted spans ``pred[word]`` (None = unparsed)."""
-    t = dict.fromkeys(("words", "unparsed", "mc", "mp", "mg", "exact", "bc", "bp", "bg", "parsed",
-                       "same_one", "same_chars"), 0)
-    for w, g in gold.items():
-        p = pred[w]
-        t["words"] += 1
-        t["mg"] += len(g)
-        gb = boundaries(g)
-        t["bg"] += len(gb)
-        if p is None:
-            t["unparsed"] += 1
-            continue
-        t["parsed"] += 1
-        t["mc"] += len(set(g) & set(p))
-        t["mp"] += len(p)
-        t["exact"] += int(tuple(p) == tuple(g))
-        pb = boundaries(p)
-        t["bp"] += len(pb)
-        t["bc"] += len(gb & pb)
-        t["same_one"] += int(tuple(p) == baseline_spans(w, "one-morph"))
-        t["same_chars"] += int(tuple(p) == baseline_spans(w, "chars"))
+    sums = [sum(col) for col in zip(*(word_counts(w, g, pred[w]) for w, g in gold.items()))] or [0] * len(COUNTS)
+    t = dict(zip(COUNTS, sums))
     mp, mr = _div(t["mc"], t["mp"]), _div(t["mc"], t["mg"])
     bp, br = _div(t["bc"], t["bp"]), _div(t["bc"], t["bg"])
     return {"system": system, "words": t["words"], "unparsed": t["unparsed"],
@@ -127,6 +124,34 @@ def score(gold: dict, pred: dict, system: str = "predicted") -> dict:
             "boundary_P": bp, "boundary_R": br, "boundary_F": _f(bp, br),
             "overlap_one": _div(t["same_one"], t["parsed"]), "overlap_chars": _div(t["same_chars"], t["parsed"]),
             "counts": t}
+
+
+def _tested():
+    """The measures :func:`significance_rows` tests: name -> score of summed :data:`COUNTS` columns."""
+    from grind.eval.significance import f_score, ratio
+    i = COUNTS.index
+    return {"exact": ratio(i("exact"), i("words")), "morph_F": f_score(i("mc"), i("mp"), i("mg")),
+            "boundary_F": f_score(i("bc"), i("bp"), i("bg"))}
+
+
+def significance_rows(gold: dict, predicted: dict, rng, samples: int) -> list[tuple]:
+    """Each predicted system (name -> spans, in order) against every later one and against the
+    one-morph and every-character baselines, by
+    :func:`grind.eval.significance.approximate_randomization` over the word types: rows
+    (system, against, measure, score, against_score, p) for exact, morph_F and boundary_F."""
+    import numpy as np
+    from grind.eval.significance import approximate_randomization
+    systems = dict(predicted)
+    systems.update({f"baseline-{b}": {w: baseline_spans(w, b) for w in gold} for b in BASELINES})
+    stats = {n: np.array([word_counts(w, g, sp[w]) for w, g in gold.items()], dtype=np.float64)
+             .reshape(-1, len(COUNTS)) for n, sp in systems.items()}
+    names, rows = list(predicted), []
+    for k, a in enumerate(names):
+        for b in names[k + 1:] + [f"baseline-{b}" for b in BASELINES]:
+            for m, f in _tested().items():
+                x, y, pv = approximate_randomization(stats[a], stats[b], f, rng, samples)
+                rows.append((a, b, m, x, y, pv))
+    return rows
 
 
 def evaluate(gold_records, pred_records, gold_name: str = "GOLD", pred_name: str = "PRED") -> dict:

@@ -1,0 +1,99 @@
+"""The paired approximate randomization test and grind eval --significance."""
+import itertools
+
+import numpy as np
+import pytest
+
+from conftest import grind
+from grind.eval.significance import approximate_randomization, f_score, ratio
+from test_eval_baselines import GOLD, UD, conll, rows_of
+
+
+def exact_p(a, b, score):
+    """The exact two-sided permutation p: every one of the 2^n swap assignments (observed included)."""
+    obs = abs(score(a.sum(0)[None])[0] - score(b.sum(0)[None])[0])
+    hits = 0
+    for swap in itertools.product((0, 1), repeat=len(a)):
+        m = np.array(swap, dtype=bool)[:, None]
+        aa, bb = np.where(m, b, a).sum(0), np.where(m, a, b).sum(0)
+        hits += abs(score(aa[None])[0] - score(bb[None])[0]) >= obs - 1e-12
+    return hits / 2 ** len(a)
+
+
+# seven items of (correct, predicted, gold) boundary counts: F is not a sum over items
+A = np.array([[2, 3, 3], [1, 1, 2], [0, 2, 1], [3, 3, 3], [1, 2, 2], [2, 2, 3], [0, 1, 1]], float)
+B = np.array([[1, 2, 3], [1, 2, 2], [0, 0, 1], [2, 4, 3], [0, 1, 2], [1, 3, 3], [1, 1, 1]], float)
+
+
+@pytest.mark.parametrize("measure", [f_score(0, 1, 2), ratio(0, 2)])
+def test_sampled_p_matches_the_exact_permutation_p(measure):
+    want = exact_p(A, B, measure)
+    assert 0.05 < want < 0.95                                 # a case where the sampling can be wrong
+    fa, fb, p = approximate_randomization(A, B, measure, np.random.default_rng(3), samples=40_000)
+    assert fa == pytest.approx(measure(A.sum(0)[None])[0]) and fb == pytest.approx(measure(B.sum(0)[None])[0])
+    assert p == pytest.approx(want, abs=0.01)
+
+
+def test_identical_systems_p_one_and_clear_difference_p_minimal():
+    rng = np.random.default_rng(0)
+    assert approximate_randomization(A, A, f_score(0, 1, 2), rng, 500)[2] == 1.0
+    right = np.array([[1, 1]] * 40, float)                    # (correct, words): always right
+    wrong = np.array([[0, 1]] * 40, float)
+    fa, fb, p = approximate_randomization(right, wrong, ratio(0, 1), rng, 999)
+    assert (fa, fb) == (1.0, 0.0) and p == pytest.approx(1 / 1000)   # 2^-40: no sample reaches it
+
+
+def test_undefined_score_gives_undefined_p():
+    none_predicted = A.copy()
+    none_predicted[:, 1] = 0                                  # no predicted boundary anywhere: P undefined
+    fa, fb, p = approximate_randomization(none_predicted, B, f_score(0, 1, 2), np.random.default_rng(0), 10)
+    assert np.isnan(fa) and np.isnan(p)
+
+
+SEG_GOLD = "ab dik ova t\nkot e\npes\nne kot e\n"
+SEG_PRED = "ab dikova t\nkot e\np e s\nne kote\n"
+
+
+def test_eval_segmentation_significance_rows(tmp_path):
+    g, p, q = tmp_path / "g.txt", tmp_path / "p.txt", tmp_path / "q.txt"
+    g.write_text(SEG_GOLD)
+    p.write_text(SEG_PRED)
+    q.write_text(SEG_GOLD)                                    # a perfect system
+    out = grind("eval", "--segmentation", "--significance", "--samples", "200", g, p, q).stdout
+    assert "# significance: paired approximate randomization test" in out and "every word type" in out
+    assert "# seed: 1" in out                                 # the default seed, said in the header
+    table = out.split("# significance:")[1].splitlines()[1:]
+    assert table[0] == "system\tagainst\tmeasure\tscore\tagainst_score\tdifference\tp"
+    rows = {tuple(r.split("\t")[:3]): r.split("\t")[3:] for r in table[1:]}
+    # p against q, q against the two baselines, p against the two baselines; 3 measures each
+    assert len(rows) == 5 * 3
+    assert rows[(str(p), str(q), "exact")][:3] == ["0.2500", "1.0000", "-0.7500"]
+    assert rows[(str(q), "baseline-one-morph", "boundary_F")][-1] == "nan"    # one-morph has no boundary
+    assert float(rows[(str(q), "baseline-chars", "exact")][-1]) <= 1.0
+    again = grind("eval", "--segmentation", "--significance", "--samples", "200", g, p, q).stdout
+    assert again.split("# significance:")[1] == out.split("# significance:")[1]   # reproducible
+    other = grind("eval", "--segmentation", "--significance", "--samples", "200", "--seed", "7", g, p, q).stdout
+    assert "# seed: 7" in other
+
+
+def test_eval_dependencies_significance_against_attach_right(tmp_path):
+    g, right = tmp_path / "gold.conllu", tmp_path / "right.conllu"
+    g.write_text(conll(GOLD))
+    right.write_text(conll([(t, [i + 2 if i + 1 < len(t) else 0 for i in range(len(t))]) for t, _ in GOLD]))
+    out = grind("eval", *UD, "--significance", "--samples", "100", g, right).stdout
+    assert "every sentence with probability 1/2" in out
+    table = out.split("# significance:")[1].splitlines()[2:]
+    rows = {tuple(r.split("\t")[:3]): r.split("\t")[3:] for r in table}
+    # the prediction IS attach-right after punctuation removal: difference 0, p = 1
+    assert rows[(str(right), "attach-right", "directed:all")] == ["0.5556", "0.5556", "+0.0000", "1"]
+    assert rows[(str(right), "attach-left", "directed:<=10")][:3] == ["0.5556", "0.1111", "+0.4444"]
+    assert rows_of(out)["all"][2] == "0.5556"
+
+
+def test_significance_option_errors(tmp_path):
+    g = tmp_path / "g.txt"
+    g.write_text(SEG_GOLD)
+    r = grind("eval", "--segmentation", "--samples", "10", g, g, check=False)
+    assert r.returncode == 2 and "options of --significance" in r.stderr
+    r = grind("eval", "--labeled", "--significance", g, g, check=False)
+    assert r.returncode == 2 and "not --labeled" in r.stderr
