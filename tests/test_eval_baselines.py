@@ -228,3 +228,20 @@ def test_le10_grammar_parses_every_test_sentence_of_the_sample(tmp_path, ewt_tra
     pred.write_text(r.stdout)
     rows = rows_of(grind("eval", *c, ewt_test, pred).stdout)
     assert rows["all"][0] == "496" and rows["all"][4] == "0"
+
+
+def test_sentences_outside_the_length_limits_are_counted_not_dropped_silently(tmp_path):
+    c = tmp_path / "c.conllu"
+    long = (["NOUN"] * 12, [0] + [1] * 11)
+    c.write_text(conll([(["NOUN", "VERB"], [2, 0]), long, (["PUNCT"], [0])]))
+    out = tmp_path / "right.conllu"
+    r = grind("baseline", "--attach", "right", *UD, "--max-length", "10", "-o", out, c)
+    assert "1 sentences kept, 2 left out by the length limits 1..10" in r.stderr
+    text = out.read_text()
+    assert "# left_out: 2 sentences outside the length limits (not written)\n" in text
+    assert text.count("\n\n") == 1                            # one sentence block written
+    r = grind("baseline", "--attach", "right", *UD, c)          # the punctuation-only one has 0 words
+    assert "2 sentences kept, 1 left out by the length limits 1..inf" in r.stderr
+    assert "# left_out: 1 sentences outside" in r.stdout
+    r = grind("baseline", "--attach", "right", "--column", "UPOS", c)
+    assert "left out" not in r.stderr and "# left_out:" not in r.stdout

@@ -130,6 +130,13 @@ def kernel_option(f):
                              "morphology (template) grammars, CKY otherwise.")(f)
 
 
+def left_out(sents, what: str = "not written") -> str | None:
+    """The ``# left_out:`` header value for a corpus read by read_corpus (None when its length limits
+    dropped nothing), so that an output never silently holds fewer sentences than its input."""
+    n = getattr(sents, "left_out", 0)
+    return f"{n} sentences outside the length limits ({what})" if n else None
+
+
 def make_rng(seed):
     set_run_info(seed=seed)
     return np.random.default_rng(seed)
@@ -297,8 +304,8 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
         if spec.punct != "none":
             removed = ("attached to the root word with DEPREL punct (not predicted; removed again by "
                        f"eval --punct {spec.punct})")
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=len(bad),
-                                  removed_tokens=removed, **extra))
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), left_out=left_out(sents),
+                                  unparsed=len(bad), removed_tokens=removed, **extra))
         for s, h in zip(sents, heads):
             f.write(conll_block(s, h))
 

@@ -9,7 +9,7 @@ from grind.errors import InputError
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              report_failures, write_dependencies, _given, FiniteFloatRange)
+                              left_out, report_failures, write_dependencies, _given, FiniteFloatRange)
 
 
 @click.command()
@@ -156,7 +156,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     report_failures(sents, parser, logp)
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     with open_out(output) as f:
-        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(), unparsed=unparsed))
+        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(), left_out=left_out(sents),
+                                  unparsed=unparsed))
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
@@ -365,7 +366,7 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
                  "--segmentation: no correct morph, no boundary)")
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(),
-                                  unparsed=unparsed, **(header or {})))
+                                  left_out=left_out(sents), unparsed=unparsed, **(header or {})))
         for s, c in zip(sents, cuts):
             word = "".join(s.tokens)
             f.write(format_segmentation(word, None if c is None else morphs_from_cuts(s.tokens, c), seg_format))
@@ -389,7 +390,7 @@ def baseline(corpus, spec, attach, output):
     from grind.eval.dependencies import attach_heads
     sents = read_corpus(corpus, spec)
     with open_out(output) as f:
-        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe()))
+        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(), left_out=left_out(sents)))
         for s in sents:
             f.write(conll_block(s, attach_heads(len(s), attach)))
 
@@ -442,7 +443,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
         log.warn(f"the perplexity exp({-total / words!r}) is above the floating-point range: written as inf "
                  f"(the log probability per word is {total / words!r})")
     with open_out(output) as f:
-        f.writelines(header_lines(corpus=spec.describe()))
+        f.writelines(header_lines(corpus=spec.describe(), left_out=left_out(sents, "not scored")))
         if not summary:
             f.write("sentence\twords\tlogprob\n")
             for s, lz in zip(sents, logz):

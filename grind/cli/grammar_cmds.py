@@ -15,14 +15,15 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 
 @click.group("make-grammar")
 def make_grammar():
-    """Write a grammar to train: a fully connected CNF grammar, the DMV, a morphology grammar, or a
-    checked copy of a file.
+    """Write a grammar to train: a fully connected CNF grammar, the DMV, a morphology grammar, the
+    (latent-annotation) treebank PCFG of PTB trees, or a checked copy of a file.
 
     \b
     Examples:
       grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
       grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
       grind make-grammar morph --chars --types words.txt > morph0.txt
+      grind make-grammar treebank --subtypes 2 train.mrg > latent0.txt
     """
 
 

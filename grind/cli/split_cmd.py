@@ -143,7 +143,7 @@ def split(corpus, k, prefix, spec):
 
     \b
     Example:
-      grind split --column UPOS --punct ud --max-length 10 -n 4 -o shards/train train.conllu
+      mkdir -p shards && grind split --column UPOS --punct ud --max-length 10 -n 4 -o shards/train train.conllu
       # shards/train.1.conllu .. shards/train.4.conllu; then per shard:
       grind estep --column UPOS --punct ud --max-length 10 g.txt shards/train.1.conllu > c1.txt
     """

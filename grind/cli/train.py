@@ -189,7 +189,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                 --ln-params).  Runs to convergence: until the bound's
                 relative change is <= --tolerance (default 1e-5 for ln),
                 at most --iterations (default 1000 for ln).
-    All but em, mixture and ln write the posterior Dirichlet pseudo-counts (grind parse and
+    All but em, ln and mixture over em or ln write the posterior Dirichlet pseudo-counts (grind parse and
     loglik use their mean).  The per-step objective (log-likelihood + log
     prior, variational bound, or collapsed log probability) goes to stderr,
     and with --trace to a TSV file.

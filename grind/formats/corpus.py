@@ -19,6 +19,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from grind import log
 from grind.errors import InputError
 from grind.formats.textio import quote_line, read_lines
 
@@ -116,7 +117,8 @@ def detect_format(path: str, first_line: str | None) -> str:
             name = "<stdin>" if path == "-" else path
             raise InputError(f"{name}: cannot tell the format: the first line has {len(cols)} tab-separated "
                              "columns but is neither CoNLL (10 columns, integer ID) nor Malt-TAB (word, tag, "
-                             "integer head): pass --format (text, conllu, conllx, malt or ptb)")
+                             "integer head): pass --format (text, conllu, conllx, malt or ptb; sigmorphon "
+                             "with --chars)")
     return "text"
 
 
@@ -127,7 +129,16 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
     bad byte anywhere is reported before a bad line further up; use
     :func:`iter_corpus` to read a large corpus one sentence at a time.
     """
-    return list(_sentences(path, spec or CorpusSpec(), list(read_lines(path))))
+    stats: dict = {}
+    out = Corpus(_sentences(path, spec or CorpusSpec(), list(read_lines(path)), stats))
+    out.left_out = stats["left_out"]
+    return out
+
+
+class Corpus(list):
+    """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped."""
+
+    left_out = 0
 
 
 def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
@@ -138,15 +149,19 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> list[Senten
     back (a shard of a Fisher-sized corpus: ~100 MB instead of ~1.7 GB).
     Standard input is read whole, as by :func:`read_corpus`."""
     spec = spec or CorpusSpec()
+    stats: dict = {}
     if path == "-":
-        sents = iter(read_corpus(path, spec))
+        whole = read_corpus(path, spec)
+        sents, stats["left_out"] = iter(whole), whole.left_out
     else:
         for _ in read_lines(path):
             pass
-        sents = iter_corpus(path, spec)
+        sents = _sentences(path, spec, read_lines(path), stats)
     seen: dict[str, str] = {}
-    return [Sentence([seen.setdefault(t, t) for t in s.tokens], s.number, s.line, gold_morphs=s.gold_morphs)
-            for s in sents]
+    out = Corpus(Sentence([seen.setdefault(t, t) for t in s.tokens], s.number, s.line, gold_morphs=s.gold_morphs)
+                 for s in sents)
+    out.left_out = stats["left_out"]
+    return out
 
 
 def iter_corpus(path: str, spec: CorpusSpec | None = None):
@@ -160,8 +175,9 @@ def iter_corpus(path: str, spec: CorpusSpec | None = None):
     return _sentences(path, spec or CorpusSpec(), read_lines(path))
 
 
-def _sentences(path, spec, lines):
-    """Generator behind read_corpus / iter_corpus over (lineno, line) pairs."""
+def _sentences(path, spec, lines, stats=None):
+    """Generator behind read_corpus / iter_corpus over (lineno, line) pairs.  Sentences outside the
+    length limits are left out, counted on stderr and in ``stats["left_out"]``."""
     name = "<stdin>" if path == "-" else path
     if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
         fmt = "sigmorphon"
@@ -189,7 +205,7 @@ def _sentences(path, spec, lines):
         sents = _read_ptb(lines, name, spec)
     else:
         sents = _read_treebank(lines, name, fmt, spec)
-    kept, seen = 0, set()
+    kept, left_out, seen = 0, 0, set()
     for s in sents:
         if spec.types:
             key = tuple(s.tokens)
@@ -199,8 +215,15 @@ def _sentences(path, spec, lines):
         if spec.min_length <= len(s) and (spec.max_length is None or len(s) <= spec.max_length):
             kept += 1
             yield s
+        else:
+            left_out += 1
     if not kept:
         raise InputError(f"{name}: no sentences ({spec.describe()})")
+    if stats is not None:
+        stats["left_out"] = left_out
+    if left_out:
+        log.info(f"{name}: {kept} sentences kept, {left_out} left out by the length limits "
+                 f"{spec.min_length}..{spec.max_length or 'inf'} (after punctuation removal)")
 
 
 def _has_ext(path, ext):
