@@ -122,7 +122,7 @@ def detect_format(path: str, first_line: str | None) -> str:
     return "text"
 
 
-def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
+def read_corpus(path: str, spec: CorpusSpec | None = None) -> Corpus:
     """All sentences of ``path`` that pass ``spec``'s filters (see module doc).
 
     The whole file is read (and decoded) before any sentence is built, so a
@@ -135,13 +135,13 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
     return out
 
 
-class Corpus(list):
+class Corpus(list["Sentence"]):
     """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped."""
 
-    left_out = 0
+    left_out: int = 0
 
 
-def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> list[Sentence]:
+def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     """The sentences of :func:`read_corpus` (the same errors in the same order:
     bad bytes anywhere first) holding only their tokens, number, line and
     gold morphs -- no rows, heads or comments -- read a sentence at a time,
