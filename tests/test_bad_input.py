@@ -715,6 +715,8 @@ for tgt, (make, opt) in OUT_TARGETS.items():
             (p.replace("{T}/", "").split("/")[0],)
         codes = (1, 2) if kind == "empty-string" else (1,)
         succeed = kind in ("symlink-to-file", "fifo", "dev-null")
+        if tgt == "checkpoint" and kind in ("fifo", "dev-null"):    # read back by --resume: a regular file
+            succeed, must = False, ("--checkpoint", "not a regular file")
         case(f"output-{tgt}-{kind}", make(p), {"OUTKIND": kind}, codes=codes, must=must, output=False,
              check=("OUTPUT", kind, tgt) if succeed else None)
 

@@ -64,11 +64,16 @@ class OutputPath(click.ParamType):
     into a missing directory is a one-line error naming option and path (exit 1).
     Every option that names a file grind writes has this type; the writing is
     :func:`grind.formats.textio.open_out`'s (symlinks written through, FIFOs and devices
-    directly, compression by suffix)."""
+    directly, compression by suffix).  ``regular=True``: a file written more than
+    once or read back by name (``train --checkpoint``) must be a regular file:
+    ``-``, a FIFO, a device or a socket is an error too."""
     name = "file"
 
+    def __init__(self, regular: bool = False):
+        self.regular = regular
+
     def convert(self, value, param, ctx):
-        problem = output_problem(value)
+        problem = output_problem(value, self.regular)
         if problem == "empty file name":
             self.fail("empty file name", param, ctx)
         if problem:

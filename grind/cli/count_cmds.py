@@ -119,26 +119,25 @@ def sum_(counts, output):
 
     Counts and header statistics (sentences, parsed, words, loglik) are
     added in the order of the arguments (give shards in their order for a
-    reproducible result); the files must come from one E-step (the same
-    '# estep:' and '# estep-weights:').
+    reproducible result); the files must come from one E-step over the
+    shards of one corpus (the same '# estep:', '# estep-weights:' and
+    '# corpus:' lines) and have the same statistics lines.
 
     \b
     Example:
       grind sum c1.txt c2.txt c3.txt > c.txt
     """
-    from grind.formats.counts import check_same_grammar, estep_mismatch
+    from grind.formats.counts import add_mismatch, check_same_grammar
     total = read_counts(counts[0])
     first = total
     for path in counts[1:]:
         c = read_counts(path)
         check_same_grammar(c, path, total.fingerprint(), counts[0],
                            "grind sum adds count files of one grammar only")
-        problem = estep_mismatch(first, c)
+        problem = add_mismatch(first, c)
         if problem:
-            raise InputError(f"{counts[0]} and {path} come from different E-steps ({problem}): grind sum adds "
-                             "the count files of one iteration (one grammar's weights) only")
-        if c.meta.get("corpus") != first.meta.get("corpus"):
-            log.warn(f"{counts[0]} and {path} were read with different corpus options")
+            raise InputError(f"{counts[0]} and {path} {problem}: grind sum adds the count files of one iteration "
+                             "(one grammar's weights) over the shards of one corpus, read with the same options")
         total = total + c
     write_counts(output, total)
 
@@ -251,6 +250,9 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     if algo == "vb":
         from grind.infer.vb import kl_dirichlet
         if g.weight_kind() == "pseudo-counts":
+            if "loglik" not in c.stats:
+                raise InputError(f"{name}: no '# loglik:' header line: --algo vb needs it for the variational "
+                                 "bound (count files of grind estep and grind sum have it)")
             objective = c.stats["loglik"] - kl_dirichlet(g, g.weights, prior)
         else:
             steps = 0
@@ -258,6 +260,15 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         weights, kind = prior + values, VB_WEIGHTS
     else:
         theta_prev = g.probabilities() if grammar_path else None
+        if theta_prev is None:
+            used = g.lhs_sums(values) > 0
+            empty = np.flatnonzero(used & (g.lhs_sums(np.maximum(0.0, values + (np.asarray(prior) - 1.0))) <= 0))
+            if len(empty):
+                more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
+                raise NumericalError(
+                    f"{name}: every rule of {g.nonterminals[int(empty[0])]!r}{more} has E[f] + alpha - 1 <= 0, so its "
+                    "MAP probabilities are 0/0: give --grammar (the grammar the counts were made with) to keep its "
+                    "previous probabilities, as grind train does")
         weights, kind = map_estimate(g, values, prior, previous=theta_prev), "probabilities"
         if made_with and "loglik" in c.stats:
             objective = c.stats["loglik"] + log_dirichlet_prior(g, theta_prev, prior)

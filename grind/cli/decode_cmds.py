@@ -121,6 +121,12 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
         raise click.UsageError("--max-rule-sum, --max-rule-product and the pruning options are for treebank "
                                "grammars (grind make-grammar treebank)")
     g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
+    if kernel == "cky":
+        from grind.grammars.dmv import dmv_problem
+        if dmv_problem(g) is None:
+            raise click.UsageError("this is a DMV grammar: grind parse writes its dependency trees with the DMV "
+                                   "kernel; --kernel cky (the split-head cross-check) is for estep, loglik and "
+                                   "train: leave it out here")
     thetas = np.stack([g.probabilities()] + [_member(path, g, grammar) for path in average])
     averaged = {"averaged_over": f"{len(thetas)} grammars (posteriors averaged, equal weights)"} if average else {}
     if segment:
@@ -429,8 +435,11 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
     failed = report_failures(sents, parser, logz)
     ok = np.isfinite(logz)
     words = sum(len(s) for s, k in zip(sents, ok) if k)
-    total = float(logz[ok].sum())
-    if not math.isfinite(total):
+    total = float(logz[ok].sum()) if ok.any() else float("nan")
+    if not ok.any():
+        log.warn(f"{corpus}: no sentence has a parse: the total log probability and the perplexity are undefined "
+                 "(written nan)")
+    elif not math.isfinite(total):
         worst = np.argsort(logz[ok])[:3]
         idx = np.flatnonzero(ok)[worst]
         raise NumericalError(f"{corpus}: the total log probability of the {int(ok.sum())} parsed sentences "

@@ -100,7 +100,10 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         from grind.eval.dependencies import (baseline_rows, evaluate, format_baselines, format_report,
                                              format_spread, significance_rows)
         gold_sents = read_corpus(gold, spec)
-        base = baseline_rows(gold_sents) if baselines else None
+        try:
+            base = baseline_rows(gold_sents) if baselines else None
+        except InputError as e:
+            raise InputError(f"{gold}: {e}") from None
         runs, report, heads = [], "", {}
         for k, p in enumerate(predicted):
             try:

@@ -339,8 +339,9 @@ def make_structure(tie, tie_what, families, output, grammars):
                    "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
                    "higher accuracy, see README), independent = exact expected counts when candidate dependents "
                    "attach independently (grind before issue 10).")
-@click.option("--jitter", type=FiniteFloatRange(0), default=1.0, show_default=True,
-              help="Scale of the log-normal noise of --random.")
+@click.option("--jitter", type=FiniteFloatRange(0, 20), default=1.0, show_default=True,
+              help="Scale of the log-normal noise of --random (at most 20: weights exp(20 z) already span "
+                   "over 100 orders of magnitude).")
 @click.option("--corpus", "corpus_path", default=None, help="The training corpus (for --harmonic).")
 @corpus_options
 @seed_option
@@ -375,6 +376,10 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
       grind init --random --seed 1 g0.txt > g1.txt
       grind init --harmonic --corpus train.conllu --column UPOS --punct ud --max-length 10 dmv0.txt > dmv1.txt
     """
+    if mode != "random" and _given("jitter"):
+        raise click.UsageError("--jitter is for --random")
+    if mode != "harmonic" and corpus_path is not None:
+        raise click.UsageError("--corpus is for --harmonic")
     rng = make_rng(seed)
     g = read_grammar(grammar, start)
     w = np.ones(len(g))

@@ -150,6 +150,10 @@ def split(corpus, k, prefix, spec):
     if corpus == "-":
         if prefix is None:
             raise click.UsageError("a corpus read from stdin needs -o PREFIX")
+    if prefix is not None and os.path.basename(prefix) in ("", ".", ".."):
+        why = "the PREFIX is empty" if prefix == "" else f"{prefix!r} ends in a directory"
+        raise click.BadParameter(f"{why}: shards are named PREFIX.1EXT .., give a PREFIX ending in a file name "
+                                 "(e.g. shards/train)", param_hint="'-o' / '--output'")
     name = "<stdin>" if corpus == "-" else corpus
     stem, ext = split_name(corpus) if corpus != "-" else ("", "")
     if corpus == "-":
@@ -165,7 +169,9 @@ def split(corpus, k, prefix, spec):
         prefix = os.path.basename(stem)
     paths = shard_paths(prefix, ext, k)
     for p in paths:
-        problem = output_problem(p)
+        problem = output_problem(p, regular=True)
+        if corpus != "-" and _same_path(p, corpus):
+            problem = f"it is the corpus {corpus} itself (give another -o PREFIX)"
         if problem:
             raise InputError(f"{p}: cannot write: {problem}")
     costs, kept, groups = block_costs(blocks(), spec)
@@ -201,6 +207,14 @@ def split(corpus, k, prefix, spec):
         cost, n_kept = sum(costs[b] for b in bs), sum(kept[b] for b in bs)
         log.info(f"shard {i + 1}: {path}: {len(bs)} blocks, {n_kept} sentences, cost {cost} "
                  f"({100.0 * cost / total:.2f}%)")
+
+
+def _same_path(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` name one file: the same file when both exist, else the same real path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _shard_heads(blocks, shard: list[int], k: int, fmt: str, words: bool) -> list[list[str]]:

@@ -137,8 +137,9 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @click.option("--patience", type=click.IntRange(1), default=1, show_default=True,
               help="With --early-stop: stop when the held-out log probability has stayed below its best for this "
                    "many evaluations in a row, keeping the best state (1 = Algorithm 1: the first decrease).")
-@click.option("--checkpoint", "ckpt", type=OutputPath(), default=None,
-              help="Checkpoint file (.npz), written atomically.")
+@click.option("--checkpoint", "ckpt", type=OutputPath(regular=True), default=None,
+              help="Checkpoint file (.npz; a regular file, not - or a FIFO or device), written atomically, "
+                   "through a symlink to its target.")
 @click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
 @click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,

@@ -141,6 +141,9 @@ def _sentence(k: int, gold, pred) -> dict:
     if gw != pw:
         raise InputError(f"tree {k}: gold and predicted yields differ: {' '.join(gw)!r} vs {' '.join(pw)!r}")
     gtags = _tags(g) if g is not None else []
+    if None in gtags:
+        raise InputError(f"gold tree {k}: word {gw[gtags.index(None)]!r} is not under a preterminal (a POS tag): "
+                         "gold trees must tag every word")
     punct = {i for i, t in enumerate(gtags) if t is not None and base_label(t) in PUNCT_TAGS}
     gb = bracket_multiset(_drop_words(g, punct, [0]) if g is not None else None)
     if noparse:

@@ -194,13 +194,13 @@ def _sentences(path, spec, lines, stats=None):
     if spec.chars:
         sents = _read_words(lines, name, fmt == "sigmorphon")
     elif fmt == "text":
-        if spec.column:
+        if spec.column not in (None, "FORM"):
             raise InputError(f"{name}: --column {spec.column} needs a CoNLL or Malt-TAB file, "
-                             "but this is plain text (one sentence a line)")
+                             "but this is plain text (one sentence a line; its tokens are the FORM column)")
         if spec.punct != "none":
             raise InputError(f"{name}: --punct {spec.punct} (punctuation removal) needs tags, but this is "
                              "plain text: use a CoNLL or Malt-TAB file, or leave out --punct")
-        sents = _read_text(lines)
+        sents = _read_text(lines, name)
     elif fmt == "ptb":
         sents = _read_ptb(lines, name, spec)
     else:
@@ -241,10 +241,12 @@ def _nfc_word(word, name, lineno, what="word"):
 
 
 def _read_words(lines, name, sigmorphon):
-    """--chars: one word a line (or a sigmorphon row), each NFC character one token."""
-    header, number, has_gold, skipped = True, 0, None, []
+    """--chars: one word a line (or a sigmorphon row), each NFC character one token; the leading
+    lines that start with ``#`` are a header, skipped and counted on stderr."""
+    header, number, has_gold, skipped, heads = True, 0, None, [], 0
     for lineno, line in lines:
         if header and line.startswith("#"):
+            heads += 1
             continue
         header = False
         s = line.rstrip("\r\n")
@@ -267,8 +269,9 @@ def _read_words(lines, name, sigmorphon):
         word = _nfc_word(s, name, lineno)
         number += 1
         yield Sentence(list(word), number, lineno, gold_morphs=gold)
+    if heads:
+        log.info(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as words")
     if skipped:
-        from grind import log
         log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry "
                  f"such as 'státi (se)'; a word must be one token), at line(s) "
                  f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
@@ -288,40 +291,39 @@ def _format(path, fmt, lines):
     return detect_format(path, first), itertools.chain(head, it)
 
 
-def _read_text(lines):
-    header, number = True, 0
+def _read_text(lines, name="the corpus"):
+    """Plain text, one sentence a line; the leading lines that start with ``#`` are a header (grind's
+    outputs have one), skipped and counted on stderr.  A blank line ends the header."""
+    header, number, heads = True, 0, 0
     for lineno, line in lines:
         if header and line.startswith("#"):
+            heads += 1
             continue
         header = False
         toks = line.split()
         if toks:
             number += 1
             yield Sentence(toks, number, lineno)
+    if heads:
+        log.info(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as sentences "
+                 "(to read a first sentence that starts with '#', put a blank line before it)")
 
 
 def _read_ptb(lines, name, spec):
-    """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped."""
-    from grind.formats.trees import TRACE_TAGS, preterminals
+    """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped.  A word not
+    under a preterminal is an InputError naming the line of its tree."""
+    from grind.formats.trees import TRACE_TAGS, parse_trees, preterminals
     column = spec.column or _default_column_error(name)
-    for number, tree in enumerate(_ptb_trees(lines, name), 1):
-        rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", 0] for i, (t, w) in
-                enumerate([p for p in preterminals(tree) if p[0] not in TRACE_TAGS], 1)]
-        if rows:
-            yield _make_sentence(rows, number, 0, [], column, spec.punct, name)
-
-
-def _ptb_trees(lines, name):
-    """The trees of the non-``#`` lines, parsed a group of lines at a time: a
-    group ends where the bracket depth is back to 0.  Line numbers in errors
-    are the file's."""
-    from grind.formats.trees import parse_trees
+    number = 0
     for first, text in _ptb_groups(lines):
-        try:
-            yield from parse_trees(text, name)
-        except InputError as e:
-            msg = re.sub(r"line (\d+)", lambda m, first=first: f"line {int(m.group(1)) + first - 1}", str(e), count=1)
-            raise InputError(msg) from None
+        starts: list[int] = []
+        for tree in parse_trees(text, name, starts, first):
+            number += 1
+            line = first + text.count("\n", 0, starts[-1])
+            tagged = [p for p in preterminals(tree, f"{name}: line {line}") if p[0] not in TRACE_TAGS]
+            rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", line] for i, (t, w) in enumerate(tagged, 1)]
+            if rows:
+                yield _make_sentence(rows, number, line, [], column, spec.punct, name)
 
 
 def _ptb_groups(lines):

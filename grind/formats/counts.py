@@ -23,10 +23,10 @@ STATS = ("sentences", "parsed", "words", "loglik")
 #: and MAP-EM and VB's initialisation run it; ``vb``: under VB's weights
 #: exp(psi(alpha_hat) - psi(sum)) of a grammar of pseudo-counts), the
 #: fingerprint of the weights of the grammar it was made with, and the corpus
-#: options.  Count files of one sum must agree on the first two.
+#: options (the options only, not the file: the shards of one corpus have the same).
 META = ("estep", "estep-weights", "corpus")
-#: The META lines that count files added up must agree on.
-MUST_AGREE = ("estep", "estep-weights")
+#: The META lines that count files added up must agree on (all of them).
+MUST_AGREE = META
 
 
 class Counts(RuleSet):
@@ -59,16 +59,15 @@ class Counts(RuleSet):
 
     def __add__(self, other: Counts) -> Counts:
         """Union of the rule sets (in order of first appearance), values and
-        stats summed (``self``'s first); ``meta`` kept where both agree (an
-        InputError when they differ on the E-step, see :data:`MUST_AGREE`).
-        Counts of the same rules in the same order (:meth:`same_rules`) are
-        added as arrays, sharing the rules."""
-        problem = estep_mismatch(self, other)
+        stats summed (``self``'s first), ``meta`` kept; an InputError when
+        they cannot be added (:func:`add_mismatch`).  Counts of the same
+        rules in the same order (:meth:`same_rules`) are added as arrays,
+        sharing the rules."""
+        problem = add_mismatch(self, other)
         if problem:
-            raise InputError(f"the counts are of different E-steps ({problem}): add counts of one E-step only")
-        stats = {k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in STATS
-                 if k in self.stats or k in other.stats}
-        meta = {k: v for k, v in self.meta.items() if other.meta.get(k) == v}
+            raise InputError(f"the counts {problem}: add the counts of one E-step over one corpus only")
+        stats = {k: self.stats[k] + other.stats[k] for k in STATS if k in self.stats}
+        meta = dict(self.meta)
         if self.same_rules(other):
             values = np.zeros(self.n_rules())
             values += self.values
@@ -111,9 +110,10 @@ class Counts(RuleSet):
 def read_counts(path: str) -> Counts:
     """A count file of ``grind estep`` / ``grind sum``.  InputError (naming the
     file) unless its header says ``# weights: expected rule counts``, its
-    statistics are finite numbers, its counts finite and non-negative, and
-    (when the header has them) its number of rules and grammar fingerprint
-    match the rules read, which catches a truncated file."""
+    statistics are finite numbers (``parsed`` at most ``sentences``), its
+    counts finite and non-negative, and (when the header has them) its number
+    of rules and grammar fingerprint match the rules read, which catches a
+    truncated file."""
     name = "<stdin>" if path == "-" else path
     p = _parse_file(path, "count")
     meta, n_read = p.meta, len(p.weights)
@@ -132,6 +132,9 @@ def read_counts(path: str) -> Counts:
             if not math.isfinite(stats[k]) or (k != "loglik" and stats[k] < 0):
                 raise InputError(f"{name}: header '# {k}: {meta[k]}' must be a finite"
                                  f"{'' if k == 'loglik' else ' non-negative'} number")
+    if stats.get("parsed", 0) > stats.get("sentences", math.inf):
+        raise InputError(f"{name}: the header says '# parsed: {meta['parsed']}' of '# sentences: "
+                         f"{meta['sentences']}': more sentences parsed than there are")
     if "rules" in meta:
         try:
             n = int(meta["rules"])
@@ -155,11 +158,19 @@ def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str
                          f"{a.fingerprint()} and {b_fp}): {hint}")
 
 
-def estep_mismatch(a: Counts, b: Counts) -> str | None:
-    """How the E-steps of two count files differ (:data:`MUST_AGREE`), or None."""
+def add_mismatch(a: Counts, b: Counts) -> str | None:
+    """Why the counts ``a`` and ``b`` cannot be added, ``a``'s value first, or
+    None: they come from different E-steps or corpus options
+    (:data:`MUST_AGREE`), or one has a statistic (:data:`STATS`) that the
+    other lacks, whose sum would count the sentences of one of them only."""
     for k in MUST_AGREE:
         if a.meta.get(k) != b.meta.get(k):
-            return f"'# {k}: {a.meta.get(k, '(none)')}' and '# {k}: {b.meta.get(k, '(none)')}'"
+            what = "were read with different corpus options" if k == "corpus" else "come from different E-steps"
+            return f"{what} ('# {k}: {a.meta.get(k, '(none)')}' and '# {k}: {b.meta.get(k, '(none)')}')"
+    for k in STATS:
+        if (k in a.stats) != (k in b.stats):
+            va, vb = (_fmt_stat(c.stats[k]) if k in c.stats else "(none)" for c in (a, b))
+            return f"do not both have the '# {k}:' line the sum needs ('# {k}: {va}' and '# {k}: {vb}')"
     return None
 
 

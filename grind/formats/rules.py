@@ -26,7 +26,7 @@ from itertools import chain
 
 import numpy as np
 
-from grind.errors import InputError
+from grind.errors import InputError, NumericalError
 from grind.formats.textio import open_binary, quote_line, read_lines
 
 ARROW = "-->"
@@ -966,7 +966,20 @@ class RuleSet:
 
     def rule_text(self, weights, pseudocounts=None):
         """The ``weight [pseudo-count] LHS --> RHS`` lines of the rules
-        (:func:`rule_lines`), a chunk of lines a string when the rules are a table."""
+        (:func:`rule_lines`), a chunk of lines a string when the rules are a table.
+        A weight or pseudo-count that is NaN, infinite or negative is a NumericalError
+        (grind never writes a grammar or count file it would refuse to read)."""
+        for what, v in (("weight", weights), ("pseudo-count", pseudocounts)):
+            if v is None:
+                continue
+            a = np.asarray(v, dtype=np.float64)
+            bad = np.flatnonzero(~(np.isfinite(a) & (a >= 0)))
+            if len(bad):
+                i = int(bad[0])
+                key = self._rt.keys(i, i + 1)[0] if self._rt is not None else rule_key(*self.rules[i])
+                raise NumericalError(f"the {what} of rule '{key}' is {float(a[i])!r}"
+                                     f"{f' (and {len(bad) - 1} more are not finite and >= 0)' if len(bad) > 1 else ''}"
+                                     ": nothing written")
         if self._rt is not None:
             return table_lines(self._rt, weights, pseudocounts)
         return rule_lines(self.rules, weights, pseudocounts)

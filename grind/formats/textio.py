@@ -107,16 +107,20 @@ class StdoutClosed(Exception):
     into exit status 1."""
 
 
-def output_problem(path: str) -> str | None:
+def output_problem(path: str, regular: bool = False) -> str | None:
     """Why grind could not write ``path``, or None: the one upfront check of an
     output path, run before any work (so a long run does not fail at its end).
 
     Checked: an empty name; a directory; a missing directory (also the target
     directory of a dangling symlink); a file or device that is not writable; a
     directory where no file can be created (probed by creating and deleting a
-    temporary file: os.access alone misses read-only file systems and ACLs)."""
+    temporary file: os.access alone misses read-only file systems and ACLs).
+    With ``regular`` (a file written more than once, or read back later by
+    name: a checkpoint, shards) ``-``, a FIFO, a device or a socket is refused too."""
     if path == "":
         return "empty file name"
+    if regular and (path == "-" or is_special(path)):
+        return f"{'standard output' if path == '-' else 'a FIFO, device or socket'}, not a regular file"
     if path == "-":
         return None
     if is_special(path):

@@ -15,42 +15,47 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 TRACE_TAGS = frozenset(["-NONE-"])
 
 
-def parse_trees(text: str, where: str = "<trees>", starts: list | None = None):
+def parse_trees(text: str, where: str = "<trees>", starts: list | None = None, first_line: int = 1):
     """Yield every tree of a text holding one or more bracketed trees (and
-    append each tree's first character offset to ``starts`` when given)."""
+    append each tree's first character offset to ``starts`` when given).
+    Errors name ``where`` and a line, counted from ``first_line``; a bracket
+    with a label but no children, ``(NN)``, is one (``( )`` is an empty tree)."""
     stack: list[list] = []
-    depth_start = None
+    opens: list[int] = []
     for m in _TOKEN.finditer(text):
         tok = m.group()
         if tok == "(":
             stack.append([])
-            if depth_start is None:
-                depth_start = m.start()
+            opens.append(m.start())
         elif tok == ")":
             if not stack:
-                raise InputError(f"{where}: line {_line(text, m.start())}: unbalanced ')' (no tree is open)")
-            node = stack.pop()
-            label = node[0] if node and isinstance(node[0], str) and len(node) > 1 else ""
+                raise InputError(f"{where}: line {_line(text, m.start(), first_line)}: unbalanced ')' "
+                                 "(no tree is open)")
+            node, start = stack.pop(), opens.pop()
+            if len(node) == 1 and isinstance(node[0], str):
+                raise InputError(f"{where}: line {_line(text, start, first_line)}: empty constituent "
+                                 f"'({node[0]})' (no word or constituent under it)")
+            label = node[0] if node and isinstance(node[0], str) else ""
             children = node[1:] if label else node
             tree = (label, *children)
             if stack:
                 stack[-1].append(tree)
             else:
                 if starts is not None:
-                    starts.append(depth_start)
+                    starts.append(start)
                 yield _strip_empty_root(tree)
-                depth_start = None
         else:
             if not stack:
-                raise InputError(f"{where}: line {_line(text, m.start())}: token {tok!r} outside brackets")
+                raise InputError(f"{where}: line {_line(text, m.start(), first_line)}: token {tok!r} outside "
+                                 "brackets")
             stack[-1].append(tok)
     if stack:
-        raise InputError(f"{where}: line {_line(text, depth_start or 0)}: unbalanced '(': the tree starting here is "
-                         "never closed")
+        raise InputError(f"{where}: line {_line(text, opens[0], first_line)}: unbalanced '(': the tree starting "
+                         "here is never closed")
 
 
-def _line(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+def _line(text: str, pos: int, first: int = 1) -> int:
+    return text.count("\n", 0, pos) + first
 
 
 def _strip_empty_root(tree):
@@ -87,13 +92,18 @@ def leaves(tree) -> list[str]:
     return [w for c in tree[1:] for w in leaves(c)]
 
 
-def preterminals(tree) -> list[tuple[str, str]]:
-    """(tag, word) of each leaf whose parent has only that leaf as child."""
-    if isinstance(tree, str):
-        return []
+def preterminals(tree, where: str = "<trees>") -> list[tuple[str, str]]:
+    """(tag, word) of each leaf whose parent has only that leaf as child.  A
+    word anywhere else (beside constituents or other words in a phrase) is an
+    InputError naming ``where``."""
     if len(tree) == 2 and isinstance(tree[1], str):
         return [(tree[0], tree[1])]
-    return [p for c in tree[1:] for p in preterminals(c)]
+    word = next((c for c in tree[1:] if isinstance(c, str)), None)
+    if word is not None:
+        beside = "constituents" if any(isinstance(c, tuple) for c in tree[1:]) else "other words"
+        raise InputError(f"{where}: word {word!r} is not under a preterminal (TAG word): it stands beside {beside} "
+                         f"in {format_tree(tree)[:80]!r}")
+    return [p for c in tree[1:] for p in preterminals(c, where)]
 
 
 def prune(tree, drop_tag):

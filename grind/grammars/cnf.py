@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from grind.errors import InputError
+from grind.formats.rules import ARROW
 from grind.grammars.grammar import Grammar
 
 
@@ -11,10 +12,17 @@ def cnf_grammar(vocab, n_nonterminals: int, n_preterminals: int = 0, start: str 
     """A fully connected CNF grammar (all weights 1).
 
     ROOT -> X_i;  X_i -> A B for all A, B in X ∪ PT;  and X_i -> w for every
-    word w (no preterminals) or PT_j -> w (with preterminals).
+    word w (no preterminals) or PT_j -> w (with preterminals).  A word that
+    clashes with a symbol, or that the rule format cannot hold (``-->``, empty,
+    with whitespace), is an InputError.
     """
     if not vocab:
         raise InputError("the corpus has no words")
+    bad = [w for w in vocab if w == ARROW or not w or any(c.isspace() for c in w)]
+    if bad:
+        raise InputError(f"corpus token {bad[0]!r} cannot be a word of a grammar: the rule format "
+                         f"(LHS {ARROW} RHS, symbols separated by whitespace) cannot hold '{ARROW}', "
+                         "an empty token or one with whitespace in it")
     xs = [f"X{i}" for i in range(n_nonterminals)]
     pts = [f"PT{j}" for j in range(n_preterminals)]
     clash = ({start} | set(xs) | set(pts)) & set(vocab)

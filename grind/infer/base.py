@@ -53,6 +53,9 @@ A driver that asked :meth:`finished` first would stop those runs early.
 """
 from __future__ import annotations
 
+import math
+
+from grind.errors import NumericalError
 from grind.infer.config import TrainConfig
 
 
@@ -84,12 +87,20 @@ class Algorithm:
         if self.finished():
             return None
         if self.batches is None:
-            return self.update()
+            return self._checked(self.update())
         batch = self.batches.next()
         if batch is None:
             self.done = True
             return None
-        return self.update(batch)
+        return self._checked(self.update(batch))
+
+    def _checked(self, st):
+        """``st``, unless its objective is NaN or infinite: then the run stops with a NumericalError."""
+        if st is not None and not math.isfinite(st.objective):
+            raise NumericalError(f"{self.name}: the objective of step {st.step} is {st.objective!r}: stopped "
+                                 "(an extreme hyperparameter, such as a subnormal or huge --alpha, or weights "
+                                 "that overflow)")
+        return st
 
     def update(self, batch=None):  # pragma: no cover - the contract
         """One iteration / sweep (or one minibatch ``batch``); returns its Step."""

@@ -258,6 +258,9 @@ def heldout(parser, theta, sents=None) -> dict:
     accuracy of Viterbi trees when the sentences carry gold heads."""
     _, logz = parser.inside_outside(theta)
     ok = np.isfinite(logz)
+    if not ok.any():
+        raise NumericalError(f"none of the {len(ok)} held-out (--dev) sentences has a parse under the current "
+                             "grammar: the held-out log probability is undefined (grind loglik names why)")
     words = sum(len(s) for s, k in zip(parser.sentences, ok) if k)
     out = {"dev_logprob": float(logz[ok].sum()), "dev_parsed": int(ok.sum()),
            "dev_perplexity": float(np.exp(-logz[ok].sum() / words)) if words else float("nan")}
@@ -528,8 +531,9 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     ends when it returns None.  Any object with ``step()`` returning a Step
     or None, ``get_state()`` and ``set_state()`` can be run.
     Every ``eval_every`` steps ``eval_fn(algo)`` adds held-out figures to the
-    step; every ``checkpoint_every`` steps (and at the end) the state goes to
-    ``checkpoint``.  Wall time in the trace excludes evaluation.  With
+    step; every ``checkpoint_every`` steps (and at the end, unless that step's
+    state is there already) the state goes to ``checkpoint``.  Wall time in
+    the trace excludes evaluation.  With
     ``early_stop``, the run ends when the held-out log probability decreases
     and the algorithm goes back to its state at the previous evaluation
     (Cohen & Smith 2010, Algorithm 1); with ``patience`` K > 1, when it has
@@ -544,6 +548,7 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
         if not early_stop:
             best = None
         log.info(f"resumed from {checkpoint} after step {trace[-1].step if trace else 0}")
+    saved = len(trace) if resume else None      # the trace length of the checkpoint on disk
     t0 = time.perf_counter() - (trace[-1].seconds if trace else 0.0)
     progress = log.bar(desc=getattr(algo, "name", "train"), unit="step")
     # A run that early-stopped is over: its checkpoint holds the kept state, not
@@ -583,8 +588,9 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             on_step(st)
         if checkpoint and checkpoint_every and st.step % checkpoint_every == 0:
             save_checkpoint(checkpoint, algo, rng, trace, meta, best)
+            saved = len(trace)
     progress.close()
-    if checkpoint:
+    if checkpoint and saved != len(trace):
         save_checkpoint(checkpoint, algo, rng, trace, meta, best)
     return trace
 

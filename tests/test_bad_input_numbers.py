@@ -1,0 +1,102 @@
+"""Numbers out of range stop with a message and write nothing; options that would do nothing are refused."""
+import numpy as np
+import pytest
+
+from conftest import grind
+from grind.errors import NumericalError
+from grind.grammars.grammar import read_grammar
+
+G = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
+C = "a b\nb a\na b\n"
+
+
+@pytest.fixture
+def gc(tmp_path):
+    (tmp_path / "g.txt").write_text(G)
+    (tmp_path / "c.txt").write_text(C)
+    return tmp_path, tmp_path / "g.txt", tmp_path / "c.txt"
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -0.5])
+def test_a_grammar_with_a_bad_weight_is_never_written(gc, bad):
+    d, g, _ = gc
+    gr = read_grammar(str(g))
+    w = gr.weights.copy()
+    w[3] = bad
+    out = d / "out.txt"
+    with pytest.raises(NumericalError, match=r"the weight of rule 'A --> b' is"):
+        gr.write(out, w)
+    assert not out.exists()
+
+
+def test_subnormal_alpha_stops_the_run_instead_of_writing_a_nan_objective(gc):
+    d, g, c = gc
+    out = d / "v.txt"
+    r = grind("train", "--algo", "vb", "--alpha", "1e-320", "--iterations", "2", "-o", out, g, c, check=False)
+    assert r.returncode == 1 and "vb: the objective of step 1 is nan: stopped" in r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
+def test_jitter_is_bounded(gc):
+    _, g, _ = gc
+    r = grind("init", "--random", "--jitter", "800", g, check=False)
+    assert r.returncode == 2 and "--jitter" in r.stderr
+    w = read_grammar_text(grind("init", "--random", "--jitter", "20", "--seed", "1", g).stdout)
+    assert np.all(np.isfinite(w)) and np.all(w >= 0)
+
+
+def read_grammar_text(text):
+    return np.array([float(ln.split()[0]) for ln in text.splitlines() if ln and not ln.startswith("#")])
+
+
+def test_init_options_that_would_do_nothing_are_refused(gc):
+    _, g, c = gc
+    r = grind("init", "--jitter", "2", g, check=False)
+    assert r.returncode == 2 and "--jitter is for --random" in r.stderr
+    r = grind("init", "--corpus", c, g, check=False)
+    assert r.returncode == 2 and "--corpus is for --harmonic" in r.stderr
+
+
+def test_loglik_with_no_parsed_sentence_is_undefined_not_probability_one(gc):
+    d, g, _ = gc
+    (d / "y.txt").write_text("a a a\n")                       # S --> A B needs exactly two words
+    r = grind("loglik", "--summary", g, d / "y.txt")
+    assert "# parsed: 0\n" in r.stdout and "# logprob: nan\n" in r.stdout and "# perplexity: nan\n" in r.stdout
+    assert "no sentence has a parse" in r.stderr
+
+
+def test_parse_refuses_the_cky_kernel_for_a_dmv_grammar(tmp_path):
+    t = tmp_path / "t.txt"
+    t.write_text("DET NOUN VERB\nNOUN VERB\n")
+    d = tmp_path / "d.txt"
+    grind("make-grammar", "dmv", "-o", d, t)
+    for dec in ("--viterbi", "--mbr"):
+        r = grind("parse", "--kernel", "cky", dec, d, t, check=False)
+        assert r.returncode == 2 and "this is a DMV grammar" in r.stderr and "Traceback" not in r.stderr
+    assert grind("loglik", "--kernel", "cky", "--summary", d, t).returncode == 0    # the cross-check still runs
+
+
+def test_mstep_map_without_grammar_refuses_a_used_lhs_with_no_rule_left(tmp_path):
+    g, x = tmp_path / "gx.txt", tmp_path / "x.txt"
+    g.write_text("1 S --> A\n0.5 A --> x\n0.5 A --> B\n1 B --> x\n")
+    x.write_text("x\n")
+    c = tmp_path / "c.txt"
+    grind("estep", "-o", c, g, x)                             # E[A --> x] = E[A --> B] = 0.5 < 1 - 0.1
+    out = tmp_path / "z.txt"
+    r = grind("mstep", "--alpha", "0.1", "-o", out, c, check=False)
+    assert r.returncode == 1 and "every rule of 'A' (and 1 more) has E[f] + alpha - 1 <= 0" in r.stderr
+    assert not out.exists()
+    kept = grind("mstep", "--alpha", "0.1", "--grammar", g, c).stdout     # train's rule: the previous theta
+    assert "0.5 A --> x" in kept and "1 S --> A" in kept
+    assert "1 S --> A" in grind("mstep", "--alpha", "1", c).stdout
+
+
+def test_dev_set_with_no_parsable_sentence_stops_instead_of_scoring_log_probability_zero(tmp_path):
+    tr, dev = tmp_path / "t.txt", tmp_path / "dev.txt"
+    tr.write_text("DET NOUN VERB\nNOUN VERB\n")
+    g = tmp_path / "d.txt"
+    grind("make-grammar", "dmv", "-o", g, tr)
+    dev.write_text("FOO BAR\n")                               # tags the grammar lacks
+    r = grind("train", "--iterations", "2", "--dev", dev, "--eval-every", "1", "--early-stop", g, tr, check=False)
+    assert r.returncode == 1 and "dev_logprob 0" not in r.stderr
+    assert "none of the 1 held-out (--dev) sentences has a parse" in r.stderr
