@@ -100,3 +100,23 @@ def test_dev_set_with_no_parsable_sentence_stops_instead_of_scoring_log_probabil
     r = grind("train", "--iterations", "2", "--dev", dev, "--eval-every", "1", "--early-stop", g, tr, check=False)
     assert r.returncode == 1 and "dev_logprob 0" not in r.stderr
     assert "none of the 1 held-out (--dev) sentences has a parse" in r.stderr
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--algo", "em", "--epochs", "3"], "--epochs is an option of --algo stochastic, not of --algo em"),
+    (["--algo", "vb", "--temp-start", "2"], "--temp-start is an option of --algo gibbs, hastings, not of --algo vb"),
+    (["--algo", "em", "--dev", "{c}"], "--dev FILE is evaluated every --eval-every N steps"),
+])
+def test_train_options_another_algorithm_reads_are_refused(gc, args, msg):
+    _, g, c = gc
+    r = grind("train", *[a.format(c=c) for a in args], g, c, check=False)
+    assert r.returncode == 2 and msg in r.stderr
+
+
+def test_mix_coef_nan_is_refused_up_front(tmp_path):
+    t = tmp_path / "t.txt"
+    t.write_text("DET NOUN VERB\nNOUN VERB\n")
+    d = tmp_path / "d.txt"
+    grind("make-grammar", "dmv", "-o", d, t)
+    r = grind("train", "--algo", "mixture", "--base", "em", "--mix-coef", "nan,nan", d, t, check=False)
+    assert r.returncode == 2 and "--mix-coef" in r.stderr and "NaN" not in r.stderr

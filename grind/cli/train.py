@@ -214,6 +214,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
             raise InputError(f"--checkpoint {ckpt}: cannot read (needed by --resume): {e.strerror}") from None
     if eval_every and not dev_path:
         raise click.UsageError("--eval-every needs --dev FILE")
+    if dev_path and not eval_every:
+        raise click.UsageError("--dev FILE is evaluated every --eval-every N steps: give --eval-every")
     if early_stop and not eval_every:
         raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
     if patience > 1 and not early_stop:
@@ -223,6 +225,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     cfg = CONFIG_OF[algo].from_options(dict(params, spec=spec))   # None: the algorithm's default
     _check_ln_options(algo, opts, dev_path)
     _check_mixture_options(algo, cfg)
+    _check_algorithm_options(algo, CONFIG_OF)
     if cluster is not None:
         _check_cluster_options(cluster, algo, cfg, jobs)
     joint = index = None
@@ -464,6 +467,17 @@ def _check_mixture_options(algo, cfg):
         _fixed_coef(cfg.mix_coef, k)
     except InputError as e:
         raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
+
+
+def _check_algorithm_options(algo, configs):
+    """An option of other algorithms' configs given with --algo ALGO would do nothing: a usage error."""
+    ctx = click.get_current_context()
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if isinstance(p, click.Option)}
+    mine = set(configs[algo].names())
+    for name in sorted({n for c in configs.values() for n in c.names()} - mine):
+        if name in flags and _given(name):
+            owners = ", ".join(a for a, c in configs.items() if name in c.names())
+            raise click.UsageError(f"{flags[name]} is an option of --algo {owners}, not of --algo {algo}")
 
 
 def _check_ln_options(algo, opts, dev_path):

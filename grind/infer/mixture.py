@@ -139,7 +139,7 @@ def _fixed_coef(v, K):
         except ValueError:
             raise InputError(f"mix_coef: not a list of numbers: {v!r}") from None
     b = np.asarray(v, dtype=np.float64)
-    if b.shape != (K + 1,) or np.any(b < 0) or abs(b.sum() - 1.0) > 1e-9:
+    if b.shape != (K + 1,) or not np.all(np.isfinite(b)) or np.any(b < 0) or abs(b.sum() - 1.0) > 1e-9:
         raise InputError(f"mix_coef: need {K + 1} non-negative numbers summing to 1 (mean-field first)")
     return b
 
