@@ -120,3 +120,17 @@ def test_mix_coef_nan_is_refused_up_front(tmp_path):
     grind("make-grammar", "dmv", "-o", d, t)
     r = grind("train", "--algo", "mixture", "--base", "em", "--mix-coef", "nan,nan", d, t, check=False)
     assert r.returncode == 2 and "--mix-coef" in r.stderr and "NaN" not in r.stderr
+
+
+def test_resume_from_a_checkpoint_past_the_end_says_no_step_ran(gc):
+    d, g0, c = gc
+    ck, g = d / "ck.npz", d / "g1.txt"
+    grind("init", "--random", "--seed", "1", "-o", g, g0)     # not at a fixed point of EM
+    grind("train", "--iterations", "4", "--tolerance", "0", "--checkpoint", ck, "-o", d / "a.txt", g, c)
+    r = grind("train", "--iterations", "1", "--tolerance", "0", "--checkpoint", ck, "--resume", "-o", d / "b.txt",
+              g, c)
+    assert "the checkpoint is at step 4, where this run ends" in r.stderr
+    assert (d / "a.txt").read_text().split("# seed")[1] == (d / "b.txt").read_text().split("# seed")[1]
+    r = grind("train", "--iterations", "5", "--tolerance", "0", "--checkpoint", ck, "--resume", "-o", d / "b.txt",
+              g, c)
+    assert "no step run" not in r.stderr

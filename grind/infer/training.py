@@ -590,6 +590,9 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             save_checkpoint(checkpoint, algo, rng, trace, meta, best)
             saved = len(trace)
     progress.close()
+    if resume and saved == len(trace):
+        log.warn(f"--resume: the checkpoint is at step {trace[-1].step if trace else 0}, where this run ends "
+                 "(--iterations, convergence or early stop): no step run; the checkpoint's state is the result")
     if checkpoint and saved != len(trace):
         save_checkpoint(checkpoint, algo, rng, trace, meta, best)
     return trace
