@@ -134,3 +134,15 @@ def test_resume_from_a_checkpoint_past_the_end_says_no_step_ran(gc):
     r = grind("train", "--iterations", "5", "--tolerance", "0", "--checkpoint", ck, "--resume", "-o", d / "b.txt",
               g, c)
     assert "no step run" not in r.stderr
+
+
+def test_train_names_sentences_without_a_parse_under_the_initial_weights(tmp_path):
+    c = tmp_path / "u.txt"
+    c.write_text("DET NOUN\nVERB\n")                          # a one-word sentence: no binary CNF tree
+    g0, g1 = tmp_path / "g0.txt", tmp_path / "g1.txt"
+    grind("make-grammar", "cnf", "-n", "1", "-p", "2", "-o", g0, c)
+    grind("init", "--random", "--seed", "1", "-o", g1, g0)
+    for algo in ("em", "vb"):
+        r = grind("train", "--algo", algo, "--iterations", "2", "-o", tmp_path / "out.txt", g1, c)
+        assert "sentence 2 (line 2) has no parse" in r.stderr and "1 of 2 sentences have no parse" in r.stderr
+        assert r.stderr.count("sentence 2 (line 2) has no parse") == 1        # named once, not every step

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 import click
+import numpy as np
 
 from grind import log
 from grind.formats.corpus import read_corpus
@@ -250,7 +251,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True,
                                 tokens_only=True)
         report_failures(sents, parser, known_failures(parser, len(sents)))
-        estep, n = ShardedEstep(parser, jobs), len(sents)
+        estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z)), len(sents)
     prior = prior_vector(g, alpha)
     corpus_text = TREES_TEXT if on_trees else spec.describe()
     log.info(f"training {algo} on {n} {'trees' if on_trees else 'sentences'} ({corpus_text}), {len(g)} rules")
@@ -467,6 +468,16 @@ def _check_mixture_options(algo, cfg):
         _fixed_coef(cfg.mix_coef, k)
     except InputError as e:
         raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
+
+
+def _name_zero_parses(sents, parser, logz) -> None:
+    """After the first E-step: name the sentences with no parse of positive probability under the initial
+    weights (those the grammar cannot parse at all were named at loading)."""
+    z = np.array(logz, dtype=np.float64)
+    z[list(parser.failures)] = 0.0
+    if not np.all(np.isfinite(z)):
+        log.warn("under the initial weights:")
+        report_failures(sents, parser, z)
 
 
 def _check_algorithm_options(algo, configs):

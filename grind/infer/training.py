@@ -84,16 +84,23 @@ class ShardedEstep:
     order does not depend on ``jobs``, so neither does the result.
     """
 
-    def __init__(self, parser, jobs: int = 1, shard: int = SHARD):
+    def __init__(self, parser, jobs: int = 1, shard: int = SHARD, on_first=None):
         self.parser, self.jobs, self.shard = parser, max(1, jobs), shard
+        #: Called once with the log Z of the first E-step over the whole corpus (to name its failures).
+        self.on_first = on_first
 
     def __call__(self, weights, idx=None):
         shards = self.shards(idx)
         one = self.shard_counts
         if self.jobs == 1 or len(shards) == 1:
-            return self.reduce(one(weights, s) for s in shards)
-        with ThreadPoolExecutor(self.jobs) as ex:
-            return self.reduce(_in_order(ex, lambda s: one(weights, s), shards, 2 * self.jobs))
+            out = self.reduce(one(weights, s) for s in shards)
+        else:
+            with ThreadPoolExecutor(self.jobs) as ex:
+                out = self.reduce(_in_order(ex, lambda s: one(weights, s), shards, 2 * self.jobs))
+        if self.on_first is not None and idx is None:
+            hook, self.on_first = self.on_first, None
+            hook(out[1])
+        return out
 
     def shard_counts(self, weights, idx) -> tuple:
         return shard_counts(self.parser, weights, idx)
