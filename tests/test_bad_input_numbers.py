@@ -6,15 +6,12 @@ from conftest import grind
 from grind.errors import NumericalError
 from grind.grammars.grammar import read_grammar
 
-G = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
-C = "a b\nb a\na b\n"
+from test_bad_input_outputs import files  # noqa: F401  (the fixture: g.txt and c.txt in tmp_path)
 
 
 @pytest.fixture
-def gc(tmp_path):
-    (tmp_path / "g.txt").write_text(G)
-    (tmp_path / "c.txt").write_text(C)
-    return tmp_path, tmp_path / "g.txt", tmp_path / "c.txt"
+def gc(files):  # noqa: F811
+    return files, files / "g.txt", files / "c.txt"
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -0.5])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import grind
+from test_training import Counter
 
 GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
 CORPUS = "a b\nb a\na b\nb a\n"
@@ -143,28 +144,6 @@ def test_checkpoint_symlink_is_written_through_and_resumed_from(files):
     assert (files / "ck").is_symlink() and (files / "real.npz").stat().st_size > 0
     grind("train", "--iterations", "3", "--resume", *args)
     assert (files / "ck").is_symlink()
-
-
-class Counter:
-    """A stand-in algorithm of ``steps`` steps whose state is one array."""
-
-    name, output = "counter", "probabilities"
-
-    def __init__(self, steps):
-        self.x, self.steps = np.zeros(1), steps
-
-    def step(self):
-        from grind.infer.training import Step
-        if self.x[0] >= self.steps:
-            return None
-        self.x = self.x + 1
-        return Step(int(self.x[0]), 0.0, 0)
-
-    def get_state(self):
-        return {"x": self.x}
-
-    def set_state(self, s):
-        self.x = np.array(s["x"])
 
 
 @pytest.mark.parametrize("every,saved", [(1, [1, 2, 3]), (2, [2, 3]), (0, [3])])

@@ -71,16 +71,16 @@ def test_resume_needs_checkpoint_and_eval_needs_dev(dmv):
 
 
 class Counter:
-    """A stand-in algorithm whose state is one array."""
+    """A stand-in algorithm of ``steps`` steps whose state is one array."""
 
     name, output = "counter", "probabilities"
 
-    def __init__(self):
-        self.x = np.zeros(1)
+    def __init__(self, steps=10):
+        self.x, self.steps = np.zeros(1), steps
 
     def step(self):
         from grind.infer.training import Step
-        if self.x[0] >= 10:
+        if self.x[0] >= self.steps:
             return None
         self.x = self.x + 1
         return Step(int(self.x[0]), 0.0, 0)
