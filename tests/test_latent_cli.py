@@ -144,3 +144,17 @@ def test_train_trees_checkpoint_resume_and_jobs(tb):
     full = read_grammar(str(tb / "full.txt")).weights
     assert np.array_equal(full, read_grammar(str(tb / "jobs.txt")).weights)
     assert np.array_equal(full, read_grammar(str(tb / "resumed.txt")).weights)
+
+
+def test_loglik_maps_words_as_parse_does_and_estep_needs_trees(tmp_path):
+    tb, g, txt = tmp_path / "dot.mrg", tmp_path / "g.txt", tmp_path / "dot.txt"
+    tb.write_text("(ROOT (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))\n" * 2)
+    grind("make-grammar", "treebank", "-o", g, tb)
+    txt.write_text("the dog barks .\nthe cat barks .\n")
+    out = grind("loglik", g, txt)
+    rows = [ln.split("\t") for ln in out.stdout.splitlines() if ln[:1].isdigit()]
+    assert rows[0] == ["1", "4", "0.0"]                        # '.' is the escaped terminal: one tree, p = 1
+    assert rows[1][2] == "-inf" and "sentence 2 (line 2) has no parse" in out.stderr
+    assert "(NOPARSE the cat barks .)" in grind("parse", g, txt).stdout     # the same verdict
+    r = grind("estep", g, txt, check=False)
+    assert r.returncode == 2 and "grind estep --trees" in r.stderr

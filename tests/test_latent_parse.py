@@ -135,6 +135,20 @@ def test_unary_layers_bound_the_chain():
     assert LatentParser(g, max_unary=2).logz([["saw"]])[0] == -np.inf
     res = LatentParser(g, max_unary=2).parse([["saw"]])[0]
     assert res.tree is None and res.reason == "no parse"
+    assert LatentParser(g).max_unary == 3                 # by default the grammar's longest chain: exact
+    assert LatentParser(g).logz([["saw"]])[0] == pytest.approx(cky[0], abs=1e-12)
+
+
+def test_default_unary_depth_follows_the_grammar(tmp_path):
+    """A tree with four unaries in a row (ROOT S VP NP NN) parses; with a unary cycle the default is at least 3."""
+    from conftest import grind
+    tb = tmp_path / "u.mrg"
+    tb.write_text("(ROOT (S (VP (NP (NN dog)))))\n")
+    g = tmp_path / "g.txt"
+    grind("make-grammar", "treebank", "--rare", "0", "-o", g, tb)
+    assert "(ROOT (S (VP (NP (NN dog)))))" in grind("parse", g, tb).stdout
+    cyc = LatentParser(grammar(CYCLIC, 2, seed=3))
+    assert cyc.latent.longest_unary_chain()[1] and cyc.max_unary >= 3
 
 
 @pytest.mark.parametrize("h", [1, 2, 3])

@@ -142,6 +142,20 @@ def left_out(sents, what: str = "not written") -> str | None:
     return f"{n} sentences outside the length limits ({what})" if n else None
 
 
+def is_treebank_grammar(path) -> bool:
+    """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
+    mstep --grammar); a grammar read from stdin is not peeked at."""
+    from grind.formats.textio import read_lines
+    if path == "-":
+        return False
+    for _, line in read_lines(path):
+        if not line.startswith("#"):
+            return False
+        if line.strip() == "# model: treebank":
+            return True
+    return False
+
+
 def make_rng(seed):
     set_run_info(seed=seed)
     return np.random.default_rng(seed)

@@ -17,7 +17,7 @@ from grind.errors import InputError, NumericalError
 from grind.formats.counts import Counts, read_counts, write_counts
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
 from grind.cli.common import (corpus_options, output_option, start_option, kernel_option, write_grammar, load,
-                              load_trees, report_failures, TREES_TEXT, check_tree_options)
+                              load_trees, report_failures, TREES_TEXT, check_tree_options, is_treebank_grammar)
 
 #: The algorithms whose iteration estep / sum / mstep carry out (map = em with --alpha, as in grind train).
 STEP_ALGOS = ("em", "map", "vb")
@@ -71,6 +71,9 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
         g, sents, parser = load_trees(grammar, corpus, start, "grind estep")
         what = TREES_TEXT
     else:
+        if is_treebank_grammar(grammar):
+            raise click.UsageError("a treebank grammar's E-step is over gold trees with hidden subtypes: "
+                                   "grind estep --trees TREES (grind loglik scores plain sentences)")
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
         what = spec.describe()
     if hasattr(parser, "release_index"):

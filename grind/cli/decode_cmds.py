@@ -9,7 +9,8 @@ from grind.errors import InputError
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              left_out, report_failures, write_dependencies, _given, FiniteFloatRange)
+                              left_out, report_failures, write_dependencies, _given, FiniteFloatRange,
+                              is_treebank_grammar)
 
 
 @click.command()
@@ -110,7 +111,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
         raise click.UsageError("--expected-f chooses the boundary threshold itself: not with --boundary-threshold")
     if average and (decoder != "mbr" or ln_path):
         raise click.UsageError("--average needs --mbr (and is not for --committee)")
-    if _is_treebank_grammar(grammar):
+    if is_treebank_grammar(grammar):
         if segment or ln_path or decoder == "mbr":
             raise click.UsageError("a treebank grammar decodes with --max-rule-sum (default), --max-rule-product "
                                    "or --viterbi")
@@ -179,18 +180,41 @@ def _member(path, g, first_path):
     return other.probabilities()
 
 
-def _is_treebank_grammar(path) -> bool:
-    """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
-    mstep --grammar); a grammar read from stdin is not peeked at."""
-    from grind.formats.textio import read_lines
-    if path == "-":
-        return False
-    for _, line in read_lines(path):
-        if not line.startswith("#"):
-            return False
-        if line.strip() == "# model: treebank":
-            return True
-    return False
+def treebank_terminals(sents, latent):
+    """The grammar terminals of each sentence's words, as grind parse reads them for a treebank grammar
+    (escaped, and an unknown word replaced by its signature); and how many words were replaced."""
+    from grind.formats.treebank import unknown_token
+    known = latent.known_words()
+    replaced, toks = 0, []
+    for s in sents:
+        row = []
+        for i, w in enumerate(s.tokens):
+            if w not in known:
+                w = unknown_token(w, i == 0, known)
+                replaced += 1
+            row.append(latent.terminal(w))
+        toks.append(row)
+    return toks, replaced
+
+
+def _treebank_logz(grammar_path, corpus, spec, start, kernel):
+    """log Z of every sentence under a treebank grammar (exhaustive; words mapped as grind parse maps them)."""
+    import dataclasses
+    import types
+
+    from grind.cli.common import read_probabilities
+    from grind.grammars.latent import LatentGrammar
+    from grind.kernels.latent_parse import LatentParser
+    if kernel != "auto":
+        raise click.UsageError("a treebank grammar is scored by its own kernel: leave out --kernel")
+    sents = read_corpus(corpus, dataclasses.replace(spec, column="FORM"))
+    g = read_probabilities(grammar_path, start, "grind loglik")
+    latent = LatentGrammar(g)
+    toks, replaced = treebank_terminals(sents, latent)
+    if replaced:
+        log.info(f"{replaced} words the grammar lacks scored as their unknown-word signatures")
+    logz = LatentParser(g, weights=g.probabilities(), latent=latent, prune=False).logz(toks)
+    return g, sents, types.SimpleNamespace(failures={}), logz
 
 
 def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold):
@@ -199,7 +223,7 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
 
     from grind.cli.common import read_probabilities
     from grind.formats.trees import format_tree, map_leaves
-    from grind.formats.treebank import debinarise, unknown_token
+    from grind.formats.treebank import debinarise
     from grind.grammars.latent import LatentGrammar
     from grind.kernels.latent_parse import LatentParser
     import dataclasses
@@ -211,17 +235,7 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     sents = read_corpus(corpus, spec)
     g = read_probabilities(grammar_path, start, "grind parse")
     latent = LatentGrammar(g)
-    known = latent.known_words()
-    replaced = 0
-    toks = []
-    for s in sents:
-        row = []
-        for i, w in enumerate(s.tokens):
-            if w not in known:
-                w = unknown_token(w, i == 0, known)
-                replaced += 1
-            row.append(latent.terminal(w))
-        toks.append(row)
+    toks, replaced = treebank_terminals(sents, latent)
     parser = LatentParser(g, weights=g.probabilities(), latent=latent, prune=prune, threshold=threshold)
     t0 = time.perf_counter()
     results = parser.parse(toks, method=decoder)
@@ -423,8 +437,11 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
     import math
 
     from grind.errors import NumericalError
-    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
-    _, logz = parser.inside_outside(g.probabilities())
+    if is_treebank_grammar(grammar):
+        g, sents, parser, logz = _treebank_logz(grammar, corpus, spec, start, kernel)
+    else:
+        g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
+        _, logz = parser.inside_outside(g.probabilities())
     logz = np.asarray(logz, dtype=np.float64)
     odd = np.flatnonzero(np.isnan(logz) | (logz == np.inf))
     if len(odd):

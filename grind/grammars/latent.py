@@ -233,6 +233,40 @@ class LatentGrammar:
         self.rule_of_entry[flat] = np.arange(n, dtype=np.int64)
         self.n_entries = len(self.rule_of_entry)
 
+    def longest_unary_chain(self) -> tuple[int, bool]:
+        """``(depth, cyclic)``: the most unary base rules A --> B --> ... in a row (0 without unary
+        rules), and whether the base-level unary rules form a cycle (S --> VP --> S: treebank grammars
+        of real trees do); with a cycle, depth is the longest chain once the edges that close a cycle
+        (met again on the search path) are left out."""
+        kids: dict[int, list[int]] = {}
+        for k, a, b in zip(self.kind.tolist(), self.parent.tolist(), self.left.tolist()):
+            if k == UNARY:
+                kids.setdefault(a, []).append(b)
+        depth: dict[int, int] = {}
+        cyclic = False
+        for top in sorted(kids):
+            if top in depth:
+                continue
+            stack, on_path = [(top, iter(kids[top]), 0)], {top}
+            while stack:
+                node, it, best = stack[-1]
+                child = next(it, None)
+                if child is None:
+                    stack.pop()
+                    on_path.discard(node)
+                    depth[node] = best
+                    if stack:
+                        p, pit, pbest = stack[-1]
+                        stack[-1] = (p, pit, max(pbest, 1 + best))
+                elif child in on_path:
+                    cyclic = True
+                elif child in depth:
+                    stack[-1] = (node, it, max(best, 1 + depth[child]))
+                else:
+                    stack.append((child, iter(kids.get(child, ())), 0))
+                    on_path.add(child)
+        return max(depth.values(), default=0), cyclic
+
     def terminal(self, word: str) -> str:
         """The grammar terminal of a word (:func:`escape_word`)."""
         return escape_word(word, self.base_id)

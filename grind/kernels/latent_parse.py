@@ -106,6 +106,8 @@ except ImportError as e:              # pragma: no cover - unbuilt checkout
 
 #: Decoding methods of :meth:`LatentParser.parse`.
 METHODS = {"max-rule-sum": 1, "max-rule-product": 2, "viterbi": 3}
+#: The most unary layers per span the parser runs; with a unary cycle at least DEFAULT_UNARY.
+MAX_UNARY, DEFAULT_UNARY = 30, 3
 
 
 class Parse(NamedTuple):
@@ -227,7 +229,9 @@ class LatentParser:
     symbols (its ``weights`` are used unless ``weights`` is given: one per
     rule); ``latent``: its :class:`LatentGrammar` when already compiled.
     ``prune``: coarse-to-fine pruning at posterior ``threshold``;
-    ``max_unary``: unary layers per span.
+    ``max_unary``: unary layers per span (default: the grammar's longest unary chain, so that the
+    scores are exact; when its unary base rules form a cycle, which the sum cuts, the longest chain
+    without the cycle-closing rules and at least :data:`DEFAULT_UNARY`).
 
     Attributes: ``latent``, ``buffer`` (the fine block weights), ``coarse``
     (the projected weight of every base rule), ``subtype_counts`` (the
@@ -240,17 +244,20 @@ class LatentParser:
     parsed again without pruning), ``failures`` (sentences without a tree).
     """
 
-    def __init__(self, grammar, *, prune: bool = True, threshold: float = 1e-4, max_unary: int = 3,
+    def __init__(self, grammar, *, prune: bool = True, threshold: float = 1e-4, max_unary: int | None = None,
                  weights=None, latent: LatentGrammar | None = None):
         if _latent_parse is None:
             raise ImportError(f"grind.kernels._latent_parse is not built ({_IMPORT_ERROR}); run "
                               "`GRIND_KERNELS=latent_parse python setup.py build_ext --inplace`")
-        if not 0 <= max_unary <= 30:
-            raise ValueError(f"max_unary must be in 0..30, got {max_unary}")
         if not threshold >= 0:
             raise ValueError(f"threshold must be >= 0, got {threshold}")
         self.grammar = grammar
         self.latent = lg = LatentGrammar(grammar) if latent is None else latent
+        if max_unary is None:
+            longest, cyclic = lg.longest_unary_chain()
+            max_unary = min(MAX_UNARY, max(DEFAULT_UNARY, longest) if cyclic else longest)
+        if not 0 <= max_unary <= MAX_UNARY:
+            raise ValueError(f"max_unary must be in 0..{MAX_UNARY}, got {max_unary}")
         if int(lg.nsub.max(initial=1)) > 4095:
             raise ValueError("at most 4095 subtypes per symbol")
         w = np.asarray(grammar.weights if weights is None else weights, dtype=np.float64)
