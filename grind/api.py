@@ -255,11 +255,12 @@ def estep(grammar, corpus) -> Counts:
     return Counts.of(g, np.asarray(counts, dtype=np.float64), stats)
 
 
-def evaluate(gold, predicted, baselines: bool = True) -> dict:
+def evaluate(gold, predicted, baselines: bool = True, **corpus_options) -> dict:
     """Dependency accuracy of ``predicted`` (head lists as :func:`parse`
     returns, Sentences with heads, or a CoNLL path) against ``gold``
-    (Sentences of a treebank, or a path read with default options), as
-    ``grind eval`` scores it.
+    (Sentences of a treebank, or a path), as ``grind eval`` scores it.  A path
+    is read by :func:`read_corpus` with ``corpus_options`` (``column``,
+    ``punct``, ``max_length``, ...: those the gold Sentences were read with).
 
     Returns ``{"directed": ..., "undirected": ...}`` over all sentences, and
     ``"rows"``: one dict per subset (``<=10``, ``<=20``, ``all``) with
@@ -268,9 +269,9 @@ def evaluate(gold, predicted, baselines: bool = True) -> dict:
     ``{"right": rows, "left": rows}`` of the attach-right / attach-left trees.
     """
     from grind.eval.dependencies import baseline_rows, evaluate as evaluate_sentences, score_heads
-    gold = _sentences(gold)
+    gold = read_corpus(gold, **corpus_options) if isinstance(gold, (str, os.PathLike)) else _sentences(gold)
     if isinstance(predicted, (str, os.PathLike)):
-        predicted = read_corpus(predicted)
+        predicted = read_corpus(predicted, **corpus_options)
     if predicted and all(p is None or isinstance(p, Sentence) for p in predicted) \
             and any(isinstance(p, Sentence) for p in predicted):
         rows = evaluate_sentences(gold, predicted, baselines)
@@ -282,6 +283,9 @@ def evaluate(gold, predicted, baselines: bool = True) -> dict:
                 raise InputError(f"gold sentence {s.number} has no heads (read a treebank with read_corpus)")
             if h is not None and len(h) != len(s):
                 raise InputError(f"sentence {i + 1}: {len(h)} predicted heads for {len(s)} gold tokens")
+            if h is not None and not all(isinstance(x, (int, np.integer)) and 0 <= x <= len(s) for x in h):
+                raise InputError(f"sentence {i + 1}: predicted heads must be integers 0..{len(s)} (0 = root): "
+                                 f"{list(h)}")
         rows = score_heads(gold, predicted, baselines)
     out = {"directed": rows[-1]["directed"], "undirected": rows[-1]["undirected"], "rows": rows}
     if baselines:

@@ -143,3 +143,45 @@ def test_train_names_sentences_without_a_parse_under_the_initial_weights(tmp_pat
         r = grind("train", "--algo", algo, "--iterations", "2", "-o", tmp_path / "out.txt", g1, c)
         assert "sentence 2 (line 2) has no parse" in r.stderr and "1 of 2 sentences have no parse" in r.stderr
         assert r.stderr.count("sentence 2 (line 2) has no parse") == 1        # named once, not every step
+
+
+def test_api_checks_what_the_command_line_checks(tmp_path):
+    import grind
+    from grind.errors import InputError
+    from grind.infer.stochastic import StochasticConfig
+    t = tmp_path / "t.txt"
+    t.write_text("DET NOUN VERB\nNOUN VERB\n")
+    d0, d1 = tmp_path / "d0.txt", tmp_path / "d1.txt"
+    from conftest import grind as run
+    run("make-grammar", "dmv", "-o", d0, t)
+    run("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    sents = grind.read_corpus(str(t))
+    for bad in (dict(batch=0), dict(tau=-5), dict(kappa=3), dict(kappa=-0.5), dict(iterations=-1)):
+        with pytest.raises(InputError, match=next(iter(bad))):
+            grind.fit(str(d1), sents, "stochastic", **bad)
+    with pytest.raises(InputError, match="kappa"):
+        StochasticConfig(kappa=float("nan"))
+    with pytest.raises(InputError, match="punct 'UD' is not one of"):
+        grind.read_corpus(str(t), punct="UD")
+    g = grind.read_grammar(str(d1))
+    with pytest.raises(InputError, match="weights must be finite and non-negative"):
+        grind.parse(g.with_weights(-g.weights), sents, decoder="mbr")
+
+
+def test_api_evaluate_reads_paths_with_the_corpus_options_and_checks_heads(tmp_path):
+    import grind
+    from grind.errors import InputError
+    from test_eval_baselines import GOLD, conll
+    g = tmp_path / "gold.conllu"
+    g.write_text(conll(GOLD))
+    res = grind.evaluate(str(g), str(g), column="UPOS", punct="ud")
+    assert res["directed"] == 1.0
+    gold = grind.read_corpus(str(g), column="UPOS", punct="ud")
+    with pytest.raises(InputError, match="integers 0..3"):
+        grind.evaluate(gold[:1], [[99, 0, 2]])
+
+
+def test_two_outputs_on_stdout_are_refused(gc):
+    _, g, c = gc
+    r = grind("train", "--iterations", "1", "--trace", "-", g, c, check=False)
+    assert r.returncode == 2 and "name the same file: standard output" in r.stderr

@@ -118,3 +118,16 @@ def test_treebank_grammar_parses_plain_text_and_text_refuses_tag_columns(tmp_pat
     assert "(ROOT (S (NP (DT The) (NN dog)) (VP (VBZ barks))))" in out
     r = grind("make-grammar", "cnf", "-n", "1", "--column", "UPOS", plain, check=False)
     assert r.returncode == 1 and "--column UPOS needs a CoNLL or Malt-TAB file" in r.stderr
+
+
+def test_unlabeled_eval_gives_noparse_no_credit(tmp_path):
+    g, p = tmp_path / "g.mrg", tmp_path / "p.mrg"
+    g.write_text("(S (NP (PRP it)) (VP (VBZ runs)))\n(S (NP (DT the) (NN dog)) (VP (VBZ runs)))\n")
+    p.write_text("(NOPARSE it runs)\n(S (NP (DT the) (NN dog)) (VP (VBZ runs)))\n")
+    rows = dict(ln.split("\t") for ln in grind("eval", g, p).stdout.splitlines() if "\t" in ln)
+    assert rows["noparse"] == "1" and rows["scored"] == "2"
+    assert rows["exact_match"] == "0.5000" and rows["sentence_mean_f1"] == "0.5000"   # was 1.0 for both
+    assert rows["corpus_precision"] == "1.0000" and rows["corpus_recall"] == "1.0000"
+    p.write_text("(NOPARSE it runs)\n(NOPARSE the dog runs)\n")
+    rows = dict(ln.split("\t") for ln in grind("eval", g, p).stdout.splitlines() if "\t" in ln)
+    assert rows["corpus_precision"] == "nan" and rows["corpus_recall"] == "0.0000" and rows["exact_match"] == "0.0000"

@@ -158,3 +158,25 @@ def test_loglik_maps_words_as_parse_does_and_estep_needs_trees(tmp_path):
     assert "(NOPARSE the cat barks .)" in grind("parse", g, txt).stdout     # the same verdict
     r = grind("estep", g, txt, check=False)
     assert r.returncode == 2 and "grind estep --trees" in r.stderr
+
+
+def test_split_size_is_counted_before_building(tmp_path):
+    from grind.grammars.grammar import read_grammar
+    from grind.grammars.latent import split_size
+    tb, g1, g3 = tmp_path / "t.mrg", tmp_path / "g1.txt", tmp_path / "g3.txt"
+    tb.write_text("(ROOT (S (NP (DT the) (NN dog)) (VP (VBZ barks) (ADVP (RB loudly)))))\n")
+    grind("make-grammar", "treebank", "-o", g1, tb)
+    grind("make-grammar", "treebank", "--subtypes", "3", "-o", g3, tb)
+    assert split_size(read_grammar(str(g1)), 3) == len(read_grammar(str(g3)))
+    r = grind("make-grammar", "treebank", "--subtypes", "10", "--max-rules", "100", tb, check=False)
+    assert r.returncode == 1 and "over --max-rules 100" in r.stderr
+    r = grind("make-grammar", "treebank", "--subtypes", str(10 ** 20), tb, check=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+
+
+def test_too_deep_a_tree_is_a_one_line_error(tmp_path):
+    d = 400
+    deep = tmp_path / "deep.mrg"
+    deep.write_text("(ROOT (S " + "(NP (DT the) " * d + "(NN dog)" + ")" * d + "))\n")
+    r = grind("make-grammar", "treebank", deep, check=False)
+    assert r.returncode == 1 and "nested too deeply" in r.stderr and "Traceback" not in r.stderr

@@ -283,3 +283,12 @@ def test_eval_note_near_baseline(tmp_path):
     pred.write_text("a n a n a\nd o g\n")
     out = grind("eval", "--segmentation", gold, pred).stdout
     assert "# note: morph_F 0.1667 is within 1 point of the chars baseline's 0.1667" in out
+
+
+def test_eval_reads_segmentations_nfc_normalised(tmp_path):
+    nfd, nfc = tmp_path / "nfd.tsv", tmp_path / "nfc.txt"
+    nfd.write_text("cafe\u0301s\tcafe\u0301 @@s\n", encoding="utf-8")
+    nfc.write_text("caf\u00e9 s\n", encoding="utf-8")
+    rows = [ln.split("\t") for ln in grind("eval", "--segmentation", nfd, nfc).stdout.splitlines()
+            if ln.startswith("predicted")]
+    assert rows[0][6] == "1.0000"                                   # exact: the same word, the same cut

@@ -97,3 +97,12 @@ def test_significance_option_errors(tmp_path):
     assert r.returncode == 2 and "options of --significance" in r.stderr
     r = grind("eval", "--labeled", "--significance", g, g, check=False)
     assert r.returncode == 2 and "not --labeled" in r.stderr
+
+
+def test_no_baselines_leaves_the_baseline_comparisons_out(tmp_path):
+    g, right = tmp_path / "gold.conllu", tmp_path / "right.conllu"
+    g.write_text(conll(GOLD))
+    right.write_text(conll([(t, [i + 2 if i + 1 < len(t) else 0 for i in range(len(t))]) for t, _ in GOLD]))
+    out = grind("eval", *UD, "--significance", "--no-baselines", "--samples", "50", g, right, right).stdout
+    table = out.split("# significance:")[1].splitlines()[2:]
+    assert len(table) == 3 and all("attach-" not in r for r in table)      # the two files, three subsets

@@ -11,7 +11,7 @@ from grind.grammars.dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_grammar, dmv_index
 from grind.errors import InputError
 from grind.grammars.cnf import cnf_grammar
 from grind.kernels.select import make_parser
-from grind.infer.stochastic import StochasticVB
+from grind.infer.stochastic import StochasticConfig, StochasticVB
 from grind.infer.training import ShardedEstep, train
 from grind.infer.vb import VB, vb_weights
 
@@ -33,8 +33,8 @@ def theta0(g, seed=0):
 
 def stochastic(g, sents, alpha=1.0, batch=1000, epochs=1, k=1, tau=0.0, kappa=0.7, update="hoffman",
                seed=0, estep=None):
-    cfg = SimpleNamespace(epochs=epochs, batch=batch, batch_iterations=k, tau=tau, kappa=kappa,
-                          update=update)
+    cfg = StochasticConfig(epochs=epochs, batch=batch, batch_iterations=k, tau=tau, update=update)
+    cfg.kappa = kappa        # set after the range check: kappa = 0 (eta = 1) is a test device, not an option
     estep = estep or ShardedEstep(make_parser(g, sents))
     return StochasticVB(g, estep, np.full(len(g), alpha), theta0(g), cfg, np.random.default_rng(seed))
 

@@ -123,7 +123,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         if len(runs) > 1:
             report += format_spread(runs)
         if sig is not None:
-            report += _significance_block(significance_rows(gold_sents, heads, *sig), sig[1], "sentence")
+            report += _significance_block(significance_rows(gold_sents, heads, *sig, baselines=baselines),
+                                          sig[1], "sentence")
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)

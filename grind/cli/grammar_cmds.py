@@ -191,10 +191,12 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
               help="Training words seen at most this many times are replaced by unknown-word signatures.")
 @click.option("--noise", type=FiniteFloatRange(0, 0.5), default=0.01, show_default=True,
               help="Relative random noise on the split rules' probabilities (breaks the symmetry; --seed).")
+@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
+              help="Refuse to build a grammar of more rules than this (counted before building).")
 @seed_option
 @output_option
 @click.argument("trees")
-def make_treebank(trees, subtypes, markov_h, rare, noise, seed, output):
+def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, output):
     """Treebank PCFG of the PTB bracketed TREES, optionally split into latent subtypes.
 
     \b
@@ -216,13 +218,17 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, seed, output):
     """
     from grind.formats.trees import read_trees
     from grind.formats.treebank import prepare
-    from grind.grammars.latent import split_grammar, treebank_grammar
+    from grind.grammars.latent import split_grammar, split_size, treebank_grammar
     name = "<stdin>" if trees == "-" else trees
     prepared, known, counter = prepare(read_trees(trees), name, markov_h, rare=rare)
     if not prepared:
         raise InputError(f"{name}: no tree with a word (after deleting -NONE- elements)")
     g = treebank_grammar(prepared)
     base_rules = len(g)
+    n_split = split_size(g, subtypes)
+    if n_split > max_rules:
+        raise InputError(f"{name}: {base_rules} treebank rules split into {subtypes} subtypes would be {n_split:,} "
+                         f"rules, over --max-rules {max_rules:,}")
     g = split_grammar(g, subtypes, make_rng(seed), noise)
     log.info(f"{name}: {len(prepared)} trees ({counter['empty']} empty after deleting -NONE-, skipped), "
              f"{len(known)} known words, {counter['replaced']} rare word tokens -> signatures; "

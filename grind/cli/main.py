@@ -126,6 +126,9 @@ def main(argv=None):
         _exit(143, "grind: terminated")
     except MemoryError:
         _exit(1, "grind: error: out of memory")
+    except RecursionError:
+        _exit(1, f"grind: error: the input is nested too deeply (a tree more than ~{sys.getrecursionlimit() // 3} "
+                 "levels deep?) for grind's recursive readers")
     except OSError as e:  # e.g. writing --help to a full disk; reading is InputError already
         where = f"{e.filename}: " if e.filename else ""
         _exit(1, f"grind: error: {where}{e.strerror or e}")

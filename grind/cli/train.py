@@ -326,8 +326,8 @@ def _check_distinct_outputs(**paths):
     given = [(k, v) for k, v in paths.items() if v]
     for i, (k1, p1) in enumerate(given):
         for k2, p2 in given[i + 1:]:
-            if same_file(p1, p2):
-                raise click.UsageError(f"{k1} and {k2} name the same file: {p2}")
+            if same_file(p1, p2) or p1 == p2 == "-":
+                raise click.UsageError(f"{k1} and {k2} name the same file: {'standard output' if p2 == '-' else p2}")
 
 
 #: Algorithms whose E-step is the driver's ``estep`` over the whole corpus or a minibatch (--cluster runs it).

@@ -5,6 +5,9 @@ width-1 spans and the whole-sentence span are not counted; sentences of
 length 1 are skipped.  Reported: corpus-level P/R/F1 from pooled counts, the
 sentence-level mean F1 (a sentence with no gold span has recall 1, and with
 no predicted span either precision 1), and exact match (equal span sets).
+A NOPARSE line (no tree) gets no credit: sentence F1 0, not an exact match,
+its gold spans in the recall denominator.  A corpus-level precision (recall)
+with no predicted (gold) span at all is undefined: nan, never 1.
 Traces (-NONE-) are removed from gold trees, and punctuation if asked, before
 spans are read; the gold trees are filtered by length like the parsed corpus.
 """
@@ -38,16 +41,24 @@ def evaluate(gold_trees, pred_trees) -> dict:
         if leaves(g) != leaves(p):
             raise InputError(f"tree {k}: gold and predicted yields differ: "
                              f"{' '.join(leaves(g))!r} vs {' '.join(leaves(p))!r}")
-        noparse += p[0] == "NOPARSE"
         if len(leaves(g)) < 2:
+            noparse += p[0] == "NOPARSE"
             continue
         gs, ps = span_set(g), span_set(p)
+        if p[0] == "NOPARSE":         # no tree: no credit, not even for a sentence with no span to find
+            noparse, n_gold, scored = noparse + 1, n_gold + len(gs), scored + 1
+            f1s.append(0.0)
+            continue
         m = len(gs & ps)
         match, n_pred, n_gold = match + m, n_pred + len(ps), n_gold + len(gs)
         f1s.append(_prf(m, len(ps), len(gs))[2])
         exact += gs == ps
         scored += 1
     p, r, f = _prf(match, n_pred, n_gold)
+    if not n_pred:                      # corpus level: P (R) with no predicted (gold) span is undefined
+        p = f = float("nan")
+    if not n_gold:
+        r = f = float("nan")
     return {"sentences": len(gold_trees), "scored": scored, "noparse": noparse,
             "precision": p, "recall": r, "f1": f,
             "sentence_f1": sum(f1s) / len(f1s) if f1s else 0.0,

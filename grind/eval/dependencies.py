@@ -103,10 +103,11 @@ def score_heads(gold_sents, pred_heads, baselines: bool = True) -> list[dict]:
     return rows
 
 
-def significance_rows(gold_sents, predicted: dict, rng, samples: int) -> list[tuple]:
+def significance_rows(gold_sents, predicted: dict, rng, samples: int, baselines: bool = True) -> list[tuple]:
     """Each predicted system (name -> head lists, None = unparsed, in order) against every later one and
-    against attach-right / attach-left, by :func:`grind.eval.significance.approximate_randomization`
-    over the sentences of each subset: rows (system, against, "directed:SUBSET", score, against_score, p)."""
+    (with ``baselines``) against attach-right / attach-left, by
+    :func:`grind.eval.significance.approximate_randomization` over the sentences of each subset:
+    rows (system, against, "directed:SUBSET", score, against_score, p)."""
     import numpy as np
     from grind.eval.significance import approximate_randomization, ratio
     systems = dict(predicted)
@@ -117,7 +118,7 @@ def significance_rows(gold_sents, predicted: dict, rng, samples: int) -> list[tu
     lengths = np.array([len(g) for g in gold_sents])
     names, rows = list(predicted), []
     for k, a in enumerate(names):
-        for b in names[k + 1:] + [f"attach-{b}" for b in BASELINES]:
+        for b in names[k + 1:] + ([f"attach-{b}" for b in BASELINES] if baselines else []):
             for limit, sub in SUBSETS:
                 keep = lengths <= limit if limit is not None else np.ones(len(lengths), dtype=bool)
                 if not keep.any():

@@ -77,6 +77,12 @@ class CorpusSpec:
     #: Keep the first occurrence of every distinct token sequence only.
     types: bool = False
 
+    def __post_init__(self):
+        for what, v, ok in (("format", self.format, FORMATS), ("punct", self.punct, tuple(PUNCT_RULES)),
+                            ("column", self.column, (None, *COLUMNS))):
+            if v not in ok:
+                raise InputError(f"{what} {v!r} is not one of {', '.join(str(x) for x in ok)}")
+
     def describe(self) -> str:
         col = self.column or "tokens"
         lim = f"{self.min_length}..{self.max_length if self.max_length else 'inf'}"

@@ -20,6 +20,7 @@ empty morph (two spaces in a row, a leading or trailing space, a bare
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from grind.errors import InputError
@@ -89,7 +90,9 @@ def read_segmentations(path: str) -> list[Segmentation]:
 
 
 def parse_line(line: str, where: str, lineno: int = 0) -> Segmentation:
-    """One line of a segmentation file (``where`` = ``file:line`` for errors)."""
+    """One line of a segmentation file (``where`` = ``file:line`` for errors), NFC-normalised as
+    ``--chars`` normalises words (so an NFD gold file scores against grind's NFC output)."""
+    line = unicodedata.normalize("NFC", line)
     if "\t" not in line:
         morphs = tuple(line.split(" "))
         if "" in morphs:

@@ -245,6 +245,12 @@ def require_probabilities(grammar: Grammar, path: str, command: str = "this comm
     posterior mean is used).  A file whose header says its weights are
     unnormalised, or are counts, is refused even where they happen to sum to 1."""
     name = "<stdin>" if path == "-" else path
+    w = np.asarray(grammar.weights, dtype=np.float64)
+    bad_w = np.flatnonzero(~(np.isfinite(w) & (w >= 0)))
+    if len(bad_w):
+        lhs, rhs = grammar.rules[int(bad_w[0])]
+        raise InputError(f"{name}: the weight of rule {lhs} {ARROW} {' '.join(rhs)} is {float(w[bad_w[0]])!r}: "
+                         "weights must be finite and non-negative")
     kind = grammar.weight_kind()
     if kind == "pseudo-counts":
         return

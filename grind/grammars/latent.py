@@ -124,6 +124,15 @@ def treebank_grammar(trees) -> Grammar:
     return g.with_weights(g.normalize(w), meta={"weights": "probabilities (relative frequencies)"})
 
 
+def split_size(g: Grammar, h: int) -> int:
+    """How many rules :func:`split_grammar` makes of ``g`` with ``h`` subtypes (a Python int: no overflow)."""
+    nts = set(g.nonterminals)
+    total = 0
+    for lhs, rhs in g.iter_rules():
+        total += (1 if lhs == g.start else h) * h ** sum(s in nts for s in rhs)
+    return total
+
+
 def split_grammar(g: Grammar, h: int, rng: np.random.Generator, noise: float = 0.01) -> Grammar:
     """Every nonterminal of the treebank PCFG ``g`` but its start symbol split
     into ``h`` subtypes (module docstring)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from grind.errors import InputError
+
 
 def option(default, help: str, range: tuple | None = None, choices: tuple | None = None):
     """A config field: ``default``, ``metadata={"help": help, "range": range, "choices": choices}``
@@ -30,6 +32,23 @@ class TrainConfig:
     tolerance: float = option(1e-6, "Stop when the objective's relative change is at most this.", (0, None))
     jobs: int = option(1, "Threads for the E-step (results do not depend on it).", (1, None))
     kernel: str = option("auto", "Chart kernel (streaming builds its own parsers).")
+
+    def __post_init__(self):
+        """Every field within its ``range`` and ``choices`` (the command line checks them too; this is for
+        the Python API): an InputError naming the field and saying what it is."""
+        for f in dataclasses.fields(self):
+            v, lo_hi, choices = getattr(self, f.name), f.metadata.get("range"), f.metadata.get("choices")
+            if v is None:
+                continue
+            if choices is not None and str(v) not in map(str, choices):      # the command line gives '1
+                raise InputError(f"{f.name} = {v!r}: not one of {', '.join(map(str, choices))} "
+                                 f"({f.metadata['help']})")
+            if lo_hi is not None:
+                lo, hi = lo_hi
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v \
+                        or (lo is not None and v < lo) or (hi is not None and v > hi):
+                    raise InputError(f"{f.name} = {v!r}: not a number in [{lo}, {'inf' if hi is None else hi}] "
+                                     f"({f.metadata['help']})")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
