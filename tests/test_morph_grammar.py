@@ -155,3 +155,19 @@ def test_planted_corpus_parses_with_true_segmentation():
         rules = [("Word", slots)] + [(s, tuple(m)) for s, m in zip(slots, morphs)]
         lp = sum(np.log(g.weights[g.index[f"{a} --> {' '.join(b)}"]]) for a, b in rules)
         assert np.isfinite(lp) and lp <= z + 1e-9
+
+
+@pytest.mark.parametrize("templates, msg", [
+    ("Word --> Word | Stem", "a cycle of one-symbol templates through Word"),
+    ("Word --> Stem\nStem --> Root\nRoot --> Stem", "no slot"),
+    ("Word --> Stem Word", "Word derives no word"),
+])
+def test_templates_that_derive_no_word_are_refused(tmp_path, templates, msg):
+    from conftest import grind
+    t, w = tmp_path / "t.txt", tmp_path / "w.txt"
+    t.write_text(templates + "\n")
+    w.write_text("abc\nabd\n")
+    r = grind("make-grammar", "morph", "--chars", "--templates", t, w, check=False)
+    assert r.returncode == 1 and msg in r.stderr
+    t.write_text("Word --> Pres Stem | Stem\nPres --> Pre | Pre Pres\n")          # recursion with a way out
+    assert grind("make-grammar", "morph", "--chars", "--templates", t, w).returncode == 0

@@ -116,6 +116,40 @@ def slots_of(templates) -> list[str]:
     return list(dict.fromkeys(x for _, rhs in templates for x in rhs if x not in lhss))
 
 
+def check_templates(templates) -> None:
+    """InputError unless the templates can derive a word: some symbol is a slot (no template's LHS, so it
+    gets the substring rules), the start symbol reaches slots through finitely many rules, and no chain
+    of one-symbol templates leads back to its start (a unary cycle, which no parser sums)."""
+    start, lhss = templates[0][0], {lhs for lhs, _ in templates}
+    if not slots_of(templates):
+        raise InputError("no slot: every template symbol has template rules of its own, so none rewrites "
+                         "to substrings")
+    productive = set(slots_of(templates))
+    grew = True
+    while grew:
+        grew = False
+        for lhs, rhs in templates:
+            if lhs not in productive and all(x in productive for x in rhs):
+                productive.add(lhs)
+                grew = True
+    if start not in productive:
+        raise InputError(f"{start} derives no word: each of its templates needs a symbol that never ends "
+                         "in slots (recursion without a way out)")
+    unary = {}
+    for lhs, rhs in templates:
+        if len(rhs) == 1 and rhs[0] in lhss:
+            unary.setdefault(lhs, []).append(rhs[0])
+    for top in unary:
+        seen, todo = set(), list(unary[top])
+        while todo:
+            x = todo.pop()
+            if x == top:
+                raise InputError(f"a cycle of one-symbol templates through {top} ({top} {ARROW} ... {ARROW} {top})")
+            if x not in seen:
+                seen.add(x)
+                todo += unary.get(x, [])
+
+
 def substrings(words, max_morph_length=None) -> dict[tuple[str, ...], int]:
     """Distinct substrings (token tuples, at most ``max_morph_length`` long) of
     ``words`` in first-seen order, each with the bit set of its occurrence
@@ -173,6 +207,7 @@ def morph_grammar(words, templates, max_morph_length=None, shared=True, subs=Non
     if not words:
         raise InputError("no words")
     start = templates[0][0]
+    check_templates(templates)
     if subs is None:
         subs = substrings(words, max_morph_length)
     symbols = {lhs for lhs, _ in templates} | set(slots_of(templates))
