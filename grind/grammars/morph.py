@@ -135,7 +135,7 @@ def check_templates(templates) -> None:
     if start not in productive:
         raise InputError(f"{start} derives no word: each of its templates needs a symbol that never ends "
                          "in slots (recursion without a way out)")
-    unary = {}
+    unary: dict[str, list[str]] = {}
     for lhs, rhs in templates:
         if len(rhs) == 1 and rhs[0] in lhss:
             unary.setdefault(lhs, []).append(rhs[0])
