@@ -49,14 +49,14 @@ def read_grammar(path, start: str | None = None) -> Grammar:
 
 
 def read_corpus(path, column: str | None = None, punct: str = "none", max_length: int | None = None,
-                min_length: int = 1, format: str = "auto") -> list[Sentence]:
+                min_length: int = 1, format: str = "auto", chars: bool = False, types: bool = False) -> list[Sentence]:
     """The sentences of a corpus file, read as ``grind --format --column --punct
-    --max-length --min-length`` reads it: a list of
+    --max-length --min-length --chars --types`` reads it: a list of
     :class:`~grind.formats.corpus.Sentence` (``.tokens``; ``.heads`` the gold
-    heads of a treebank)."""
+    heads of a treebank; with ``chars``, one word a line as its NFC characters, for morphology grammars)."""
     if max_length is not None and min_length > max_length:
         raise InputError(f"min_length {min_length} is above max_length {max_length}")
-    return _read_corpus(os.fspath(path), CorpusSpec(format, column, punct, max_length, min_length))
+    return _read_corpus(os.fspath(path), CorpusSpec(format, column, punct, max_length, min_length, chars, types))
 
 
 def _grammar(grammar) -> Grammar:
@@ -219,6 +219,8 @@ def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
     from grind.kernels.dmv import DMVParser
     if decoder not in ("viterbi", "mbr"):
         raise ValueError(f"decoder must be 'viterbi' or 'mbr', not {decoder!r}")
+    if isinstance(average, (str, os.PathLike, Grammar)):
+        average = [average]                     # one grammar, not a sequence of characters
     if average and decoder != "mbr":
         raise ValueError("average needs decoder='mbr'")
     g = _probabilities(_grammar(grammar), False, "grind.parse")

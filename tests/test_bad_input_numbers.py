@@ -185,3 +185,36 @@ def test_two_outputs_on_stdout_are_refused(gc):
     _, g, c = gc
     r = grind("train", "--iterations", "1", "--trace", "-", g, c, check=False)
     assert r.returncode == 2 and "name the same file: standard output" in r.stderr
+
+
+def test_api_reads_character_corpora_and_one_average_grammar(tmp_path):
+    import grind
+    w = tmp_path / "w.txt"
+    w.write_text("abc\nabd\n")
+    from conftest import grind as run
+    g = tmp_path / "m.txt"
+    run("make-grammar", "morph", "--chars", "-o", g, w)
+    words = grind.read_corpus(str(w), chars=True)
+    assert [s.tokens for s in words] == [["a", "b", "c"], ["a", "b", "d"]]
+    trees = grind.parse(str(g), words)
+    assert all(t is not None and t[0] == "Word" for t in trees)
+    t = tmp_path / "t.txt"
+    t.write_text("DET NOUN VERB\nNOUN VERB\n")
+    d0, d1 = tmp_path / "d0.txt", tmp_path / "d1.txt"
+    run("make-grammar", "dmv", "-o", d0, t)
+    run("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    sents = grind.read_corpus(str(t))
+    assert grind.parse(str(d1), sents, decoder="mbr", average=str(d1)) == grind.parse(str(d1), sents, decoder="mbr")
+
+
+def test_tie_over_a_joint_grammar_needs_a_dmv_in_every_language(tmp_path):
+    t = tmp_path / "t.txt"
+    t.write_text("DET NOUN VERB\nNOUN VERB\n")
+    d0, d1, c0, c1 = (tmp_path / f"{n}.txt" for n in ("d0", "d1", "c0", "c1"))
+    grind("make-grammar", "dmv", "-o", d0, t)
+    grind("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    grind("make-grammar", "cnf", "-n", "1", "-p", "1", "-o", c0, t)
+    grind("init", "-o", c1, c0)
+    r = grind("make-structure", "--tie", "V", d1, c1, check=False)
+    assert r.returncode == 1 and "the joint grammar's '2' is not one" in r.stderr
+    assert "tie:verb" in grind("make-structure", "--tie", "V", d1, d1).stdout

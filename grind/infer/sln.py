@@ -240,6 +240,12 @@ def tie_structure(grammar, pk, tie: str, families, what: str = DEFAULT_TIE_WHAT)
     if not any(v[1] == "choose" for v in heads.values()):
         raise InputError("--tie V/N/VN/A ties the choose and stop multinomials of a DMV grammar; "
                          "for other grammars write a structure file")
+    langs = {a.split(JOINT_SEP, 1)[0] for a in grammar.nonterminals} if JOINT_SEP in grammar.start else set()
+    with_choose = {v[0] for v in heads.values() if v[1] == "choose"}
+    for name in sorted(langs):
+        if name not in with_choose:
+            raise InputError(f"--tie V/N/VN/A ties DMV grammars, but the joint grammar's {name!r} is not one "
+                             "(no choose multinomial): for other grammars write a structure file")
     want = TIES[tie]
     key = (lambda f: want.get(f)) if want is not None else (lambda f: NOMINAL.get(f, f))   # noqa: E731
     kidx = {a: k for k, a in enumerate(pk.lhs)}
