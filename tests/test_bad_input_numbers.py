@@ -14,6 +14,15 @@ def gc(files):  # noqa: F811
     return files, files / "g.txt", files / "c.txt"
 
 
+def tiny_dmv(tmp_path):
+    """A tag corpus t.txt and its DMV grammar with the harmonic initialisation: (t.txt, d1.txt)."""
+    t, d0, d1 = tmp_path / "t.txt", tmp_path / "d0.txt", tmp_path / "d1.txt"
+    t.write_text("DET NOUN VERB\nNOUN VERB\n")
+    grind("make-grammar", "dmv", "-o", d0, t)
+    grind("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    return t, d1
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -0.5])
 def test_a_grammar_with_a_bad_weight_is_never_written(gc, bad):
     d, g, _ = gc
@@ -149,12 +158,7 @@ def test_api_checks_what_the_command_line_checks(tmp_path):
     import grind
     from grind.errors import InputError
     from grind.infer.stochastic import StochasticConfig
-    t = tmp_path / "t.txt"
-    t.write_text("DET NOUN VERB\nNOUN VERB\n")
-    d0, d1 = tmp_path / "d0.txt", tmp_path / "d1.txt"
-    from conftest import grind as run
-    run("make-grammar", "dmv", "-o", d0, t)
-    run("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    t, d1 = tiny_dmv(tmp_path)
     sents = grind.read_corpus(str(t))
     for bad in (dict(batch=0), dict(tau=-5), dict(kappa=3), dict(kappa=-0.5), dict(iterations=-1)):
         with pytest.raises(InputError, match=next(iter(bad))):
@@ -198,21 +202,14 @@ def test_api_reads_character_corpora_and_one_average_grammar(tmp_path):
     assert [s.tokens for s in words] == [["a", "b", "c"], ["a", "b", "d"]]
     trees = grind.parse(str(g), words)
     assert all(t is not None and t[0] == "Word" for t in trees)
-    t = tmp_path / "t.txt"
-    t.write_text("DET NOUN VERB\nNOUN VERB\n")
-    d0, d1 = tmp_path / "d0.txt", tmp_path / "d1.txt"
-    run("make-grammar", "dmv", "-o", d0, t)
-    run("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    t, d1 = tiny_dmv(tmp_path)
     sents = grind.read_corpus(str(t))
     assert grind.parse(str(d1), sents, decoder="mbr", average=str(d1)) == grind.parse(str(d1), sents, decoder="mbr")
 
 
 def test_tie_over_a_joint_grammar_needs_a_dmv_in_every_language(tmp_path):
-    t = tmp_path / "t.txt"
-    t.write_text("DET NOUN VERB\nNOUN VERB\n")
-    d0, d1, c0, c1 = (tmp_path / f"{n}.txt" for n in ("d0", "d1", "c0", "c1"))
-    grind("make-grammar", "dmv", "-o", d0, t)
-    grind("init", "--harmonic", "--corpus", t, "-o", d1, d0)
+    t, d1 = tiny_dmv(tmp_path)
+    c0, c1 = tmp_path / "c0.txt", tmp_path / "c1.txt"
     grind("make-grammar", "cnf", "-n", "1", "-p", "1", "-o", c0, t)
     grind("init", "-o", c1, c0)
     r = grind("make-structure", "--tie", "V", d1, c1, check=False)
