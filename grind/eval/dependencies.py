@@ -109,22 +109,22 @@ def significance_rows(gold_sents, predicted: dict, rng, samples: int, baselines:
     :func:`grind.eval.significance.approximate_randomization` over the sentences of each subset:
     rows (system, against, "directed:SUBSET", score, against_score, p)."""
     import numpy as np
-    from grind.eval.significance import approximate_randomization, ratio
+    from grind.eval.significance import approximate_randomization, comparisons, ratio
     systems = dict(predicted)
-    systems.update({f"attach-{b}": [attach_heads(len(g), b) for g in gold_sents] for b in BASELINES})
+    if baselines:
+        systems.update({f"attach-{b}": [attach_heads(len(g), b) for g in gold_sents] for b in BASELINES})
     stats = {n: np.array([(0 if p is None else score_sentence(g.heads, list(p))[0], len(g))
                           for g, p in zip(gold_sents, heads)], dtype=np.float64).reshape(-1, 2)
              for n, heads in systems.items()}
     lengths = np.array([len(g) for g in gold_sents])
-    names, rows = list(predicted), []
-    for k, a in enumerate(names):
-        for b in names[k + 1:] + ([f"attach-{b}" for b in BASELINES] if baselines else []):
-            for limit, sub in SUBSETS:
-                keep = lengths <= limit if limit is not None else np.ones(len(lengths), dtype=bool)
-                if not keep.any():
-                    continue
-                x, y, pv = approximate_randomization(stats[a][keep], stats[b][keep], ratio(0, 1), rng, samples)
-                rows.append((a, b, f"directed:{sub}", x, y, pv))
+    rows = []
+    for a, b in comparisons(predicted, [n for n in systems if n not in predicted]):
+        for limit, sub in SUBSETS:
+            keep = lengths <= limit if limit is not None else np.ones(len(lengths), dtype=bool)
+            if not keep.any():
+                continue
+            x, y, pv = approximate_randomization(stats[a][keep], stats[b][keep], ratio(0, 1), rng, samples)
+            rows.append((a, b, f"directed:{sub}", x, y, pv))
     return rows
 
 

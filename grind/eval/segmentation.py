@@ -140,17 +140,16 @@ def significance_rows(gold: dict, predicted: dict, rng, samples: int) -> list[tu
     :func:`grind.eval.significance.approximate_randomization` over the word types: rows
     (system, against, measure, score, against_score, p) for exact, morph_F and boundary_F."""
     import numpy as np
-    from grind.eval.significance import approximate_randomization
+    from grind.eval.significance import approximate_randomization, comparisons
     systems = dict(predicted)
     systems.update({f"baseline-{b}": {w: baseline_spans(w, b) for w in gold} for b in BASELINES})
     stats = {n: np.array([word_counts(w, g, sp[w]) for w, g in gold.items()], dtype=np.float64)
              .reshape(-1, len(COUNTS)) for n, sp in systems.items()}
-    names, rows = list(predicted), []
-    for k, a in enumerate(names):
-        for b in names[k + 1:] + [f"baseline-{b}" for b in BASELINES]:
-            for m, f in _tested().items():
-                x, y, pv = approximate_randomization(stats[a], stats[b], f, rng, samples)
-                rows.append((a, b, m, x, y, pv))
+    rows = []
+    for a, b in comparisons(predicted, [f"baseline-{b}" for b in BASELINES]):
+        for m, f in _tested().items():
+            x, y, pv = approximate_randomization(stats[a], stats[b], f, rng, samples)
+            rows.append((a, b, m, x, y, pv))
     return rows
 
 

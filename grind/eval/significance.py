@@ -49,6 +49,12 @@ def approximate_randomization(a, b, score, rng, samples: int = SAMPLES) -> tuple
     return fa, fb, (hits + 1) / (samples + 1)
 
 
+def comparisons(names, baselines) -> list[tuple[str, str]]:
+    """The (system, against) pairs tested: every system against every later one, then against each baseline."""
+    names = list(names)
+    return [(a, b) for k, a in enumerate(names) for b in [*names[k + 1:], *baselines]]
+
+
 def definition(samples: int, item: str) -> str:
     return (f"# significance: paired approximate randomization test (Noreen 1989; Riezler & Maxwell 2005), "
             f"{samples} samples, each swapping the two systems' outputs of every {item} with probability 1/2; "

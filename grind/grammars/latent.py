@@ -253,27 +253,21 @@ class LatentGrammar:
                 kids.setdefault(a, []).append(b)
         depth: dict[int, int] = {}
         cyclic = False
-        for top in sorted(kids):
-            if top in depth:
-                continue
-            stack, on_path = [(top, iter(kids[top]), 0)], {top}
-            while stack:
-                node, it, best = stack[-1]
-                child = next(it, None)
-                if child is None:
-                    stack.pop()
-                    on_path.discard(node)
-                    depth[node] = best
-                    if stack:
-                        p, pit, pbest = stack[-1]
-                        stack[-1] = (p, pit, max(pbest, 1 + best))
-                elif child in on_path:
+
+        def walk(node, path):           # the base symbols are few: recursion depth is bounded by them
+            nonlocal cyclic
+            best = 0
+            for c in kids.get(node, ()):
+                if c in path:
                     cyclic = True
-                elif child in depth:
-                    stack[-1] = (node, it, max(best, 1 + depth[child]))
-                else:
-                    stack.append((child, iter(kids.get(child, ())), 0))
-                    on_path.add(child)
+                    continue
+                best = max(best, 1 + (depth[c] if c in depth else walk(c, path | {c})))
+            depth[node] = best
+            return best
+
+        for top in sorted(kids):
+            if top not in depth:
+                walk(top, {top})
         return max(depth.values(), default=0), cyclic
 
     def terminal(self, word: str) -> str:
