@@ -179,6 +179,8 @@ def test_tie_file_cli_and_errors(tmp_path):
     g3, c3 = _write(tmp_path, "c", dmv_grammar([["NOUN", "ADJ"]]), [["NOUN", "ADJ"]])
     r = grind("train", "--algo", "ln", "--iterations", "1", "--tie", "V", g3, c3)
     assert "plain logistic normal" in r.stderr
+    r = grind("make-structure", "--tie", "V", g3)
+    assert "plain logistic normal" in r.stderr and "(0 shared)" in r.stdout
 
 
 def test_committee_sampler_on_a_tied_prior(tmp_path):

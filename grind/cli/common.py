@@ -19,6 +19,25 @@ from grind.formats.textio import header_lines, open_out, output_problem, set_run
 
 # ----------------------------------------------------------------------------- helpers
 
+class OneChoiceCommand(click.Command):
+    """A command whose flags that share a destination (``--viterbi`` / ``--mbr``:
+    ``flag_value`` options of one name) are alternatives: click lets the last one
+    given win silently; giving two different ones here is a usage error."""
+
+    def parse_args(self, ctx, args):
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        chosen: dict[str, list[str]] = {}
+        for param in order:
+            if isinstance(param, click.Option) and param.is_flag and not param.is_bool_flag:
+                flags = chosen.setdefault(param.name or "", [])
+                if param.opts[0] not in flags:
+                    flags.append(param.opts[0])
+        for flags in chosen.values():
+            if len(flags) > 1:
+                raise click.UsageError(f"{' and '.join(flags)} are alternatives: give one", ctx)
+        return super().parse_args(ctx, args)
+
+
 def corpus_options(f):
     """--format/--column/--punct/--max-length/--min-length/--chars/--types, collected into ``spec``."""
     opts = [

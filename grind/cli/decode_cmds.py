@@ -10,10 +10,10 @@ from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
                               left_out, report_failures, write_dependencies, _given, FiniteFloatRange,
-                              is_treebank_grammar)
+                              is_treebank_grammar, OneChoiceCommand)
 
 
-@click.command()
+@click.command(cls=OneChoiceCommand)
 @corpus_options
 @click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
 @click.option("--mbr", "decoder", flag_value="mbr",

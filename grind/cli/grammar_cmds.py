@@ -10,7 +10,7 @@ from grind.errors import InputError
 from grind.grammars.grammar import read_grammar
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
-                              make_rng, write_grammar)
+                              make_rng, write_grammar, OneChoiceCommand)
 
 
 @click.group("make-grammar")
@@ -335,7 +335,7 @@ def make_structure(tie, tie_what, families, output, grammars):
                     families=families)
 
 
-@click.command()
+@click.command(cls=OneChoiceCommand)
 @click.option("--uniform", "mode", flag_value="uniform", default=True, help="Uniform per LHS (default).")
 @click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
 @click.option("--harmonic", "mode", flag_value="harmonic",

@@ -146,15 +146,18 @@ class Grammar(RuleSet):
 
     def weight_kind(self) -> str:
         """What the weights are, from the ``# weights:`` header: ``pseudo-counts``,
-        ``unnormalised``, ``counts`` or ``probabilities`` (also when there is no header)."""
+        ``unnormalised``, ``counts`` or ``probabilities`` (also when there is no header),
+        or ``unknown`` for a header that says none of these."""
         w = self.meta.get("weights", "")
+        if not w or w.startswith("probabilities"):
+            return "probabilities"
         if w.startswith(PSEUDO_COUNTS):
             return "pseudo-counts"
         if w.startswith("unnormalised") or w.startswith("unnormalized"):
             return "unnormalised"
         if w.startswith(COUNTS_HEADER):
             return "counts"
-        return "probabilities"
+        return "unknown"
 
     def unnormalised_lhs(self, rtol: float = 1e-6):
         """``(lhs, sum)`` of the first LHS whose weights are not all 0 and do
@@ -256,6 +259,10 @@ def require_probabilities(grammar: Grammar, path: str, command: str = "this comm
         return
     fix = (f"run 'grind init' to normalise them, or if they are Dirichlet pseudo-counts give the file "
            f"the header line '# weights: {PSEUDO_COUNTS}'")
+    if kind == "unknown":
+        raise InputError(f"{name}: its header says '# weights: {grammar.meta['weights']}', which is none of "
+                         f"'probabilities', 'unnormalised', '{PSEUDO_COUNTS}' or '{COUNTS_HEADER}': say what the "
+                         "weights are, or remove the line (weights are then read as probabilities)")
     if kind in ("unnormalised", "counts"):
         raise InputError(f"{name}: its header says '# weights: {grammar.meta['weights']}', but {command} "
                          f"needs rule probabilities: {fix}")
@@ -274,7 +281,7 @@ def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
     try:
         require_probabilities(grammar, name, command)
     except InputError:
-        if not normalise or grammar.weight_kind() == "counts":
+        if not normalise or grammar.weight_kind() in ("counts", "unknown"):
             raise
         from grind import log
         log.warn(f"{'<stdin>' if name == '-' else name}: the weights are not probabilities (some left-hand "

@@ -822,9 +822,6 @@ class LogisticNormal(Algorithm):
         else:
             tie = cfg.tie
             self.st = make_structure(grammar, pk, tie, families, cfg.tie_what)
-            if tie and self.st.is_plain:
-                log.warn(f"--tie {tie}: no expert covers two multinomials (no tag family has two heads "
-                         "in this grammar); this is the plain logistic normal")
             self.warmup = int(cfg.tie_warmup or 0)
             if self.warmup > 0 and not self.st.is_plain:
                 self._plain, self._tied = Structure.plain(pk), self.st

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grind import log
 from grind.errors import InputError
 from grind.grammars.families import read_families
 from grind.grammars.grammar import Grammar
@@ -257,9 +258,12 @@ def tie_structure(grammar, pk, tie: str, families, what: str = DEFAULT_TIE_WHAT)
             continue
         name = f"tie:{f}:{side}" if kind == "choose" else f"tie:{f}:stop:{side}:{val}"
         buckets.setdefault(name, []).append(kidx[a])
-    experts = [(a, (k,)) for k, a in enumerate(pk.lhs)]
-    experts += [(name, tuple(ks)) for name, ks in sorted(buckets.items()) if len(ks) > 1]
-    return Structure(pk, experts)
+    shared = [(name, tuple(ks)) for name, ks in sorted(buckets.items()) if len(ks) > 1]
+    if not shared:
+        tied = "every family" if want is None else "the family " + " and ".join(sorted(set(want.values())))
+        log.warn(f"--tie {tie} ties {tied}, but no such family has two heads in this grammar under the tag-family "
+                 "mapping given (--families): no expert covers two multinomials; this is the plain logistic normal")
+    return Structure(pk, [(a, (k,)) for k, a in enumerate(pk.lhs)] + shared)
 
 
 def read_structure(path: str, pk) -> Structure:
