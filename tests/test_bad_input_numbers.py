@@ -154,6 +154,16 @@ def test_train_names_sentences_without_a_parse_under_the_initial_weights(tmp_pat
         assert r.stderr.count("sentence 2 (line 2) has no parse") == 1        # named once, not every step
 
 
+def test_train_names_sentences_of_probability_zero_under_the_initial_weights(tmp_path):
+    c, g = tmp_path / "c.txt", tmp_path / "g.txt"
+    c.write_text("a b\na c\n")
+    g.write_text("1 S --> A B\n1 A --> a\n1 B --> b\n0 B --> c\n")    # 'a c' parses, with probability 0
+    for algo in ("em", "vb", "cvb"):
+        r = grind("train", "--algo", algo, "--iterations", "2", "-o", tmp_path / "out.txt", g, c)
+        assert r.stderr.count("under the initial weights") == 1, (algo, r.stderr)
+        assert "sentence 2 (line 2)" in r.stderr, (algo, r.stderr)
+
+
 def test_api_checks_what_the_command_line_checks(tmp_path):
     import grind
     from grind.errors import InputError

@@ -476,7 +476,8 @@ def _name_zero_parses(sents, parser, logz) -> None:
     z = np.array(logz, dtype=np.float64)
     z[list(parser.failures)] = 0.0
     if not np.all(np.isfinite(z)):
-        log.warn("under the initial weights:")
+        log.warn("under the initial weights (left out of the first pass; once the weights of the rules they "
+                 "need are positive they are parsed again):")
         report_failures(sents, parser, z)
 
 

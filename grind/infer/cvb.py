@@ -230,7 +230,7 @@ class CVB(Algorithm):
                         and len(grammar) > self.full_refresh_rules else None)
         self._one = np.zeros(1, dtype=np.int64)
         self.it, self.prev, self.done, self.parsed_total = 0, None, False, 0
-        self._initialise(np.asarray(theta0, dtype=np.float64), cfg.cvb_init)
+        self._initialise(np.asarray(theta0, dtype=np.float64), cfg.cvb_init, getattr(estep, "on_first", None))
 
     def _index_lhs(self):
         """Rules grouped by LHS: ``by_lhs[start[A]:start[A] + size[A]]``."""
@@ -239,15 +239,20 @@ class CVB(Algorithm):
         self.lhs_size = np.bincount(lhs, minlength=len(self.g.nonterminals)).astype(np.int64)
         self.lhs_start = _excl_cumsum(self.lhs_size)
 
-    def _initialise(self, theta0, how):
+    def _initialise(self, theta0, how, on_first=None):
+        """Each sentence's expected counts under ``theta0`` (or, ``random``, theta0
+        times log-normal noise); ``on_first(log Z)`` names the sentences with none."""
         if how not in ("grammar", "random"):
             raise ValueError(f"cvb_init must be 'grammar' or 'random', not {how!r}")
+        logz = np.zeros(self.n)
         for i in range(self.n):
             if i in self.parser.failures:
                 continue
             w = theta0 if how == "grammar" else theta0 * np.exp(self.rng.standard_normal(len(theta0)))
-            rules, values, _ = self._expected_counts(w, i)
+            rules, values, logz[i] = self._expected_counts(w, i)
             self.pool.put(i, rules, values, growth=2)
+        if on_first is not None:
+            on_first(logz)
         self.pool.trim()
         self._resync()
 
