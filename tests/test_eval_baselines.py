@@ -5,7 +5,7 @@ import pytest
 
 from conftest import grind
 from grind.formats.corpus import CorpusSpec, read_corpus
-from grind.eval.dependencies import baseline_rows, evaluate, near_baseline_notes
+from grind.eval.dependencies import baseline_rows, evaluate, near_baseline_notes, score_sentence
 from grind.errors import InputError
 
 
@@ -121,6 +121,72 @@ def test_unparsed_sentence_scores_zero_not_a_baseline(files):
     assert baseline_rows(gold)["right"][-1]["directed"] == pytest.approx(5 / 9)
     with pytest.raises(InputError, match="gold sentence 3 .* has no HEAD"):
         evaluate(pred, pred)
+
+
+def test_undirected_credit_never_reads_a_root_arc_as_a_reversed_one():
+    # gold [2,0,1], pred [0,1,2]: w1 pred root (gold 2): no credit -- pred head 0 is no word, so
+    # gold[0 - 1] (the last word's head, 1 = w1) must not count as "w1 -> 0 reversed";
+    # w2 pred 1, gold w1's head is 2: reversed, undirected; w3 pred 2, gold w2 is the root: none.
+    assert score_sentence([2, 0, 1], [0, 1, 2]) == (0, 1)
+
+
+def left_chain(n):
+    """Heads of the attach-left tree: w1 the root, every other word's head its left neighbour."""
+    return list(range(n))
+
+
+def right_chain(n):
+    """Heads of the attach-right tree: every word's head its right neighbour, the last word the root."""
+    return [i + 2 for i in range(n - 1)] + [0]
+
+
+# Gold: attach-left trees of lengths 10, 11, 20 and 21 (one on each side of both limits).
+# Predicted: all 10 right | attach-right, none right | the first 10 right, words 11-19 headed by their
+# right neighbour and w20 by w10 (a tree; 10 right) | all 21 right.
+LIMITS_GOLD = [(["A"] * n, left_chain(n)) for n in (10, 11, 20, 21)]
+LIMITS_PRED = [(["A"] * 10, left_chain(10)), (["A"] * 11, right_chain(11)),
+               (["A"] * 20, left_chain(10) + [i + 2 for i in range(10, 19)] + [10]),
+               (["A"] * 21, left_chain(21))]
+
+
+@pytest.fixture
+def limit_files(tmp_path):
+    g, p = tmp_path / "gold.conllu", tmp_path / "pred.conllu"
+    g.write_text(conll(LIMITS_GOLD))
+    p.write_text(conll(LIMITS_PRED))
+    return str(g), str(p)
+
+
+def test_length_limits_are_inclusive(limit_files):
+    # <=10: the 10-word sentence, 10/10; <=20: lengths 10, 11, 20 = 41 words, (10 + 0 + 10)/41 = .4878;
+    # all: 62 words, (10 + 0 + 10 + 21)/62 = 41/62 = .6613.
+    rows = rows_of(grind("eval", "--column", "UPOS", *limit_files).stdout)
+    assert rows["<=10"][:3] == ["1", "10", "1.0000"]
+    assert rows["<=20"][:3] == ["3", "41", "0.4878"]
+    assert rows["all"][:3] == ["4", "62", "0.6613"]
+
+
+def test_significance_subsets_use_the_same_inclusive_limits(limit_files):
+    # The tested scores are the table's: 1.0, .4878, .6613 (above); attach-right gets no word of a
+    # left chain right (each head is on the other side, the roots differ): 0 on every subset.
+    out = grind("eval", "--column", "UPOS", "--significance", "--samples", "20", *limit_files).stdout
+    table = out.split("# significance:")[1].splitlines()[2:]
+    sig = {tuple(r.split("\t")[:3]): r.split("\t")[3:] for r in table}
+    pred, rows = limit_files[1], rows_of(out)
+    for sub, want in (("<=10", "1.0000"), ("<=20", "0.4878"), ("all", "0.6613")):
+        assert sig[(pred, "attach-right", f"directed:{sub}")][:2] == [want, "0.0000"]
+        assert rows[sub][2] == want
+
+
+def test_significance_keeps_unparsed_words_in_the_denominator(files):
+    # PRED's S3 is unparsed: its 2 words count with 0 correct, as in the table: 3/9 = .3333
+    # (not 3/7 = .4286); attach-right 5/9 = .5556 (test_hand_computed_accuracies_overlaps_and_baselines).
+    _, g, p = files
+    out = grind("eval", *UD, "--significance", "--samples", "20", g, p).stdout
+    table = out.split("# significance:")[1].splitlines()[2:]
+    sig = {tuple(r.split("\t")[:3]): r.split("\t")[3:] for r in table}
+    assert sig[(p, "attach-right", "directed:all")][:2] == ["0.3333", "0.5556"]
+    assert rows_of(out)["all"][2] == "0.3333"
 
 
 def test_head_column_partly_blank_is_an_error(tmp_path):

@@ -194,6 +194,18 @@ def test_tagging_accuracy():
     assert res["tagging_accuracy"] == pytest.approx(100.0)
 
 
+def test_punctuation_is_what_the_gold_tags_say():
+    # '.' is gold-tagged '.', so it is deleted from both trees though the prediction tags it NN and
+    # puts it inside VP: gold and predicted are both S(0,3) NP(0,2) VP(2,3), 3 of 3 matched; tags
+    # scored on the 3 other words, all right.  (Masking by the predicted tags would keep '.': gold
+    # S(0,4) NP(0,2) VP(2,3) against S(0,4) NP(0,2) VP(2,4).)
+    gold = ["(S (NP (DT the) (NN dog)) (VP (VBZ runs)) (. .))"]
+    res = score(gold, ["(S (NP (DT the) (NN dog)) (VP (VBZ runs) (NN .)))"])["all"]
+    assert (res["gold_brackets"], res["predicted_brackets"], res["matched_brackets"]) == (3, 3, 3)
+    assert res["labeled_precision"] == pytest.approx(100.0) and res["exact_match"] == pytest.approx(100.0)
+    assert (res["words"], res["correct_tags"]) == (3, 3)
+
+
 def test_report_text(tmp_path):
     g, p = tmp_path / "gold.mrg", tmp_path / "pred.trees"
     g.write_text("( (S (S (NP (PRP I)) (VP (VBD ran)))) )\n")

@@ -7,7 +7,7 @@ import pytest
 from grind.formats.corpus import CorpusSpec, read_corpus
 from grind.formats.counts import Counts, read_counts, write_counts
 from grind.errors import InputError
-from grind.grammars.grammar import format_weight, read_grammar, rule_lines
+from grind.grammars.grammar import Grammar, format_weight, read_grammar, rule_lines
 from grind.formats.trees import format_tree, leaves, parse_trees, prune, spans
 
 CONLLU = """# sent_id = 1
@@ -100,6 +100,21 @@ def test_counts_sum_and_roundtrip(tmp_path):
     assert r.rules == c.rules and np.array_equal(r.values, c.values) and r.stats == c.stats
 
 
+def test_counts_with_no_sentence_parsed_are_read(tmp_path):
+    # '# parsed: 0' and '# words: 0' are valid statistics (no sentence of the shard parsed)
+    p = tmp_path / "c.txt"
+    write_counts(str(p), Counts([("S", ("a",))], np.array([0.0]), {"sentences": 2, "parsed": 0, "words": 0}))
+    assert read_counts(str(p)).stats == {"sentences": 2, "parsed": 0, "words": 0}
+
+
+def test_aligned_refuses_a_counted_rule_the_grammar_lacks():
+    c = Counts([("S", ("a",)), ("S", ("b",))], np.array([1.0, 2.0]))
+    both = Grammar([("S", ("b",)), ("S", ("a",))], np.ones(2), "S")
+    assert list(c.aligned(both)) == [2.0, 1.0]                       # in the grammar's order
+    with pytest.raises(InputError, match="counted rule S --> b is not in the grammar"):
+        c.aligned(Grammar([("S", ("a",))], np.ones(1), "S"))
+
+
 def test_conllu_reader_skips_mwt_empty_nodes_and_comments(tmp_path):
     p = tmp_path / "x.conllu"
     p.write_text(CONLLU)
@@ -124,6 +139,54 @@ def test_punct_heads_reattached_to_grandparent(tmp_path):
     p.write_text("a\tDT\t0\n,\t,\t1\nb\tNN\t2\n\n")
     s = read_corpus(str(p), CorpusSpec(column="XPOS", punct="ptb"))
     assert s[0].tokens == ["DT", "NN"] and s[0].heads == [0, 1]
+
+
+def conllx_rows(rows):
+    """CoNLL-X text of one sentence: (FORM, CPOSTAG, POSTAG, HEAD) rows."""
+    return "".join(f"{i}\t{w}\t_\t{c}\t{t}\t_\t{h}\t_\t_\t_\n" for i, (w, c, t, h) in enumerate(rows, 1)) + "\n"
+
+
+def test_ptb_brackets_are_punctuation(tmp_path):
+    # ( costs ): the brackets (XPOS -LRB- / -RRB-, heads 'costs') are removed under --punct ptb
+    p = tmp_path / "x.conllx"
+    p.write_text(conllx_rows([("(", "-LRB-", "-LRB-", 2), ("costs", "VBZ", "VBZ", 0), (")", "-RRB-", "-RRB-", 2)]))
+    s = read_corpus(str(p), CorpusSpec(column="XPOS", punct="ptb"))
+    assert s[0].tokens == ["VBZ"] and s[0].heads == [0]
+
+
+def test_ptb_plus_also_removes_dollar_and_hash(tmp_path):
+    # costs $ 5 #: $ (head costs) and # (head $) are punctuation under ptb+ only; 5's head $ is removed,
+    # so 5 moves up to $'s head, costs
+    p = tmp_path / "x.conllx"
+    p.write_text(conllx_rows([("costs", "VBZ", "VBZ", 0), ("$", "$", "$", 1), ("5", "CD", "CD", 2),
+                              ("#", "#", "#", 2)]))
+    s = read_corpus(str(p), CorpusSpec(column="FORM", punct="ptb"))
+    assert s[0].tokens == ["costs", "$", "5", "#"] and s[0].heads == [0, 1, 2, 2]
+    s = read_corpus(str(p), CorpusSpec(column="FORM", punct="ptb+"))
+    assert s[0].tokens == ["costs", "5"] and s[0].heads == [0, 1]
+
+
+def test_ptb_punct_from_the_fourth_column_when_the_fifth_is_blank(tmp_path):
+    # tags only in CPOSTAG (POSTAG '_'): the PTB punctuation is read there.  costs $ 5 , with ','
+    # (head costs) removed under ptb, '$' too under ptb+ (5 then moves up to costs)
+    p = tmp_path / "x.conllx"
+    p.write_text(conllx_rows([("costs", "VBZ", "_", 0), ("$", "$", "_", 1), ("5", "CD", "_", 2), (",", ",", "_", 1)]))
+    s = read_corpus(str(p), CorpusSpec(column="FORM", punct="ptb"))
+    assert s[0].tokens == ["costs", "$", "5"] and s[0].heads == [0, 1, 2]
+    s = read_corpus(str(p), CorpusSpec(column="UPOS", punct="ptb+"))
+    assert s[0].tokens == ["VBZ", "CD"] and s[0].heads == [0, 1]
+
+
+def test_head_reattached_through_a_chain_of_punctuation(tmp_path):
+    # go ( " now: now's head is '(' (removed), whose head is '"' (removed), whose head is go:
+    # now moves up twice, to go -> tokens VERB ADV, heads [0, 1]
+    p = tmp_path / "x.conllu"
+    p.write_text("1\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\n"
+                 "2\t(\t(\tPUNCT\t-LRB-\t_\t3\tpunct\t_\t_\n"
+                 "3\t\"\t\"\tPUNCT\t``\t_\t1\tpunct\t_\t_\n"
+                 "4\tnow\tnow\tADV\tRB\t_\t2\tadvmod\t_\t_\n\n")
+    s = read_corpus(str(p), CorpusSpec(column="UPOS", punct="ud"))
+    assert s[0].tokens == ["VERB", "ADV"] and s[0].heads == [0, 1]
 
 
 def test_treebank_needs_explicit_column(tmp_path):

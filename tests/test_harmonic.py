@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grind.infer import ln
-from grind.grammars.dmv import dmv_grammar, harmonic_counts
+from grind.grammars.dmv import HARMONIC_DEFAULT, dmv_grammar, harmonic_counts
 from grind.errors import InputError
 from grind.kernels.select import make_parser
 from grind.infer.training import ShardedEstep, train
@@ -73,6 +73,75 @@ def test_independent_on_two_words():
     assert stops(c, k, "a", "R") == pytest.approx((0, 1, 1, 0))
     assert stops(c, k, "a", "L") == pytest.approx((1, 0, 0, 0))
     assert stops(c, k, "b", "L") == pytest.approx((0, 1, 1, 0))
+
+
+def test_independent_stop_counts_on_three_words():
+    # "a b c", head a, right: b attaches to a with p = 1 / (1 + 1) = 1/2, c with (1/2) / (1/2 + 1) = 1/3.
+    # P0 = (1 - 1/2)(1 - 1/3) = 1/3, E = 1/2 + 1/3 = 5/6:
+    # STOP0 = 1/3, not-STOP0 = STOP1 = 2/3, not-STOP1 = 5/6 - 2/3 = 1/6.
+    g = dmv_grammar([["a", "b", "c"]])
+    c = harmonic_counts(g, [["a", "b", "c"]], "independent")
+    assert stops(c, g.index, "a", "R") == pytest.approx((1 / 3, 2 / 3, 2 / 3, 1 / 6))
+
+
+def test_km_global_counts_one_word_sentences_as_tokens():
+    # "a b" as in test_km_global_on_two_words plus "a" alone: a has N = 2 tokens, still one with a word
+    # on its right (N_R = 1, E_R = 1/2), so f = 0.9 * 0.6 = 0.54 as there, and
+    # a, right: STOP0 = 2 + .1 - .54 = 1.56; a, left: STOP0 = N + .1 = 2.1.
+    g = dmv_grammar([["a", "b"]])
+    c = harmonic_counts(g, [["a", "b"], ["a"]], "km-global")
+    k = g.index
+    assert c[k["R0_a --> a_r"]] == pytest.approx(1.56) and c[k["L0_a --> a_l"]] == pytest.approx(2.1)
+    assert stops(c, k, "a", "R") == pytest.approx((1.56, 0.64, 0.64, 0.06))
+
+
+@pytest.mark.parametrize("variant", ["km-global", "independent"])
+def test_sentences_with_an_unknown_word_are_skipped(variant):
+    # "a z": z is not in the grammar, the whole sentence is left out (a alone is not counted either)
+    g = dmv_grammar([["a", "b"]])
+    c = harmonic_counts(g, [["a", "b"], ["a", "z"]], variant)
+    assert np.array_equal(c, harmonic_counts(g, [["a", "b"]], variant))
+    assert c[g.index["S --> Y_a"]] == pytest.approx(0.6 if variant == "km-global" else 0.5)
+
+
+def test_km_global_first_kid_share_is_capped_at_one():
+    # smoothing 1: ratios (E + s)/N_D = 1.5 and (N + s)/N_D = 2 for a, right and b, left; the cap 1 is
+    # smaller, so f = 0.9 * 1 = 0.9 and a, right: STOP0 = 1 + 1 - .9 = 1.1, not-STOP0 = STOP1 = 1 + .9 = 1.9,
+    # not-STOP1 = .5 + 1 - .9 = .6
+    g = dmv_grammar([["a", "b"]])
+    c = harmonic_counts(g, [["a", "b"]], "km-global", smoothing=1.0)
+    assert stops(c, g.index, "a", "R") == pytest.approx((1.1, 1.9, 1.9, 0.6))
+
+
+def test_independent_adds_smoothing_when_given():
+    # test_independent_on_two_words's counts + 0.5 on every rule: a, right (0, 1, 1, 0) -> (.5, 1.5, 1.5, .5);
+    # the rules that got nothing (choose(a | b, right)) get 0.5
+    g = dmv_grammar([["a", "b"]])
+    c = harmonic_counts(g, [["a", "b"]], "independent", smoothing=0.5)
+    k = g.index
+    assert c.min() == 0.5 and c[k["R'_b --> R_b Y_a"]] == 0.5 and c[k["S --> Y_a"]] == pytest.approx(1.0)
+    assert stops(c, k, "a", "R") == pytest.approx((0.5, 1.5, 1.5, 0.5))
+
+
+def test_default_variant_is_km_global_in_the_api_and_the_cli(tmp_path):
+    # the API default: the counts of test_km_global_on_two_words (S --> Y_a 0.6; independent gives 0.5)
+    assert HARMONIC_DEFAULT == "km-global"
+    g = dmv_grammar([["a", "b"]])
+    c = harmonic_counts(g, [["a", "b"]])
+    assert np.array_equal(c, harmonic_counts(g, [["a", "b"]], "km-global"))
+    assert c[g.index["S --> Y_a"]] == pytest.approx(0.6)
+    # the CLI repeats the default as a literal: it must write what --variant HARMONIC_DEFAULT writes
+    corpus, g0 = tmp_path / "c.conllu", tmp_path / "g0.txt"
+    corpus.write_text("1\tx\t_\tNN\tNN\t_\t2\t_\t_\t_\n2\ty\t_\tVB\tVB\t_\t0\t_\t_\t_\n\n")
+    grind("make-grammar", "dmv", "--column", "XPOS", "-o", g0, corpus)
+    opts = ("init", "--harmonic", "--corpus", corpus, "--column", "XPOS")
+    default = grind(*opts, g0).stdout
+    explicit = grind(*opts, "--variant", HARMONIC_DEFAULT, g0).stdout
+    assert f"# harmonic_variant: {HARMONIC_DEFAULT}" in default
+
+    def weights(text):
+        return [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert weights(default) == weights(explicit)
 
 
 def test_smoothed_variant_gives_every_rule_positive_weight():

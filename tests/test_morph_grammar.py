@@ -8,8 +8,8 @@ from conftest import grind
 from grind.errors import InputError
 from grind.formats.corpus import CorpusSpec, read_corpus
 from grind.grammars.grammar import read_grammar
-from grind.grammars.morph import (builtin_templates, morph_grammar, morph_size, parse_templates, segmentation,
-                                  substrings)
+from grind.grammars.morph import (builtin_templates, check_templates, morph_grammar, morph_size, parse_templates,
+                                  segmentation, substrings)
 from grind.grammars.planted import planted_inventory, planted_words
 from grind.kernels.cky import CKYParser
 
@@ -107,6 +107,34 @@ def test_per_slot_positional_rule():
     assert by["Suf"] == {"b", "bc", "c", "bd", "d"}
     assert len(by["Stem"]) == 9
     assert len(g) == morph_size(builtin_templates("czech"), substrings(words), shared=False) == 8 + 3 + 5 + 9
+
+
+def rules_by_slot(g):
+    by = {}
+    for lhs, rhs in g.rules:
+        by.setdefault(lhs, set()).add("".join(rhs))
+    return by
+
+
+def test_per_slot_always_last_slot_gets_word_final_substrings_only():
+    # sesotho: M is last in every template it occurs in and never first, so of abc (a ab abc b bc c)
+    # it gets the non-initial word-final ones, bc and c (not the inner b)
+    by = rules_by_slot(morph_grammar([list("abc")], builtin_templates("sesotho"), shared=False))
+    assert by["M"] == {"bc", "c"}
+
+
+def test_per_slot_slot_of_a_nested_template_gets_every_substring():
+    # Stem stands alone under Word (first and last) but also in Base --> Stem Suf: all 6 substrings of abc
+    t = parse_templates([(1, "Word --> Stem | Pre Base"), (2, "Base --> Stem Suf")])
+    by = rules_by_slot(morph_grammar([list("abc")], t, shared=False))
+    assert by["Stem"] == {"a", "ab", "abc", "b", "bc", "c"}
+
+
+def test_unary_template_cycle_not_through_the_start_is_refused():
+    # Word --> A --> B --> A: the cycle A -> B -> A is two rules long and does not pass through Word
+    t = parse_templates([(1, "Word --> A | Stem"), (2, "A --> B"), (3, "B --> A | Stem")])
+    with pytest.raises(InputError, match="a cycle of one-symbol templates through A"):
+        check_templates(t)
 
 
 def test_templates_file_and_errors(tmp_path):

@@ -1,10 +1,11 @@
-"""Bracket evaluation on the Penn Treebank sample in ../shared/data (skipped when absent)."""
+"""Unlabeled bracket evaluation (grind.eval.brackets): small hand-worked cases, and the
+Penn Treebank sample in ../shared/data (those tests skipped when it is absent)."""
 import pytest
 
 from conftest import grind, shared_path
 from grind.eval.brackets import evaluate, prepare_gold
 from grind.formats.corpus import CorpusSpec, read_corpus
-from grind.formats.trees import leaves, read_trees
+from grind.formats.trees import leaves, parse_trees, read_trees
 
 WSJ10 = CorpusSpec(column="XPOS", punct="ptb", max_length=10)
 
@@ -23,6 +24,25 @@ def right_branching(tree):
     for w in reversed(ws[:-1]):
         t = ("X", w, t)
     return t
+
+
+def test_one_word_sentences_are_skipped():
+    # hi: length 1, not scored (it would be a trivially exact match with F1 1).  the dog runs:
+    # gold spans NP(0,2) (S(0,3) whole, VP(2,3) width 1), predicted X(1,3): F1 0, not exact.
+    gold = list(parse_trees("(X (NN hi)) (S (NP (DT the) (NN dog)) (VP (VBZ runs)))"))
+    pred = list(parse_trees("(X (NN hi)) (S (DT the) (X (NN dog) (VBZ runs)))"))
+    res = evaluate(gold, pred)
+    assert (res["sentences"], res["scored"]) == (2, 1)
+    assert (res["exact"], res["sentence_f1"], res["f1"]) == (0.0, 0.0, 0.0)
+
+
+def test_exact_match_needs_equal_span_sets_not_a_superset():
+    # gold {NP(0,2)}; predicted {X(0,3), NP(0,2)} contains it: P = 1/2, R = 1/1, F1 = 2/3, not exact
+    gold = list(parse_trees("(S (NP (DT the) (NN dog)) (VBZ runs) (RB fast))"))
+    pred = list(parse_trees("(S (X (NP (DT the) (NN dog)) (VBZ runs)) (RB fast))"))
+    res = evaluate(gold, pred)
+    assert res["exact"] == 0.0 and (res["precision"], res["recall"]) == (0.5, 1.0)
+    assert res["f1"] == pytest.approx(2 / 3) and res["sentence_f1"] == pytest.approx(2 / 3)
 
 
 def test_gold_against_itself_is_perfect_and_right_branching_is_not(mrg):

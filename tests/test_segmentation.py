@@ -285,6 +285,36 @@ def test_eval_note_near_baseline(tmp_path):
     assert "# note: morph_F 0.1667 is within 1 point of the chars baseline's 0.1667" in out
 
 
+def test_eval_note_for_boundary_f_near_baseline(tmp_path):
+    # test_hand_worked_two_words / test_baselines_by_hand: boundary_F .5 = the chars baseline's .5;
+    # morph_F .25 is far from 1/3 and 1/6, one-morph's boundary_F is nan: exactly one note
+    gold, pred = tmp_path / "g.txt", tmp_path / "p.txt"
+    gold.write_text("an an a\ndog\n")
+    pred.write_text("an ana\ndo g\n")
+    out = grind("eval", "--segmentation", gold, pred).stdout
+    assert [ln for ln in out.splitlines() if ln.startswith("# note:")] == [
+        "# note: boundary_F 0.5000 is within 1 point of the chars baseline's 0.5000"]
+
+
+def test_near_baseline_note_at_exactly_one_point():
+    # .3377 - .3277 is 1 point (0.010000000000000009 in floating point): noted; .9 and nan are not
+    row = {"morph_F": 0.3277, "boundary_F": nan}
+    base = {"one-morph": {"morph_F": 0.3377, "boundary_F": nan}, "chars": {"morph_F": 0.9, "boundary_F": nan}}
+    assert seg.near_baseline_notes(row, base) == [
+        "# note: morph_F 0.3277 is within 1 point of the one-morph baseline's 0.3377\n"]
+
+
+def test_eval_spread_is_the_sample_standard_deviation(tmp_path):
+    # morph_F .25 (an ana / do g) and 1/6 (every character a morph): mean 5/24 = .2083,
+    # sample sd |.25 - 1/6| / sqrt(2) = .0589 (the population sd would be .0417)
+    gold, p1, p2 = tmp_path / "g.txt", tmp_path / "p1.txt", tmp_path / "p2.txt"
+    gold.write_text("an an a\ndog\n")
+    p1.write_text("an ana\ndo g\n")
+    p2.write_text("a n a n a\nd o g\n")
+    lines = grind("eval", "--segmentation", gold, p1, p2).stdout.splitlines()
+    assert "morph_F\t0.2083\t0.0589" in lines
+
+
 def test_eval_reads_segmentations_nfc_normalised(tmp_path):
     nfd, nfc = tmp_path / "nfd.tsv", tmp_path / "nfc.txt"
     nfd.write_text("cafe\u0301s\tcafe\u0301 @@s\n", encoding="utf-8")

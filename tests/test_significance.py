@@ -43,6 +43,15 @@ def test_identical_systems_p_one_and_clear_difference_p_minimal():
     assert (fa, fb) == (1.0, 0.0) and p == pytest.approx(1 / 1000)   # 2^-40: no sample reaches it
 
 
+def test_p_is_two_sided_when_the_first_system_is_worse():
+    # the observed difference is |0 - 1| = 1 with A the worse system; a sample reaches it only when all
+    # 40 items are swapped or none is (2^-39): with 999 samples none does, p = (0 + 1) / 1000
+    right = np.array([[1, 1]] * 40, float)
+    wrong = np.array([[0, 1]] * 40, float)
+    fa, fb, p = approximate_randomization(wrong, right, ratio(0, 1), np.random.default_rng(0), 999)
+    assert (fa, fb) == (0.0, 1.0) and p == pytest.approx(1 / 1000)
+
+
 def test_undefined_score_gives_undefined_p():
     none_predicted = A.copy()
     none_predicted[:, 1] = 0                                  # no predicted boundary anywhere: P undefined
@@ -88,6 +97,42 @@ def test_eval_dependencies_significance_against_attach_right(tmp_path):
     assert rows[(str(right), "attach-right", "directed:all")] == ["0.5556", "0.5556", "+0.0000", "1"]
     assert rows[(str(right), "attach-left", "directed:<=10")][:3] == ["0.5556", "0.1111", "+0.4444"]
     assert rows_of(out)["all"][2] == "0.5556"
+
+
+# SEG_GOLD with pes unparsed and nekote cut ne|kote.  Counts per word type (correct/predicted/gold):
+#   abdikovat  morphs ab,t of 3 / 4; boundaries {2,8} vs {2,5,8}: 2 / 2 / 3
+#   kote       morphs 2 / 2 / 2 (exact); boundaries 1 / 1 / 1
+#   pes        unparsed: morphs 0 / 0 / 1, no boundary
+#   nekote     morphs ne of 2 / 3; boundaries {2} vs {2,5}: 1 / 1 / 2
+# morph_F = 2 * 5 / (7 + 10) = .5882, boundary_F = 2 * 4 / (4 + 6) = .8000, exact = 1 / 4 words = .2500.
+# baseline-chars: morphs t, e, e right of 9+4+3+6 = 22 / 10: F = 6 / 32 = .1875; every internal position
+# a boundary: 6 of 18 / 6: F = 12 / 24 = .5000; exact 0.
+SEG_PRED_UNPARSED = "ab dikova t\nkot e\npes\t_\nne kote\n"
+
+
+def seg_significance(tmp_path, pred_text):
+    g, p = tmp_path / "g.txt", tmp_path / "p.txt"
+    g.write_text(SEG_GOLD)
+    p.write_text(pred_text)
+    out = grind("eval", "--segmentation", "--significance", "--samples", "20", g, p).stdout
+    table = out.split("# significance:")[1].splitlines()[2:]
+    rows = {ln.split("\t")[0]: ln.split("\t")[1:] for ln in out.split("# significance:")[0].splitlines()
+            if ln and not ln.startswith("#") and not ln.startswith("system\t")}
+    return str(p), rows, {tuple(r.split("\t")[:3]): r.split("\t")[3:] for r in table}
+
+
+def test_segmentation_significance_f_scores_are_the_tables(tmp_path):
+    p, rows, sig = seg_significance(tmp_path, SEG_PRED_UNPARSED)
+    assert sig[(p, "baseline-chars", "morph_F")][:2] == ["0.5882", "0.1875"]
+    assert sig[(p, "baseline-chars", "boundary_F")][:2] == ["0.8000", "0.5000"]
+    assert (rows["predicted"][4], rows["predicted"][8]) == ("0.5882", "0.8000")      # morph_F, boundary_F
+
+
+def test_segmentation_significance_exact_counts_unparsed_words(tmp_path):
+    # exact = 1 / 4 words (pes, unparsed, counts as not exact), not 1 / 3 parsed ones
+    p, rows, sig = seg_significance(tmp_path, SEG_PRED_UNPARSED)
+    assert sig[(p, "baseline-chars", "exact")][:2] == ["0.2500", "0.0000"]
+    assert rows["predicted"][:2] == ["4", "1"] and rows["predicted"][5] == "0.2500"
 
 
 def test_significance_option_errors(tmp_path):
