@@ -222,3 +222,23 @@ def test_cli_train_cvb(tmp_path, ewt_train):
     rows = [ln.split("\t") for ln in tr.read_text().splitlines() if not ln.startswith("#")]
     assert rows[0][:3] == ["step", "objective", "sentences"] and len(rows) == 3
     assert all(np.isfinite(float(row[1])) for row in rows[1:])
+
+
+def test_per_lhs_refresh_updates_the_lhs_the_previous_visit_added_to():
+    """On the per-LHS path (more rules than full_refresh_rules) a visit must refresh theta on
+    the LHSs the previous visit *added* to, not only on those it removes from: with theta0 zero
+    on every rule whose RHS holds X2, no initial count lands on X2's rules, so X2's LHS is
+    first touched by an add and a stale theta there shows in the next parse.  Both paths must
+    give the dense reference (theta normalised in full before every parse)."""
+    rng = np.random.default_rng(0)
+    sents = corpus(rng, VOCAB, 6)
+    g = cnf_grammar(VOCAB, 3, 2)
+    theta0 = np.exp(rng.standard_normal(len(g)))
+    theta0[[r for r, (_, rhs) in enumerate(g.rules) if "X2" in rhs]] = 0.0
+    theta0 = g.normalize(theta0)
+    ah, objectives = reference(g, sents, theta0, 0.2, 2)
+    for full_refresh in (10**9, 0):
+        algo, rng_ = make_cvb(g, sents, theta0, alpha=0.2, iterations=2, full_refresh=full_refresh)
+        trace = train(algo, rng_)
+        np.testing.assert_allclose([s.objective for s in trace], objectives, rtol=1e-6)
+        np.testing.assert_allclose(algo.alpha_hat, ah, rtol=1e-5, atol=1e-6)

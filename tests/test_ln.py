@@ -156,6 +156,30 @@ def test_combine_gives_the_moments_of_the_averaged_experts():
     assert tied.sum() == 12                 # heads a, b: L'_, R'_, L0_, L_, R0_, R_ each
 
 
+@pytest.mark.parametrize("mstep", ["plain", "newton"])
+def test_model1_mstep_averages_over_the_parsed_sentences_only(mstep):
+    """Model I: one step on a corpus plus a sentence with no parse ("a zz": zz is not a head
+    type of the grammar) gives the same mu and Sigma as on the corpus alone; the M-step
+    averages over the M = 6 parsed sentences, not all 7."""
+    rng = np.random.default_rng(0)
+    sents = corpus(rng, ["a", "b", "c"], 6)
+    g = dmv_grammar(sents)
+    theta0 = g.normalize(np.exp(rng.standard_normal(len(g))))
+
+    def one_step(data):
+        c = SimpleNamespace(iterations=1, tolerance=0, model=1, ln_mstep=mstep)
+        a = ln.LogisticNormal(g, ShardedEstep(make_parser(g, data)), None, theta0, c)
+        st = a.step()
+        return a, st
+
+    a, st = one_step(sents)
+    b, st_b = one_step(sents + [["a", "zz"]])
+    assert st.extra["parsed"] == st_b.extra["parsed"] == 6
+    assert st_b.objective == st.objective
+    for x, y in zip(b.mu + b.Sigma, a.mu + a.Sigma):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+
+
 def test_mstep_matches_numerical_maximisation():
     """Algorithm 3's mu, Sigma maximise -sum_m KL(q_m || N(mu, Sigma)), the
     only part of the bound (Eq. 14) that depends on them (here an expert over

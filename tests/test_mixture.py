@@ -210,6 +210,19 @@ def test_schedules():
         make(sents, mix_base="bogus")
 
 
+def test_schedule_i_runs_on_while_the_cap_rises_whatever_the_tolerance():
+    """Schedule I, cap 0.85 + 0.01 t up to 0.95 (reached at t = 10).  With tolerance 1 the EM
+    base calls itself converged from its second step on, but while the cap moves (steps 1..10
+    change it) the run is not converged; step 11 is the first after which it stays, so the run
+    ends there: 11 steps of the 20 allowed, the last at the full cap 0.95."""
+    sents = corpus(seed=6)
+    _, _, m = make(sents, mix_base="em", mix_constraints="RA", mix_schedule="I", iterations=20, tolerance=1.0)
+    trace = train(m, np.random.default_rng(0))
+    assert len(trace) == 11
+    assert [st.extra["beta_meanfield"] for st in trace] == pytest.approx([0.85 + 0.01 * t for t in range(11)])
+    assert trace[-1].extra["beta_meanfield"] == pytest.approx(0.95)
+
+
 def test_state_round_trip_with_ln_base():
     sents = corpus(seed=7, n=10)
     _, _, m = make(sents, mix_base="ln", mix_constraints="RA+VAR+SD")

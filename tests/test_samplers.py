@@ -202,6 +202,27 @@ def test_hastings_proposal_is_posterior_mean_given_the_rest():
     assert len(seen) == 3 * len(sents)
 
 
+def test_hastings_batch_uses_rank_each_repeated_use_from_zero():
+    """With --proposal-batch > 1 a tree is kept as (uses, ranks, signs): its rules (+1) then
+    their LHS slots R + A (-1), sorted, and rank j = the number of equal uses before it, so
+    the rising factorial sum_{j < f} log(c + j) starts at j = 0.  S --> S X (rule 0),
+    S --> X X (2) and three X --> a (5) for "a a a": rules 0 2 5 5 5, LHS slots
+    R + S = 7 twice and R + X = 8 three times (R = 7)."""
+    g, _ = CASES["cnf"]
+    sents = [["a", "a", "a"]]
+    cfg = SimpleNamespace(iterations=1, tolerance=0.0, temp_start=1.0, anneal_sweeps=None, proposal_batch=2)
+    algo = Hastings(g, ShardedEstep(make_parser(g, sents)), np.full(len(g), 0.5), g.normalize(np.ones(len(g))),
+                    cfg, np.random.default_rng(0))
+    d = np.array([[0, 0, 3], [2, 0, 2], [5, 0, 1], [5, 1, 2], [5, 2, 3]], dtype=np.int64)
+    assert oracle.is_derivation_of(g, sents[0], d)
+    uses, ranks, signs = algo._uses_batch(d)
+    assert uses == [0, 2, 5, 5, 5, 7, 7, 8, 8, 8]
+    assert ranks == [0, 0, 0, 1, 2, 0, 1, 0, 1, 2]
+    assert signs == [1.0] * 5 + [-1.0] * 5
+    t = algo._uses(d)                              # the batch-1 form: the uses with rank > 0 only
+    assert t.rep.tolist() == [5, 5, 7, 8, 8] and t.rank.tolist() == [1, 2, 1, 1, 2]
+
+
 @pytest.mark.parametrize("cls", [Gibbs, Hastings])
 def test_unparseable_sentences_are_skipped_and_reported_once(cls, monkeypatch):
     g, sents = CASES["cnf"]

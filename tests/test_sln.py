@@ -49,6 +49,34 @@ def test_tie_structures_on_a_dmv_grammar():
         tie_structure(g, pk, "X", UPOS)
 
 
+@pytest.mark.parametrize("power", [1, 2])
+def test_structure_add_is_combine_after_one_group_changed(power):
+    """Structure.add(total, gi, delta, power) = combine(xs with xs[gi] + delta, power): each
+    coordinate of group gi adds delta / |J_k|^power to its multinomial's rule (TieV: L'_AUX,
+    L'_VERB, R'_AUX, R'_VERB, and their stop multinomials, are each covered by 2 experts)."""
+    g = dmv_grammar(SENTS)
+    pk = ln.Packing(g)
+    st = tie_structure_(g, pk, "V", UPOS)
+    rng = np.random.default_rng(0)
+    xs = [np.where(gr.mask, rng.standard_normal(gr.mask.shape), 0.0) for gr in st.groups]
+    for gi, gr in enumerate(st.groups):
+        delta = np.where(gr.mask, rng.standard_normal(gr.mask.shape), 0.0)
+        got = st.add(st.combine(xs, power), gi, delta, power)
+        want = st.combine([x + delta if j == gi else x for j, x in enumerate(xs)], power)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    # by hand, a shared expert (every coordinate of a multinomial covered twice): delta / 2^power
+    gi, e = next((gi, e) for gi, gr in enumerate(st.groups) for e, j in enumerate(gr.members)
+                 if st.experts[j][0] == "tie:verb:left")
+    gr = st.groups[gi]
+    delta = np.zeros(gr.mask.shape)
+    delta[e, 0] = 1.0
+    k, i = divmod(int(gr.tgt[e, 0]), pk.D)
+    assert st.n_cover[k] == 2
+    diff = st.add(st.combine(xs, power), gi, delta, power) - st.combine(xs, power)
+    assert diff[k, i] == pytest.approx(0.5 ** power, rel=1e-12)
+    assert np.count_nonzero(diff) == 1
+
+
 def test_structure_file_roundtrip_and_errors(tmp_path):
     g = dmv_grammar(SENTS)
     pk = ln.Packing(g)

@@ -13,7 +13,7 @@ from grind.grammars.cnf import cnf_grammar
 from grind.kernels.select import make_parser
 from grind.infer.stochastic import StochasticConfig, StochasticVB
 from grind.infer.training import ShardedEstep, train
-from grind.infer.vb import VB, vb_weights
+from grind.infer.vb import VB, kl_dirichlet, vb_weights
 
 VOCAB = ["a", "b", "c"]
 
@@ -283,3 +283,28 @@ def test_cli_stochastic_on_ewt(tmp_path, ewt_train):
     a = np.array([float(ln.split()[0]) for ln in strip(out)])
     b = np.array([float(ln.split()[0]) for ln in strip(pj)])
     assert a.shape == b.shape and not np.allclose(a, b, rtol=1e-6)
+
+
+def test_minibatch_objective_and_start_are_scaled_to_the_corpus():
+    """N = 15 parseable sentences, minibatches of 5: s = N / |b| = 3 for every rule of a PCFG.
+    By hand, for the first minibatch b (K = 1, tau = 1: eta_1 = 2^-0.7):
+        start       a = alpha + 3 E_theta0[f on b]
+        objective   3 sum_{s in b} log Z_s(vb_weights(a)) - KL(Dir(a) || Dir(alpha))
+        state       (1 - eta_1) a + eta_1 (alpha + 3 E_{vb_weights(a)}[f on b])."""
+    sents = corpus()
+    g, alpha = grammar("cnf", sents), 0.3
+    est = ShardedEstep(make_parser(g, sents))
+    assert not est.parser.failures
+    rec = Recorder(est)
+    algo = stochastic(g, sents, alpha=alpha, batch=5, tau=1.0, estep=rec)
+    st = algo.step()
+    b = rec.calls[0]                                 # the start's minibatch, then the local iteration's
+    assert len(b) == 5 and rec.calls == [b, b]
+    prior = np.full(len(g), alpha)
+    a = prior + 3.0 * est(theta0(g), b)[0]
+    counts, logz = est(vb_weights(g, a), b)
+    assert np.all(np.isfinite(logz))
+    assert st.objective == pytest.approx(3.0 * logz.sum() - kl_dirichlet(g, a, prior), rel=1e-12)
+    eta = 2.0 ** -0.7
+    assert st.extra["eta"] == pytest.approx(eta, rel=1e-15)
+    np.testing.assert_allclose(algo.stat, (1 - eta) * a + eta * (prior + 3.0 * counts), rtol=1e-12)

@@ -181,3 +181,49 @@ def test_a_swallowed_sigterm_still_stops_training():
     finally:
         termination["requested"] = False
     assert algo.calls == 3
+
+
+def test_heldout_perplexity_is_per_word_of_the_parsed_sentences():
+    """S --> A B (0.4) | a (0.6), A --> a, B --> a (0.5) | b (0.5).  Dev: "a" (Z = 0.6),
+    "a b" and "a a" (Z = 0.4 * 0.5 = 0.2 each), and "b a a", which has no derivation (S's
+    only two-symbol rule ends in B, and nothing rewrites to three symbols).  log P = log
+    0.6 + 2 log 0.2 over 3 parsed sentences of 5 words: perplexity (0.6 * 0.2^2)^(-1/5)
+    (not per sentence, nor per word of all 8 words)."""
+    import oracle
+    from grind.infer.training import heldout
+    from grind.kernels.select import make_parser
+    g = Grammar([("S", ("A", "B")), ("S", ("a",)), ("A", ("a",)), ("B", ("a",)), ("B", ("b",))],
+                np.array([0.4, 0.6, 1.0, 0.5, 0.5]), "S")
+    dev = [["a"], ["a", "b"], ["a", "a"], ["b", "a", "a"]]
+    exact = [oracle.exact_logz(g, g.weights, s) for s in dev]
+    np.testing.assert_allclose(exact[:3], np.log([0.6, 0.2, 0.2]), rtol=1e-15)
+    assert exact[3] == -np.inf
+    out = heldout(make_parser(g, dev), g.weights)
+    assert out["dev_parsed"] == 3
+    assert out["dev_logprob"] == pytest.approx(np.log(0.6 * 0.2 * 0.2), rel=1e-12)
+    assert out["dev_perplexity"] == pytest.approx((0.6 * 0.2 * 0.2) ** (-1 / 5), rel=1e-12)
+    assert "dev_directed" not in out
+
+
+def test_heldout_directed_accuracy_counts_the_words_of_unparsed_sentences_wrong():
+    """DMV dev set with gold heads: "x y" (heads 0 1), "y" (0), and "x zz y" (zz is not a
+    head type of the grammar: no parse).  The Viterbi trees (brute force over every
+    derivation) get the 3 words of the parsed sentences right (x y: 0 1, weight 1.66e-4
+    against 2.40e-5 for 2 0); the 3 unparsed words count wrong: 3 / 6, as grind eval counts."""
+    import oracle
+    from grind.formats.corpus import Sentence
+    from grind.grammars.dmv import derivation_heads, dmv_grammar, split_heads
+    from grind.infer.training import heldout
+    from grind.kernels.dmv import DMVParser
+    g = dmv_grammar([["x", "y"]])
+    theta = g.normalize(np.exp(np.random.default_rng(2).standard_normal(len(g))))
+    dev = [Sentence(["x", "y"], 1, 1, [0, 1]), Sentence(["y"], 2, 4, [0]), Sentence(["x", "zz", "y"], 3, 6, [0, 1, 1])]
+    parser = DMVParser(g, [s.tokens for s in dev])
+    assert list(parser.failures) == [2]
+    right = 0
+    for s in dev[:2]:
+        d, _ = max(oracle.enumerate_derivations(g, theta, split_heads(s.tokens)), key=lambda dw: dw[1])
+        right += int(np.sum(derivation_heads(g, d, len(s)) == s.heads))
+    out = heldout(parser, theta, dev)
+    assert out["dev_parsed"] == 2
+    assert right == 3 and out["dev_directed"] == 3 / 6

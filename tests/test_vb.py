@@ -5,13 +5,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import digamma
 
 from grind.grammars.dmv import dmv_grammar
 from grind.grammars.grammar import Grammar
 from grind.grammars.cnf import cnf_grammar
 from grind.kernels.select import make_parser
 from grind.infer.training import ShardedEstep, train
-from grind.infer.vb import VB, kl_dirichlet, vb_weights
+from grind.infer.vb import VB, kl_dirichlet, posterior_mean, vb_estep, vb_weights
 
 
 def corpus(rng, vocab, n, lo=2, hi=6):
@@ -72,3 +73,42 @@ def test_sharded_estep_is_identical_for_any_number_of_threads(kind):
     assert np.array_equal(c1, c3) and np.array_equal(z1, z3)
     c, z = parser.inside_outside(w)
     np.testing.assert_allclose(c1, c, rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------- underflow of the VB weights
+
+def underflow_case():
+    """S --> a | X | b | c, X --> a, with alpha_hat such that (log pi = psi(a_r) - psi(sum_A a)):
+    log pi(S --> a) = psi(1.45e-3) - psi(10.00165) ~ -692.5 (small but a normal float: kept),
+    log pi(S --> X) = log pi(S --> c) ~ psi(1e-4) - psi(10.00165) ~ -1.0003e4 (underflows to 0),
+    log pi(X --> a) = 0, log pi(S --> b) ~ -1.7e-4.
+    Sentences: "b" (exact), "a" (S --> a, plus S --> X --> a whose weight underflowed: inexact),
+    "b b" (no derivation at all: no rule rewrites to two symbols), "c" (only S --> c: lost)."""
+    g = Grammar([("S", ("a",)), ("S", ("X",)), ("X", ("a",)), ("S", ("b",)), ("S", ("c",))], np.ones(5), "S")
+    alpha_hat = np.array([1.45e-3, 1e-4, 1.0, 10.0, 1e-4])
+    sents = [["b"], ["a"], ["b", "b"], ["c"]]
+    return g, alpha_hat, ShardedEstep(make_parser(g, sents))
+
+
+def test_vb_estep_lost_names_only_sentences_that_have_a_derivation():
+    g, alpha_hat, est = underflow_case()
+    _, logz, lost, _ = vb_estep(est, g, alpha_hat)
+    assert np.isneginf(logz[2]) and np.isneginf(logz[3])
+    assert lost.tolist() == [3]          # "c" lost to underflow; "b b" has no tree at all: not lost
+
+
+def test_vb_estep_flags_a_sentence_whose_underflowed_derivations_matter_as_inexact():
+    g, alpha_hat, est = underflow_case()
+    _, logz, _, inexact = vb_estep(est, g, alpha_hat)
+    # "a": log Z = log pi(S --> a) exactly (S --> X left out); with pi(S --> X) floored at the
+    # smallest normal float (~e^-708.4) the bound on the left-out mass is ~e^(-708.4 + 692.5) ~ 1e-7 > 1e-12
+    assert logz[1] == pytest.approx(digamma(1.45e-3) - digamma(alpha_hat[[0, 1, 3, 4]].sum()), rel=1e-12)
+    assert inexact.tolist() == [1]
+
+
+def test_posterior_mean_normalises_the_pseudo_counts():
+    g = Grammar([("S", ("a",)), ("S", ("b",))], np.ones(2), "S")
+    np.testing.assert_allclose(posterior_mean(g, np.array([2.0, 6.0])), [0.25, 0.75], rtol=1e-15)   # 2/8, 6/8
+    sents = [["a"], ["b"], ["a"]]
+    algo, _ = run_vb(g, sents, 0.5, 2)
+    np.testing.assert_allclose(algo.mean(), algo.alpha_hat / algo.alpha_hat.sum(), rtol=1e-15)
