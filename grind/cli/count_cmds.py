@@ -87,7 +87,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
         if not np.all(alpha_hat > 0):
             r = int(np.flatnonzero(~(alpha_hat > 0))[0])
             raise InputError(f"{grammar}: VB's pseudo-counts must be positive, but rule {g.keys()[r]} has "
-                             f"{alpha_hat[r]!r}")
+                             f"{float(alpha_hat[r])!r}")
         w, under = vb_estep_weights(g, alpha_hat)
         del alpha_hat, g.weights        # read no more (the fingerprint is made): one vector over the rules less
         counts, logz, lost, inexact = vb_estep_with(run, g, w, under)
