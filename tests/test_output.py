@@ -56,6 +56,28 @@ def dmv(tmp_path_factory):
     return d / "g1.txt"
 
 
+# ----------------------------------------------------------------------------- mode and header
+
+def test_a_new_file_gets_the_mode_the_umask_allows(tmp_path):
+    old = os.umask(0o027)
+    try:
+        write(tmp_path / "new.txt")
+        write(tmp_path / "new.txt.gz")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "new.txt.gz").stat().st_mode) == 0o640
+
+
+def test_the_command_line_in_headers_quotes_arguments_with_spaces(monkeypatch):
+    from grind.formats import textio
+    monkeypatch.setattr(textio, "_run_info", dict(textio._run_info))     # restored after the test
+    textio.set_run_info(argv=["grind", "train", "-o", "my file.txt", "--alpha", "0.5", "g.txt"], seed=3)
+    lines = textio.header_lines(model="pcfg")
+    assert lines[1] == "# command: grind train -o 'my file.txt' --alpha 0.5 g.txt\n"
+    assert lines[2:] == ["# seed: 3\n", "# model: pcfg\n"]
+
+
 # ----------------------------------------------------------------------------- where the bytes go
 
 @pytest.mark.parametrize("how", ["relative", "absolute", "other-dir"])
@@ -203,12 +225,21 @@ def test_sigterm_inside_the_block_removes_the_temporary_file(tmp_path):
     assert p.read_text() == "previous\n" and temps(tmp_path) == []
 
 
+@pytest.mark.parametrize("other_thread", [False, True])
 @pytest.mark.parametrize("stage", ["link", "replace"])
-def test_sigterm_while_the_file_is_renamed_strands_no_temporary_file(tmp_path, monkeypatch, stage):
+def test_sigterm_while_the_file_is_renamed_strands_no_temporary_file(tmp_path, monkeypatch, stage, other_thread):
     """SIGTERM arriving between naming the temporary file and renaming it
     (the window a CI run once hit: a ``.grind-*`` file left beside the
     output) is held until the rename is done: the output is whole (new
-    content), nothing is left behind, and the run still ends as terminated."""
+    content), nothing is left behind, and the run still ends as terminated.
+    Also with another thread alive (a progress-bar monitor, a worker pool),
+    to which the kernel may deliver the signal: a signal mask in the main
+    thread alone did not hold it then."""
+    import threading
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait, daemon=True)
+    if other_thread:
+        waiter.start()
     from grind.formats import textio
     p = tmp_path / "g.txt"
     p.write_text("previous\n")
@@ -234,6 +265,7 @@ def test_sigterm_while_the_file_is_renamed_strands_no_temporary_file(tmp_path, m
                 f.write("new\n")
     finally:
         signal.signal(signal.SIGTERM, old)
+        stop.set()
     assert p.read_text() == "new\n" and temps(tmp_path) == []
 
 

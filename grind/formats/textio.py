@@ -200,13 +200,36 @@ def _linkat_follow(src: str, dst: str) -> int:
 
 @contextlib.contextmanager
 def _signals_held():
-    """SIGTERM and SIGINT held back (blocked, not lost) for the block: a
-    rename and the bookkeeping of the temporary name happen together or not at
-    all, so an interrupt never strands a ``.grind-*`` file.  Pending signals
-    are delivered, and their handlers run, when the block ends."""
-    held = {signal.SIGTERM, signal.SIGINT}
+    """SIGTERM and SIGINT held back (not lost) for the block: a rename and the
+    bookkeeping of the temporary name happen together or not at all, so an
+    interrupt never strands a ``.grind-*`` file.  Held signals reach their
+    handlers when the block ends.
+
+    Python runs signal handlers in the main thread, but the kernel may deliver
+    a process-directed signal to any thread (a progress-bar monitor, a worker
+    pool), so blocking it in this thread's mask is not enough: in the main
+    thread the handlers are swapped for a recorder and the recorded signals
+    re-raised afterwards; elsewhere (handlers cannot be set there) the mask."""
+    held, pending = (signal.SIGTERM, signal.SIGINT), []
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        old = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in held}
+    except ValueError:                                # not the main thread
+        with _masked(held):
+            yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)
+
+
+@contextlib.contextmanager
+def _masked(signals):
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     except (AttributeError, OSError, ValueError):    # no pthread_sigmask here
         yield
         return
