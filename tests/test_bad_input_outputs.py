@@ -85,6 +85,23 @@ def test_vb_mstep_of_counts_without_loglik_is_an_error(files):
     one_line_error(r, files / "c1n.txt", "loglik")
 
 
+def test_vb_estep_refuses_a_pseudo_count_of_0(files):
+    (files / "pc.txt").write_text("# weights: Dirichlet pseudo-counts\n"
+                                  "2 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n")
+    (files / "ab.txt").write_text("a b\n")
+    r = grind("estep", "--algo", "vb", "-o", files / "c0.txt", files / "pc.txt", files / "ab.txt", check=False)
+    one_line_error(r, "pc.txt", "pseudo-counts must be positive", "S --> B A")
+    assert not (files / "c0.txt").exists()
+
+
+def test_vb_mstep_refuses_alpha_0(files):
+    grind("-q", "estep", "--algo", "vb", "-o", files / "c0.txt", files / "g.txt", files / "c.txt")
+    r = grind("mstep", "--algo", "vb", "--alpha", "0", "--grammar", files / "g.txt", "-o", files / "g1.txt",
+              files / "c0.txt", check=False)
+    assert r.returncode == 2 and "VB needs a positive Dirichlet hyperparameter" in r.stderr, r.stderr
+    assert not (files / "g1.txt").exists()
+
+
 # ----------------------------------------------------------------------------- grind split
 
 SENTENCES = "a b\nb a\na b a\nb\n"

@@ -188,6 +188,22 @@ def test_sample_reproducible_and_well_formed():
     assert any(x is not None for x in a)
 
 
+def test_sample_seed_of_a_sentence_does_not_depend_on_failures_before_it():
+    """The i-th requested sentence gets the i-th seed drawn, whether or not those before it parse."""
+    g = G([("S", "S S"), ("S", "a")], [0.5, 0.5])
+    many = ["a"] * 8                                 # 429 derivations
+    parser = CKYParser(g, [["a", "xyz"], many, many])
+    assert set(parser.failures) == {0}
+    draws = []
+    for seed in range(4):
+        a = parser.sample(g.weights, np.random.default_rng(seed), [0, 1])
+        b = parser.sample(g.weights, np.random.default_rng(seed), [2, 1])
+        assert a[0] is None and b[0] is not None
+        np.testing.assert_array_equal(a[1], b[1])
+        draws.append(oracle.derivation_key(a[1]))
+    assert len(set(draws)) > 1
+
+
 def test_unary_cycle_is_an_input_error_naming_it():
     with pytest.raises(InputError, match=r"unary cycle.*(A --> B --> C --> A|B --> C --> A --> B|C --> A --> B --> C)"):
         CKYParser(G([("S", "A"), ("A", "B"), ("B", "C"), ("C", "A"), ("A", "a")]), [["a"]])

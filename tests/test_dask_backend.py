@@ -178,6 +178,64 @@ def test_dask_estep_equals_sharded_estep_on_any_sentences(sample, scheduler):
         assert not any(client.run(forget, key).values())      # close() dropped them already
 
 
+SMALL = [["a", "b"], ["b", "a", "a"], ["b"], ["a", "a", "b"]]
+
+
+@needs_dask
+def test_check_refuses_a_worker_parser_with_other_failures(scheduler):
+    """The same number of sentences, but one the worker cannot parse (another corpus)."""
+    import functools
+
+    import distributed
+
+    from grind.errors import InputError
+    from grind.grammars.dmv import dmv_grammar
+    from grind.infer.dask_backend import DaskEstep
+    from grind.kernels.select import make_parser
+    g = dmv_grammar(SMALL)
+    other = [list(s) for s in SMALL]
+    other[1][1] = "zz"                                  # no such tag: a failure on the worker only
+    assert set(make_parser(g, other).failures) == {1}
+    with distributed.Client(scheduler) as client:
+        with DaskEstep(make_parser(g, SMALL), functools.partial(make_parser, g, SMALL), client) as est:
+            assert est.check() == 2
+        with DaskEstep(make_parser(g, SMALL), functools.partial(make_parser, g, other), client) as est:
+            with pytest.raises(InputError, match="built a parser of 4 sentences \\(1 without a parse\\), this "
+                                                 "process's has 4 \\(0\\)"):
+                est.check()
+
+
+@needs_dask
+def test_a_workers_grind_error_passes_and_each_estep_has_its_own_task_keys(scheduler, monkeypatch):
+    import functools
+
+    import distributed
+
+    from grind.errors import NumericalError
+    from grind.grammars.dmv import dmv_grammar
+    from grind.infer.dask_backend import DaskEstep
+    from grind.kernels.select import make_parser
+    g = dmv_grammar(SMALL)
+    parser = make_parser(g, SMALL)
+    w = g.normalize(np.ones(len(g)))
+    with distributed.Client(scheduler) as client:
+        keys = []
+        real = client.map
+
+        def spy(*args, **kw):
+            keys.append(list(kw["key"]))
+            return real(*args, **kw)
+        monkeypatch.setattr(client, "map", spy)
+        with DaskEstep(parser, functools.partial(make_parser, g, SMALL), client, shard=2) as est:
+            a, b = est(w), est(w)
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+            assert len(keys) == 2 and len(keys[0]) == len(keys[1]) == 2
+            assert not set(keys[0]) & set(keys[1])         # a task of an earlier E-step is never reused
+            with pytest.raises(NumericalError, match="non-finite"):
+                est(np.full(len(g), np.nan))
+
+
 # ----------------------------------------------------------------------------- what --cluster refuses (no Dask needed)
 
 @pytest.mark.parametrize("args, message", [

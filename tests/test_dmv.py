@@ -372,6 +372,37 @@ def test_mbr_heads_average_the_arc_posteriors_of_several_grammars():
         np.testing.assert_array_equal(a, b)
 
 
+def _without_dependent(g, w, tag):
+    """``w`` with the root rule and every choose rule taking ``tag`` as a dependent set to 0."""
+    v = w.copy()
+    v[[r for r, (lhs, rhs) in enumerate(g.rules) if lhs != f"Y_{tag}" and f"Y_{tag}" in rhs]] = 0.0
+    return v
+
+
+def test_zero_types_names_a_tag_no_root_or_choose_rule_lets_in():
+    sents = [["a", "b"], ["c", "b"]]
+    g = dmv_grammar(sents)
+    w = g.normalize(np.ones(len(g)))
+    p = DMVParser(g, sents)
+    assert not p.zero_types(w)
+    v = _without_dependent(g, w, "c")
+    assert int((v == 0).sum()) == 1 + 3 * 2          # S --> Y_c and a, b, c each taking c on either side
+    assert p.zero_types(v) == {"c"}
+
+
+def test_mbr_heads_of_a_committee_give_no_tree_to_a_sentence_one_member_cannot_parse():
+    sents = [["a", "b"], ["c", "b"], ["b", "a", "b"]]
+    g = dmv_grammar(sents)
+    w1 = random_weights(g, np.random.default_rng(4))
+    w2 = _without_dependent(g, w1, "c")
+    p = DMVParser(g, sents)
+    assert np.isneginf(p.inside_outside(w2, [1])[1][0]) and np.isfinite(p.inside_outside(w1)[1]).all()
+    heads = p.mbr_heads(np.stack([w1, w2]))
+    assert heads[1] is None
+    assert heads[0] is not None and heads[2] is not None
+    assert p.mbr_heads(np.stack([w2, w1]))[1] is None
+
+
 def test_explain_names_the_word_that_cannot_attach_or_stop():
     """A sentence with no tree of positive probability although every tag can
     appear in some tree (so zero_types names none): the message names a word no
@@ -529,3 +560,21 @@ def test_mbr_falls_back_to_viterbi_when_posteriors_leave_float_range(tmp_path):
     cp.write_text(" ".join(sent) + "\n" + " ".join(sent[:3]) + "\n")
     r = run("parse", "--mbr", gp, cp)
     assert "its Viterbi tree is written instead" in r.stderr and "# mbr_fallback_to_viterbi: 1" in r.stdout
+
+
+def test_mbr_fallback_of_a_committee_is_the_first_grammars_viterbi_tree_named_by_sentence_index():
+    g, sent, w = _out_of_range_case()
+    p = DMVParser(g, [sent, sent[:3]])
+    other = random_weights(g, np.random.default_rng(1))
+    vit = p.viterbi_heads(w)[0][0]
+    assert list(p.viterbi_heads(other)[0][0]) != list(vit)       # the case tells the grammars apart
+    for W in (w, np.stack([w, other])):
+        fb = []
+        heads = p.mbr_heads(W, fallback=fb)
+        assert fb == [0]
+        np.testing.assert_array_equal(heads[0], vit)
+    fb = []
+    heads = p.mbr_heads(w, idx=[1, 0], fallback=fb)
+    assert fb == [0]                           # the sentence's index, not its position in idx
+    np.testing.assert_array_equal(heads[1], vit)
+    assert heads[0] is not None and len(heads[0]) == 3

@@ -17,6 +17,7 @@ import pytest
 
 import oracle
 from grind.errors import InputError
+from grind.grammars.grammar import Grammar
 from grind.formats.treebank import debinarise, prepare
 from grind.formats.trees import leaves, parse_trees
 from grind.grammars.latent import LatentGrammar, split_grammar, split_name, treebank_grammar
@@ -151,6 +152,18 @@ def test_default_unary_depth_follows_the_grammar(tmp_path):
     assert cyc.latent.longest_unary_chain()[1] and cyc.max_unary >= 3
 
 
+def test_a_unary_cycle_makes_the_default_depth_at_least_3():
+    """ROOT -> S -> VP (-> S closes the cycle): the longest chain is 2, the default depth 3, so
+    "a" has ROOT -> S -> a (0.5) and ROOT -> S -> VP -> S -> a (0.125)."""
+    g = Grammar([("ROOT", ("S",)), ("S", ("a",)), ("S", ("VP",)), ("VP", ("S",)), ("VP", ("b",))],
+                np.array([1.0, 0.5, 0.5, 0.5, 0.5]), "ROOT")
+    p = LatentParser(g)
+    assert p.latent.longest_unary_chain() == (2, True)
+    assert p.max_unary == 3
+    assert p.logz([["a"]])[0] == pytest.approx(math.log(0.625), abs=1e-12)
+    assert brute(g, ["a"], 3)[0] == pytest.approx(0.625) and brute(g, ["a"], 2)[0] == pytest.approx(0.5)
+
+
 @pytest.mark.parametrize("h", [1, 2, 3])
 def test_logz_matches_brute_force(h):
     g = grammar(ACYCLIC, h, seed=10 + h)
@@ -279,6 +292,19 @@ def test_projection_counts_solve_the_expected_children_equations():
     # the coarse grammar is a proper PCFG here
     totals = np.bincount(lg.parent, weights=coarse, minlength=len(lg.bases))
     np.testing.assert_allclose(totals, 1.0, rtol=1e-9)
+
+
+def test_projection_of_an_unreachable_symbol_averages_its_subtypes():
+    """X is on no tree from ROOT (expected count 0): its coarse rules are the plain mean over its subtypes."""
+    rules = [("ROOT", ("S",)), ("S", ("a",)), ("X@0", ("a",)), ("X@1", ("a",)), ("X@0", ("X@1", "S")),
+             ("X@1", ("X@0", "S"))]
+    g = Grammar(rules, np.array([1.0, 1.0, 0.5, 1.0, 0.5, 0.0]), "ROOT")
+    p = LatentParser(g)
+    lg = p.latent
+    x, s = lg.base_id["X"], lg.base_id["S"]
+    assert p.coarse[lg.index[(0, x, lg.word_id["a"], -1)]] == pytest.approx(0.75, rel=1e-12)
+    assert p.coarse[lg.index[(2, x, x, s)]] == pytest.approx(0.25, rel=1e-12)
+    assert p.coarse[lg.index[(0, s, lg.word_id["a"], -1)]] == pytest.approx(1.0, rel=1e-12)
 
 
 def _index_key(lg, key):

@@ -287,6 +287,37 @@ def test_sampler_seeds_reproduce():
         assert derivation_tree(g, d, parser.sentences[s])[0] == g.start
 
 
+def test_sampler_seed_of_a_tree_does_not_depend_on_failures_before_it():
+    """The i-th requested tree gets the i-th seed drawn, whether or not those before it fail."""
+    g, trees = grammars(2, seed=1)
+    top = ("S", ("NP", ("PRP", "she")), ("VP", ("VBD", "ran")))               # root is not ROOT
+    parser = TreeParser(g, [top, trees[0], trees[0]])
+    assert set(parser.failures) == {0}
+    draws = []
+    for seed in range(4):
+        a = parser.sample(g.weights, np.random.default_rng(seed), [0, 1])
+        b = parser.sample(g.weights, np.random.default_rng(seed), [2, 1])
+        assert a[0] is None and b[0] is not None
+        np.testing.assert_array_equal(a[1], b[1])
+        draws.append(oracle.derivation_key(a[1]))
+    assert len(set(draws)) > 1
+
+
+def test_local_rules_name_only_rules_of_the_grammar_when_blocks_have_missing_entries():
+    g, trees = grammars(2, seed=2)
+    full = TreeParser(g, trees).local_rules(0)
+    drop = next(int(r) for r in full if g.rules[r][0] != g.start)
+    keep = [r for r in range(len(g)) if r != drop]
+    g2 = Grammar([g.rules[r] for r in keep], g.weights[keep], g.start)
+    parser = TreeParser(g2, trees)
+    assert not parser._identity and 0 not in parser.failures
+    local = parser.local_rules(0)
+    assert local.min() >= 0 and len(set(local.tolist())) == len(local) == len(full) - 1
+    assert {g2.keys()[r] for r in local} == {g.keys()[r] for r in full} - {g.keys()[drop]}
+    used = parser.sparse_counts(g2.weights, 0)[0]
+    assert set(used.tolist()) <= set(local.tolist())
+
+
 # ---------------------------------------------------------------------------
 # no underflow
 # ---------------------------------------------------------------------------

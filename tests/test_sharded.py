@@ -216,6 +216,37 @@ def test_split_refuses_more_shards_than_sentences(tmp_path):
     assert not list(tmp_path.glob("s.*"))
 
 
+def test_split_of_exactly_k_sentences_makes_k_shards(tmp_path):
+    (tmp_path / "c.txt").write_text("a b\nc d e\n")
+    run("split", "-n", 2, "-o", tmp_path / "s", tmp_path / "c.txt")
+    parts = [[s.tokens for s in read_corpus(str(tmp_path / f"s.{i}.txt"), CorpusSpec())] for i in (1, 2)]
+    assert parts == [[["c", "d", "e"]], [["a", "b"]]]
+
+
+def test_split_deals_blocks_of_cost_0_to_the_shards_with_fewest_blocks(tmp_path):
+    # kept: 'a b c' (27) to shard 1, 'd e' (8) and 'f' (1) to shard 2; then the four sentences over
+    # --max-length one by one to the shard with the fewest blocks: 1, 1 (tie), 2, 1
+    (tmp_path / "c.txt").write_text("a b c\nd e\nf\n" + "".join(f"{w} " * 5 + w + "\n" for w in "xyzw"))
+    run("split", "--max-length", 5, "-n", 2, "-o", tmp_path / "s", tmp_path / "c.txt")
+    heads = [header(tmp_path / f"s.{i}.txt") for i in (1, 2)]
+    assert [h["blocks"] for h in heads] == ["4", "3"]
+    lines = [(tmp_path / f"s.{i}.txt").read_text().splitlines() for i in (1, 2)]
+    body = [[ln for ln in part if ln and not ln.startswith("#")] for part in lines]
+    assert [ln.split()[0] for ln in body[0]] == ["a", "x", "y", "w"]
+    assert [ln.split()[0] for ln in body[1]] == ["d", "f", "z"]
+
+
+def test_split_types_headers_count_each_type_once(tmp_path):
+    (tmp_path / "c.txt").write_text("the dog\nthe dog\na cat sat\n")
+    run("split", "--types", "-n", 2, "-o", tmp_path / "s", tmp_path / "c.txt")
+    types = CorpusSpec(types=True)
+    heads = [header(tmp_path / f"s.{i}.txt") for i in (1, 2)]
+    assert [h["cost"].split("(")[0].strip() for h in heads] == ["27 of 35", "8 of 35"]
+    assert [h["sentences"] for h in heads] == ["1", "1"] and [h["blocks"] for h in heads] == ["1", "2"]
+    for i, h in zip((1, 2), heads):
+        assert int(h["sentences"]) == len(read_corpus(str(tmp_path / f"s.{i}.txt"), types))
+
+
 def test_counts_of_different_steps_are_refused(grammars, tmp_path):
     d0, models = grammars
     grammar, opts = models["dmv"]
