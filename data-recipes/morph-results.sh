@@ -43,6 +43,9 @@
 #   PARTS="base alphas best" (add "long": the extra long Hastings run; "threshold": the MBR boundary threshold
 #   chosen on training-word gold, a semi-supervised diagnostic, see below; a subset runs only those parts,
 #   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
+#   STEM_ALPHA=S: the best-alpha runs (part best, and part validation's second setting) get a per-rule --alpha file:
+#   S on the Stem rules, the best alpha on every other rule (files named {algo}-a{alpha}+stem{S}-s{seed}.*).
+#   PARTS=validation: model selection without dev (see the part below).
 #   TEMPLATE_SET=czech-long (or sesotho): the grammar's built-in template set; OUTDIR keeps the grammar it was made
 #   with (its g0.txt), so use a separate OUTDIR per template set (an OUTDIR made with other templates is refused).
 # The README table was made with the defaults and PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2",
@@ -53,6 +56,8 @@
 #   the first round, when the grid stopped at 1e-5.
 #   The czech-long table (2026-11-27): TEMPLATE_SET=czech-long PARTS="base alphas best" ALPHAS=1e-20 BEST_ALPHA=1e-20
 #   SEEDS=1 BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, once with the default TRAIN_ON and once with train+dev.
+#   The stem-prior rows (2026-11-27): TEMPLATE_SET=czech-long PARTS=best BEST_ALPHA=1e-20 STEM_ALPHA=1e-15
+#   BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, then PARTS=validation with the same BEST_ALPHA, STEM_ALPHA, BEST_SEEDS.
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/morph}
@@ -92,6 +97,17 @@ case ${TRAIN_ON:-train} in
   *) echo "morph-results.sh: TRAIN_ON must be train or train+dev, not '$TRAIN_ON'" >&2; exit 2 ;;
 esac
 
+alpha_arg() {  # alpha name -> grind's --alpha: a number, or BASE+stemS: a per-rule file (Stem rules S, the rest BASE)
+  local a=$1 f
+  if [[ $a != *+stem* ]]; then echo "$a"; return; fi
+  f=$out/alpha-$a.txt
+  if [[ ! -s $f ]]; then
+    { echo "# weights: Dirichlet pseudo-counts (Stem rules ${a##*+stem}, every other rule ${a%%+stem*})"
+      grep -v '^#' "$out/g0.txt" | awk -v s="${a##*+stem}" -v b="${a%%+stem*}" '{ $1 = ($2 == "Stem") ? s : b; print }'
+    } > "$f"
+  fi
+  echo "$f"
+}
 score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
   local o=$out/$1 g=$2
   for d in viterbi mbr; do
@@ -130,16 +146,16 @@ one() {  # algo alpha seed extra-options...
   local a=$1 alpha=$2 seed=$3; shift 3
   local n=$a-a$alpha-s$seed
   if [[ ! -s $out/$n.txt ]]; then
-    run grind train $C --algo $a --alpha $alpha --iterations $PASSES --seed $seed "$@" \
+    run grind train $C --algo $a --alpha "$(alpha_arg "$alpha")" --iterations $PASSES --seed $seed "$@" \
       --trace "$out/$n.trace.tsv" -o "$out/$n.txt" "$out/g0.txt" "$train" 2>"$out/$n.log"
   fi
   score "$n" "$out/$n.txt"
 }
 
-# Morfessor Baseline (optional extra).
-if has base && [[ ! -s $out/morfessor.viterbi.eval ]]; then
-  if python3 -c 'import morfessor' 2>/dev/null || python3 -m pip install -q morfessor >&2; then
-    python3 - "$train" "$dev" "$out/morfessor.viterbi.tsv" <<'PY'
+# Morfessor Baseline (optional extra): morfessor_segment TRAIN_TSV WORDS_TSV OUT_TSV.
+have_morfessor() { python3 -c 'import morfessor' 2>/dev/null || python3 -m pip install -q morfessor >&2; }
+morfessor_segment() {
+  python3 - "$1" "$2" "$3" <<'PY'
 import random, sys, morfessor
 random.seed(1)
 words = lambda f: [l.rstrip('\n').split('\t')[0] for l in open(f, encoding='utf-8') if l.strip()]
@@ -150,6 +166,10 @@ with open(sys.argv[3], 'w', encoding='utf-8') as f:
     for w in words(sys.argv[2]):
         f.write(w + '\t' + ' @@'.join(m.viterbi_segment(w)[0]) + '\n')
 PY
+}
+if has base && [[ ! -s $out/morfessor.viterbi.eval ]]; then
+  if have_morfessor; then
+    morfessor_segment "$train" "$dev" "$out/morfessor.viterbi.tsv"
     run grind eval --segmentation -o "$out/morfessor.viterbi.eval" "$dev" "$out/morfessor.viterbi.tsv"
   else
     echo "# morfessor could not be installed: no Morfessor row" >&2
@@ -167,6 +187,7 @@ if has best; then
     awk -F'\t' -v a=$alpha '$1 == "predicted" {print $10 == "nan" ? -1 : $10, a}' "$out/hastings-a$alpha-s1.viterbi.eval"
   done | sort -g -k1,1 | tail -1 | cut -d' ' -f2)}
   echo "# best alpha (Hastings, dev boundary F, Viterbi, seed 1): $best" >&2
+  [[ -n ${STEM_ALPHA:-} ]] && best=$best+stem$STEM_ALPHA
   for s in $BEST_SEEDS; do one hastings $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
   [[ ${VB:-1} == 1 ]] && one vb $best 1 --tolerance 0
   for s in $BEST_SEEDS; do one cvb $best $s --tolerance 0 ${CVB_PASSES:+--iterations $CVB_PASSES}; done
@@ -208,6 +229,41 @@ elif has threshold; then
       run grind eval --segmentation -o "$o.eval" "$dev" "$o.tsv"
     done
   done
+fi
+# Part "validation" (model selection without dev): every 8th TRAINING word held out with its gold (val.tsv), the
+# models trained on the other 7/8 (val-train.tsv; unsupervised, as ever); the Hastings + CVB committee of BEST_SEEDS
+# runs each at the best alpha and, with STEM_ALPHA, at that alpha with STEM_ALPHA on the Stem rules, decoded at the
+# threshold of maximum expected boundary F; Morfessor trained on the same 7/8; all scored on val, with the paired
+# significance test.  Dev is not read.
+if has validation && [[ ${TRAIN_ON:-train} != train ]]; then
+  echo "# part validation needs the training TSV's gold column: not run with TRAIN_ON=train+dev" >&2
+elif has validation; then
+  va=${BEST_ALPHA:-1e-20}
+  awk -F'\t' 'NR % 8 != 0' "$train" > "$out/val-train.tsv"
+  awk -F'\t' 'NR % 8 == 0' "$train" > "$out/val.tsv"
+  vfiles=()
+  for a in $va ${STEM_ALPHA:+$va+stem$STEM_ALPHA}; do
+    gs=()
+    for algo in hastings cvb; do
+      for s in $BEST_SEEDS; do
+        n=val-$algo-a$a-s$s
+        if [[ $algo == hastings ]]; then x=(--temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt); else x=(--tolerance 0); fi
+        [[ -s $out/$n.txt ]] || run grind train $C --algo $algo --alpha "$(alpha_arg "$a")" --iterations $PASSES \
+          --seed $s "${x[@]}" -o "$out/$n.txt" "$out/g0.txt" "$out/val-train.tsv" 2>"$out/$n.log"
+        gs+=("$out/$n.txt")
+      done
+    done
+    n=val-hastings+cvb-a$a-committee av=()
+    for g in "${gs[@]:1}"; do av+=(--average "$g"); done
+    [[ -s $out/$n.mbrf.tsv ]] || run grind parse $C --segment --seg-format sigmorphon --mbr --expected-f "${av[@]}" \
+      -o "$out/$n.mbrf.tsv" "${gs[0]}" "$out/val.tsv" 2>>"$out/$n.log"
+    vfiles+=("$out/$n.mbrf.tsv")
+  done
+  if [[ ! -s $out/val-morfessor.tsv ]] && have_morfessor; then
+    morfessor_segment "$out/val-train.tsv" "$out/val.tsv" "$out/val-morfessor.tsv"
+  fi
+  [[ -s $out/val-morfessor.tsv ]] && vfiles=("$out/val-morfessor.tsv" "${vfiles[@]}")
+  run grind eval --segmentation --significance --seed 1 -o "$out/validation.significance.eval" "$out/val.tsv" "${vfiles[@]}"
 fi
 # Part "long" (extra, not an equal budget): Hastings at the best alpha (BEST_ALPHA, else the one chosen
 # above, else 1e-5) for LONG_PASSES sweeps, annealed over the first 4/5, seeds LONG_SEEDS (default 1).
@@ -263,7 +319,7 @@ for f in glob.glob(f'{out}/*-a*-s*.viterbi.eval') + glob.glob(f'{out}/*-a*-s*.mb
     m = re.match(r'(\w+)-a(.+?)-s(\d+)\.(viterbi|mbr)\.eval', os.path.basename(f))
     groups.setdefault((m[1], m[2], m[4]), []).append((m[3], f))
 order = {'em': 0, 'hastings': 1, 'vb': 2, 'cvb': 3, 'gibbs': 4, 'hastingslong': 5}
-for (a, alpha, d), runs in sorted(groups.items(), key=lambda k: (order[k[0][0]], -float(k[0][1]), k[0][2])):
+for (a, alpha, d), runs in sorted(groups.items(), key=lambda k: (order[k[0][0]], -float(k[0][1].split('+')[0]), k[0][1], k[0][2])):
     rs = [rows(f)['predicted'] for _, f in runs]
     ps = [ppl(f'{out}/{a}-a{alpha}-s{s}.ppl') for s, _ in runs]
     steps = sorted(set(max(int(l.split('\t')[0]) for l in open(f'{out}/{a}-a{alpha}-s{s}.trace.tsv') if l[:1].isdigit()) for s, _ in runs))
@@ -285,5 +341,20 @@ for f in sorted(glob.glob(f'{out}/committees-a*.significance.eval')):
         if x.endswith('morfessor.viterbi.tsv') and not y.startswith('baseline-'):   # committee - Morfessor
             x, y, a, b, d = y, x, b, a, str(-float(d))
         if y.endswith('morfessor.viterbi.tsv') or (y == 'baseline-chars' and m == 'boundary_F'):
+            print('\t'.join([os.path.basename(x), os.path.basename(y), m, fmt(float(a)), fmt(float(b)), fmt(float(d)), pv]))
+v = f'{out}/validation.significance.eval'
+if os.path.exists(v):
+    text = open(v, encoding='utf-8').read()
+    print('# validation (part validation): trained on 7/8 of the training words, scored on the other 1/8 with their gold; dev not read')
+    print('system\t' + '\t'.join(cols))
+    names = re.findall(r'^# predicted: (.*)$', text, re.M)
+    preds = [ln.split('\t') for ln in text.splitlines() if ln.startswith('predicted\t')]
+    base = [ln.split('\t') for ln in text.splitlines() if ln.startswith('baseline-')]
+    for name, r in list(zip(map(os.path.basename, names), preds)) + [(b[0], b) for b in base]:
+        print('\t'.join([name] + [fmt(float(r[i])) for i in range(3, 12)]))
+    print('system\tagainst\tmeasure\tscore\tagainst score\tdifference\tp')
+    for ln in text.split('# significance:')[1].splitlines()[2:]:
+        x, y, m, a, b, d, pv = ln.split('\t')
+        if 'one-morph' not in y:
             print('\t'.join([os.path.basename(x), os.path.basename(y), m, fmt(float(a)), fmt(float(b)), fmt(float(d)), pv]))
 PY
