@@ -340,3 +340,19 @@ def check_sparse_counts_local(parser, w, i, n_sentences):
     with pytest.raises(IndexError):
         parser.sparse_counts(w, n_sentences)
     return loc, rules, vals, z
+
+
+def assert_seed_follows_the_request(parser, weights):
+    """``parser.sample`` over items [0, 1] and [2, 1], where item 0 fails and
+    item 2 is a copy of item 1 that parses: item 1 gets the second seed drawn
+    either way (its draws agree for every rng seed), and draws do differ
+    across rng seeds."""
+    draws = []
+    for seed in range(4):
+        a = parser.sample(weights, np.random.default_rng(seed), [0, 1])
+        b = parser.sample(weights, np.random.default_rng(seed), [2, 1])
+        assert a[0] is None and b[0] is not None
+        np.testing.assert_array_equal(a[1], b[1])
+        draws.append(derivation_key(a[1]))
+    assert len(set(draws)) > 1
+
