@@ -232,9 +232,9 @@ elif has threshold; then
 fi
 # Part "validation" (model selection without dev): every 8th TRAINING word held out with its gold (val.tsv), the
 # models trained on the other 7/8 (val-train.tsv; unsupervised, as ever); the Hastings + CVB committee of BEST_SEEDS
-# runs each at the best alpha and, with STEM_ALPHA, at that alpha with STEM_ALPHA on the Stem rules, decoded at the
-# threshold of maximum expected boundary F; Morfessor trained on the same 7/8; all scored on val, with the paired
-# significance test.  Dev is not read.
+# runs (and the Hastings runs alone) each at the best alpha and, with STEM_ALPHA, at that alpha with STEM_ALPHA on the
+# Stem rules, decoded at the threshold of maximum expected boundary F; Morfessor trained on the same 7/8; all scored
+# on val, with the paired significance test.  Dev is not read.
 if has validation && [[ ${TRAIN_ON:-train} != train ]]; then
   echo "# part validation needs the training TSV's gold column: not run with TRAIN_ON=train+dev" >&2
 elif has validation; then
@@ -253,11 +253,15 @@ elif has validation; then
         gs+=("$out/$n.txt")
       done
     done
-    n=val-hastings+cvb-a$a-committee av=()
-    for g in "${gs[@]:1}"; do av+=(--average "$g"); done
-    [[ -s $out/$n.mbrf.tsv ]] || run grind parse $C --segment --seg-format sigmorphon --mbr --expected-f "${av[@]}" \
-      -o "$out/$n.mbrf.tsv" "${gs[0]}" "$out/val.tsv" 2>>"$out/$n.log"
-    vfiles+=("$out/$n.mbrf.tsv")
+    nh=$(wc -w <<< "$BEST_SEEDS")
+    for members in hastings hastings+cvb; do      # the Hastings runs alone, and with the CVB runs
+      n=val-$members-a$a-committee av=() ms=("${gs[@]}")
+      [[ $members == hastings ]] && ms=("${gs[@]:0:$nh}")
+      for g in "${ms[@]:1}"; do av+=(--average "$g"); done
+      [[ -s $out/$n.mbrf.tsv ]] || run grind parse $C --segment --seg-format sigmorphon --mbr --expected-f "${av[@]}" \
+        -o "$out/$n.mbrf.tsv" "${ms[0]}" "$out/val.tsv" 2>>"$out/$n.log"
+      vfiles+=("$out/$n.mbrf.tsv")
+    done
   done
   if [[ ! -s $out/val-morfessor.tsv ]] && have_morfessor; then
     morfessor_segment "$out/val-train.tsv" "$out/val.tsv" "$out/val-morfessor.tsv"
