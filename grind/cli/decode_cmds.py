@@ -180,10 +180,18 @@ def _member(path, g, first_path):
     return other.probabilities()
 
 
-def treebank_terminals(sents, latent):
-    """The grammar terminals of each sentence's words, as grind parse reads them for a treebank grammar
-    (escaped, and an unknown word replaced by its signature); and how many words were replaced."""
+def _treebank_input(grammar_path, corpus, spec, start, command):
+    """A treebank grammar, its latent view, and the corpus's words (``spec`` with --column FORM) as its
+    terminals, as grind parse reads them: escaped, an unknown word replaced by its signature.  Returns
+    ``(g, latent, sents, terminals, replaced)``."""
+    import dataclasses
+
+    from grind.cli.common import read_probabilities
     from grind.formats.treebank import unknown_token
+    from grind.grammars.latent import LatentGrammar
+    sents = read_corpus(corpus, dataclasses.replace(spec, column="FORM"))
+    g = read_probabilities(grammar_path, start, command)
+    latent = LatentGrammar(g)
     known = latent.known_words()
     replaced, toks = 0, []
     for s in sents:
@@ -194,23 +202,17 @@ def treebank_terminals(sents, latent):
                 replaced += 1
             row.append(latent.terminal(w))
         toks.append(row)
-    return toks, replaced
+    return g, latent, sents, toks, replaced
 
 
 def _treebank_logz(grammar_path, corpus, spec, start, kernel):
     """log Z of every sentence under a treebank grammar (exhaustive; words mapped as grind parse maps them)."""
-    import dataclasses
     import types
 
-    from grind.cli.common import read_probabilities
-    from grind.grammars.latent import LatentGrammar
     from grind.kernels.latent_parse import LatentParser
     if kernel != "auto":
         raise click.UsageError("a treebank grammar is scored by its own kernel: leave out --kernel")
-    sents = read_corpus(corpus, dataclasses.replace(spec, column="FORM"))
-    g = read_probabilities(grammar_path, start, "grind loglik")
-    latent = LatentGrammar(g)
-    toks, replaced = treebank_terminals(sents, latent)
+    g, latent, sents, toks, replaced = _treebank_input(grammar_path, corpus, spec, start, "grind loglik")
     if replaced:
         log.info(f"{replaced} words the grammar lacks scored as their unknown-word signatures")
     logz = LatentParser(g, weights=g.probabilities(), latent=latent, prune=False).logz(toks)
@@ -221,10 +223,8 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     """Parse with a (latent) treebank grammar: unsplit, unbinarised PTB trees, the corpus's own words as leaves."""
     import time
 
-    from grind.cli.common import read_probabilities
     from grind.formats.trees import format_tree, map_leaves
     from grind.formats.treebank import debinarise
-    from grind.grammars.latent import LatentGrammar
     from grind.kernels.latent_parse import LatentParser
     import dataclasses
     if spec.column not in (None, "FORM") or spec.punct != "none" or spec.min_length > 1 or spec.max_length is not None:
@@ -232,10 +232,7 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                "--punct, no length limits), so that grind eval --labeled can align them with the gold "
                                "trees")
     spec = dataclasses.replace(spec, column="FORM")
-    sents = read_corpus(corpus, spec)
-    g = read_probabilities(grammar_path, start, "grind parse")
-    latent = LatentGrammar(g)
-    toks, replaced = treebank_terminals(sents, latent)
+    g, latent, sents, toks, replaced = _treebank_input(grammar_path, corpus, spec, start, "grind parse")
     parser = LatentParser(g, weights=g.probabilities(), latent=latent, prune=prune, threshold=threshold)
     t0 = time.perf_counter()
     results = parser.parse(toks, method=decoder)

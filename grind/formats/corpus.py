@@ -246,15 +246,27 @@ def _nfc_word(word, name, lineno, what="word"):
     return unicodedata.normalize("NFC", word)
 
 
+def _without_header(lines, name, what, hint=""):
+    """``lines`` after their leading ``#`` lines (grind's outputs have such a header), which are
+    skipped and counted on stderr once the header ends."""
+    it, heads, first = iter(lines), 0, None
+    for item in it:
+        if not item[1].startswith("#"):
+            first = item
+            break
+        heads += 1
+    if heads:
+        log.info(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as {what}{hint}")
+    if first is not None:
+        yield first
+        yield from it
+
+
 def _read_words(lines, name, sigmorphon):
     """--chars: one word a line (or a sigmorphon row), each NFC character one token; the leading
     lines that start with ``#`` are a header, skipped and counted on stderr."""
-    header, number, has_gold, skipped, heads = True, 0, None, [], 0
-    for lineno, line in lines:
-        if header and line.startswith("#"):
-            heads += 1
-            continue
-        header = False
+    number, has_gold, skipped = 0, None, []
+    for lineno, line in _without_header(lines, name, "words"):
         s = line.rstrip("\r\n")
         gold = None
         if sigmorphon:
@@ -275,8 +287,6 @@ def _read_words(lines, name, sigmorphon):
         word = _nfc_word(s, name, lineno)
         number += 1
         yield Sentence(list(word), number, lineno, gold_morphs=gold)
-    if heads:
-        log.info(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as words")
     if skipped:
         log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry "
                  f"such as 'státi (se)'; a word must be one token), at line(s) "
@@ -300,19 +310,13 @@ def _format(path, fmt, lines):
 def _read_text(lines, name="the corpus"):
     """Plain text, one sentence a line; the leading lines that start with ``#`` are a header (grind's
     outputs have one), skipped and counted on stderr.  A blank line ends the header."""
-    header, number, heads = True, 0, 0
-    for lineno, line in lines:
-        if header and line.startswith("#"):
-            heads += 1
-            continue
-        header = False
+    number = 0
+    for lineno, line in _without_header(lines, name, "sentences", " (to read a first sentence that starts with "
+                                        "'#', put a blank line before it)"):
         toks = line.split()
         if toks:
             number += 1
             yield Sentence(toks, number, lineno)
-    if heads:
-        log.info(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as sentences "
-                 "(to read a first sentence that starts with '#', put a blank line before it)")
 
 
 def _read_ptb(lines, name, spec):

@@ -44,7 +44,7 @@ import numpy as np
 from grind.errors import InputError
 from grind.formats.rules import ARROW
 from grind.formats.textio import quote_line, read_lines
-from grind.grammars.grammar import Grammar
+from grind.grammars.grammar import Grammar, post_order
 
 START = "Word"
 
@@ -139,15 +139,9 @@ def check_templates(templates) -> None:
     for lhs, rhs in templates:
         if len(rhs) == 1 and rhs[0] in lhss:
             unary.setdefault(lhs, []).append(rhs[0])
-    for top in unary:
-        seen, todo = set(), list(unary[top])
-        while todo:
-            x = todo.pop()
-            if x == top:
-                raise InputError(f"a cycle of one-symbol templates through {top} ({top} {ARROW} ... {ARROW} {top})")
-            if x not in seen:
-                seen.add(x)
-                todo += unary.get(x, [])
+    cycle = post_order(unary)[1]
+    if cycle:
+        raise InputError(f"a cycle of one-symbol templates through {cycle[0]} ({f' {ARROW} '.join(cycle)})")
 
 
 def substrings(words, max_morph_length=None) -> dict[tuple[str, ...], int]:
