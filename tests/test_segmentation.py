@@ -90,12 +90,13 @@ def test_word_types_and_matching():
 
 def test_read_both_formats_header_and_unparsed(tmp_path):
     f = tmp_path / "s.txt"
-    f.write_text("# grind 0.1.0\n# unparsed: 1\nab dik ova t\nabdikovat\tab @@dik @@ova @@t\n"
-                 "abdikovat\tab @@dik @@ova @@t\t010\nxyz\t_\n# x\n")
+    f.write_text("# grind 0.1.0\n# unparsed: 1\nab dik ova t\nxyz\t_\n# x\n")
     r = read_segmentations(str(f))
     assert [(x.word, x.morphs, x.line) for x in r] == [
-        ("abdikovat", ("ab", "dik", "ova", "t"), 3), ("abdikovat", ("ab", "dik", "ova", "t"), 4),
-        ("abdikovat", ("ab", "dik", "ova", "t"), 5), ("xyz", None, 6), ("#x", ("#", "x"), 7)]
+        ("abdikovat", ("ab", "dik", "ova", "t"), 3), ("xyz", None, 4), ("#x", ("#", "x"), 5)]
+    f.write_text("xyz\t_\nabdikovat\tab @@dik @@ova @@t\nabdikovat\tab @@dik @@ova @@t\t010\n")
+    assert [(x.word, x.morphs, x.line) for x in read_segmentations(str(f))] == [
+        ("xyz", None, 1), ("abdikovat", ("ab", "dik", "ova", "t"), 2), ("abdikovat", ("ab", "dik", "ova", "t"), 3)]
     assert r[0].spans() == ((0, 2), (2, 5), (5, 8), (8, 9))
     for fmt in ("plain", "sigmorphon"):
         line = format_segmentation("abdikovat", ("ab", "dik", "ova", "t"), fmt)
@@ -114,6 +115,9 @@ def test_read_both_formats_header_and_unparsed(tmp_path):
     ("ok\nabdikovat\tab @@dik @@ova\n", r"s.txt:2: the morphs .* do not concatenate to the word 'abdikovat'"),
     ("abdik\tab dik\n", r"s.txt:1: morph 2 'dik' does not start with '@@'"),
     ("# only a header\n", r"s.txt: no segmented words"),
+    # a SIGMORPHON line that lost its segmentation column is not a one-morph plain word
+    ("abdik\tab @@dik\nabdikovat\n", r"s.txt:2: a plain line in a file whose line 1 is sigmorphon \(a missing"),
+    ("x\t_\nab dik\nabdik\tab @@dik\n", r"s.txt:3: a sigmorphon line in a file whose line 2 is plain"),
 ])
 def test_file_errors(tmp_path, text, err):
     f = tmp_path / "s.txt"

@@ -1,6 +1,6 @@
 """Segmentation files: one segmented word a line.
 
-Two line formats, told apart line by line by a TAB:
+Two line formats, told apart by a TAB (one format a file):
 
 * plain: the morphs separated by single spaces, ``ab dik ova t``; the word is
   their concatenation;
@@ -15,8 +15,10 @@ in both formats as the word, a TAB and ``_``: ``abdikovat<TAB>_``; it is read
 back with ``morphs = None``.  ``#`` lines at the top of a file (before the
 first word, e.g. the header grind writes) are skipped.  An empty line, an
 empty morph (two spaces in a row, a leading or trailing space, a bare
-``@@``) or morphs that do not concatenate to the word are an
-:class:`~grind.errors.InputError` naming file and line.
+``@@``), morphs that do not concatenate to the word, or a segmented line in
+the other format than the file's first segmented line (a SIGMORPHON line that
+lost its segmentation column would otherwise read as a one-morph plain word)
+are an :class:`~grind.errors.InputError` naming file and line.
 """
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ def format_segmentation(word: str, morphs, fmt: str = "plain") -> str:
 def read_segmentations(path: str) -> list[Segmentation]:
     """Every segmented word of ``path`` in file order (see the module doc)."""
     name = "<stdin>" if path == "-" else path
-    out, header = [], True
+    out, header, first = [], True, None      # first: (line, format) of the first segmented word
     for lineno, raw in read_lines(path):
         line = raw.rstrip("\r\n")
         if header and (line == "#" or line.startswith("# ")):
@@ -83,7 +85,15 @@ def read_segmentations(path: str) -> list[Segmentation]:
         where = f"{name}:{lineno}"
         if not line.strip():
             raise InputError(f"{where}: empty line (one segmented word a line)")
-        out.append(parse_line(line, where, lineno))
+        seg = parse_line(line, where, lineno)
+        if seg.morphs is not None:
+            fmt = "sigmorphon" if "\t" in line else "plain"
+            if first is None:
+                first = (lineno, fmt)
+            elif fmt != first[1]:
+                raise InputError(f"{where}: a {fmt} line in a file whose line {first[0]} is {first[1]} "
+                                 f"(a missing or extra TAB-separated column?): {quote_line(line)}")
+        out.append(seg)
     if not out:
         raise InputError(f"{name}: no segmented words")
     return out
