@@ -146,8 +146,9 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     (``em``, ``vb``, ``cvb``, ``streaming``, ``stochastic``, ``gibbs``,
     ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does.
 
-    ``alpha``: Dirichlet hyperparameter (a number, or a grammar file of
-    per-rule pseudo-counts).  ``iterations``: None = the algorithm's default
+    ``alpha``: Dirichlet hyperparameter (a number; a number and per-LHS
+    numbers, ``"1e-20,Stem=1e-15"``; or a grammar file of per-rule
+    pseudo-counts).  ``iterations``: None = the algorithm's default
     (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
     one random generator.  ``jobs``: E-step threads (results do not depend
     on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience``: held-out

@@ -23,6 +23,31 @@ def test_prior_from_a_grammar_file_is_aligned_by_rule_key(tmp_path):
         prior_vector(g, "0")
 
 
+def test_prior_per_lhs_and_the_file_named_like_it(tmp_path, monkeypatch):
+    g = Grammar([("S", ("A", "B")), ("A", ("a",)), ("A", ("a", "b")), ("B", ("b",)), ("S=x", ("a",))],
+                np.ones(5), "S")
+    np.testing.assert_array_equal(prior_vector(g, "1e-20,A=1e-15"), [1e-20, 1e-15, 1e-15, 1e-20, 1e-20])
+    np.testing.assert_array_equal(prior_vector(g, "2,A=3,B=4,A=5,S=x=6"), [2, 5, 5, 4, 6])   # later names win
+    with pytest.raises(InputError, match=r"--alpha 1,C=2: no rule has the left-hand side 'C'"):
+        prior_vector(g, "1,C=2")
+    with pytest.raises(InputError, match="finite and positive"):
+        prior_vector(g, "1,A=0")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "1,A=2").write_text("7 S --> A B\n7 A --> a\n7 A --> a b\n7 B --> b\n7 S=x --> a\n")
+    np.testing.assert_array_equal(prior_vector(g, "1,A=2"), [7] * 5)     # an existing file is a file
+
+
+def test_alpha_option_checks_every_value(tmp_path):
+    g = tmp_path / "g.txt"
+    g.write_text("1 S --> a\n")
+    for bad, msg in (("1,S=-1", "must be a finite number > 0"), ("1,S", "neither a number, nor NUMBER,LHS=NUMBER"),
+                     ("nan,S=1", "must be a finite number > 0")):
+        r = grind("train", "--algo", "vb", "--alpha", bad, g, g, check=False)
+        assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
+    r = grind("mstep", "--alpha", "0,S=-1", g, check=False)
+    assert r.returncode == 2 and "must be a finite number >= 0" in r.stderr
+
+
 @pytest.fixture(scope="module")
 def dmv(tmp_path_factory):
     from conftest import sample_dmv

@@ -113,21 +113,30 @@ class FiniteFloatRange(click.FloatRange):
 
 
 class AlphaType(click.ParamType):
-    """train --alpha: a positive finite number (kept as written) or an existing file of pseudo-counts."""
+    """--alpha: a finite number > 0 (>= 0 with ``zero_ok``; kept as written), a number and per-LHS numbers
+    (``1e-20,Stem=1e-15``), or an existing file of per-rule pseudo-counts."""
 
-    name = "NUMBER|FILE"
+    name = "NUMBER|NUMBER,LHS=NUMBER...|FILE"
+
+    def __init__(self, zero_ok: bool = False):
+        self.zero_ok = zero_ok
 
     def convert(self, value, param, ctx):
         import math
         import os
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            if value != "-" and not os.path.exists(str(value)):
-                self.fail(f"{value!r} is neither a number nor an existing file of pseudo-counts", param, ctx)
+        from grind.infer.training import alpha_per_lhs
+        if os.path.exists(str(value)) or (value == "-" and not self.zero_ok):
             return value
-        if not (math.isfinite(v) and v > 0):
-            self.fail(f"{value!r}: a Dirichlet hyperparameter must be a positive finite number", param, ctx)
+        per_lhs = alpha_per_lhs(value)
+        try:
+            values = [float(value)] if per_lhs is None else [per_lhs[0], *(v for _, v in per_lhs[1])]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither a number, nor NUMBER,LHS=NUMBER,..., nor an existing file of "
+                      f"pseudo-counts", param, ctx)
+        bound = ">= 0" if self.zero_ok else "> 0"
+        for v in values:
+            if not (math.isfinite(v) and (v >= 0 if self.zero_ok else v > 0)):
+                self.fail(f"{value!r}: a Dirichlet hyperparameter must be a finite number {bound}", param, ctx)
         return value
 
 

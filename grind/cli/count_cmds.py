@@ -16,8 +16,8 @@ from grind import log
 from grind.errors import InputError, NumericalError
 from grind.formats.counts import Counts, read_counts, write_counts
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
-from grind.cli.common import (corpus_options, output_option, start_option, kernel_option, write_grammar, load,
-                              load_trees, report_failures, TREES_TEXT, check_tree_options, is_treebank_grammar)
+from grind.cli.common import (AlphaType, corpus_options, output_option, start_option, kernel_option, write_grammar,
+                              load, load_trees, report_failures, TREES_TEXT, check_tree_options, is_treebank_grammar)
 
 #: The algorithms whose iteration estep / sum / mstep carry out (map = em with --alpha, as in grind train).
 STEP_ALGOS = ("em", "map", "vb")
@@ -145,33 +145,14 @@ def sum_(counts, output):
     write_counts(output, total)
 
 
-class StepAlpha(click.ParamType):
-    """mstep --alpha: a finite number >= 0 (kept as written) or an existing file of per-rule pseudo-counts."""
-
-    name = "NUMBER|FILE"
-
-    def convert(self, value, param, ctx):
-        import math
-        import os
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            if not os.path.isfile(str(value)):
-                self.fail(f"{value!r} is neither a number nor an existing file of pseudo-counts", param, ctx)
-            return value
-        if not (math.isfinite(v) and v >= 0):
-            self.fail(f"{value!r}: a Dirichlet hyperparameter must be a finite number >= 0", param, ctx)
-        return value
-
-
 @click.command()
 @click.option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True,
               help="The update: em / map: theta ∝ max(0, count + alpha - 1) (MAP-EM; alpha 1 = maximum "
                    "likelihood; map is em by another name); vb: posterior pseudo-counts alpha + count "
                    "(needs --grammar).")
-@click.option("--alpha", type=StepAlpha(), default="1.0", show_default=True,
-              help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts, "
-                   "as grind train --alpha.")
+@click.option("--alpha", type=AlphaType(zero_ok=True), default="1.0", show_default=True,
+              help="Dirichlet hyperparameter: a number (symmetric), a number and per-LHS numbers "
+                   "(1e-20,Stem=1e-15), or a grammar file of per-rule pseudo-counts, as grind train --alpha.")
 @click.option("--grammar", "grammar_path", default=None,
               help="The grammar the counts were made with: its rule set, its weights for LHSs no sentence uses "
                    "(em), the previous pseudo-counts for the bound (vb), and the objective of the iteration.")

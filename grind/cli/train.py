@@ -124,8 +124,9 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
                    "trace's 'stopped' column says whether the run converged or reached --iterations.  [default: the "
                    "algorithm's: 1e-06; ln: 1e-05]")
 @click.option("--alpha", type=AlphaType(), default="1.0", show_default=True,
-              help="Dirichlet hyperparameter: a number (symmetric) or a grammar file of per-rule pseudo-counts. "
-                   "EM: MAP estimate (1 = maximum likelihood).")
+              help="Dirichlet hyperparameter: a number (symmetric); a number and per-LHS numbers, 1e-20,Stem=1e-15 "
+                   "(the rules of LHS Stem 1e-15, every other rule 1e-20); or a grammar file of per-rule "
+                   "pseudo-counts. EM: MAP estimate (1 = maximum likelihood).")
 @click.option("--trace", "trace_path", type=OutputPath(), default=None, help="Also write the trace as TSV here.")
 @click.option("--dev", "dev_path", default=None,
               help="Held-out corpus for --eval-every (read with the same corpus options).")

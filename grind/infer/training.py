@@ -50,13 +50,38 @@ class Step:
     extra: dict = field(default_factory=dict)
 
 
-def prior_vector(grammar, alpha: str | float) -> np.ndarray:
-    """Per-rule Dirichlet hyperparameters: a number (symmetric) or a grammar
-    file whose weights (or pseudo-count column) are the pseudo-counts."""
+def alpha_per_lhs(alpha) -> tuple[float, list[tuple[str, float]]] | None:
+    """``'1e-20,Stem=1e-15'`` -> ``(1e-20, [('Stem', 1e-15)])``: a value for
+    every rule, then values for the rules of named left-hand sides (later
+    names win); None when ``alpha`` is not of that form."""
+    base, *rest = str(alpha).split(",")
+    if not rest:
+        return None
     try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        a = _prior_file(grammar, str(alpha))
+        pairs = [(lhs, float(v)) for lhs, v in (p.rsplit("=", 1) for p in rest)]
+        return float(base), pairs
+    except ValueError:
+        return None
+
+
+def prior_vector(grammar, alpha: str | float) -> np.ndarray:
+    """Per-rule Dirichlet hyperparameters: a number (symmetric); a number and
+    per-LHS numbers, ``1e-20,Stem=1e-15`` (every Stem rule 1e-15, every other
+    rule 1e-20: :func:`alpha_per_lhs`); or a grammar file whose weights (or
+    pseudo-count column) are the pseudo-counts."""
+    per_lhs = None if os.path.exists(str(alpha)) else alpha_per_lhs(alpha)
+    if per_lhs is not None:
+        a = np.full(len(grammar), per_lhs[0])
+        ids = {x: i for i, x in enumerate(grammar.nonterminals)}
+        for lhs, v in per_lhs[1]:
+            if lhs not in ids:
+                raise InputError(f"--alpha {alpha}: no rule has the left-hand side {lhs!r}")
+            a[grammar.lhs == ids[lhs]] = v
+    else:
+        try:
+            a = float(alpha)
+        except (TypeError, ValueError):
+            a = _prior_file(grammar, str(alpha))
     a = np.broadcast_to(np.asarray(a, dtype=np.float64), (len(grammar),)).copy()
     if not np.all(a > 0) or not np.all(np.isfinite(a)):
         raise InputError("Dirichlet hyperparameters must be finite and positive")
