@@ -43,9 +43,14 @@
 #   PARTS="base alphas best" (add "long": the extra long Hastings run; "threshold": the MBR boundary threshold
 #   chosen on training-word gold, a semi-supervised diagnostic, see below; a subset runs only those parts,
 #   then the summary, e.g. two processes splitting ALPHAS or BEST_SEEDS; VB=0 skips the VB run in one).
-#   STEM_ALPHA=S: the best-alpha runs (part best, and part validation's second setting) get a per-rule --alpha file:
-#   S on the Stem rules, the best alpha on every other rule (files named {algo}-a{alpha}+stem{S}-s{seed}.*).
-#   PARTS=validation: model selection without dev (see the part below).
+#   STEM_ALPHA=S: the best-alpha runs (part best, and part validation's second setting) get a per-LHS --alpha
+#   (--alpha ALPHA,Stem=S: S on the Stem rules, the best alpha on every other rule; files named
+#   {algo}-a{alpha}+stem{S}-s{seed}.*; runs made before grind had per-LHS values read the same prior from a per-rule
+#   --alpha FILE, alpha-{alpha}+stem{S}.txt, with bit-identical results); part best
+#   then runs Hastings and CVB at both priors (the best alpha alone, and +stem) and also decodes the runs of both
+#   priors as one committee ({algos}-a{alpha},{alpha}+stem{S}-committee_{seeds}.*), as part validation does.
+#   PARTS=validation: model selection without dev (see the part below); STEM_GRID="S1 S2 ..." adds one Hastings run per
+#   Stem alpha there (and one at the best alpha alone), each scored on the validation words.
 #   TEMPLATE_SET=czech-long (or sesotho): the grammar's built-in template set; OUTDIR keeps the grammar it was made
 #   with (its g0.txt), so use a separate OUTDIR per template set (an OUTDIR made with other templates is refused).
 # The README table was made with the defaults and PARTS="base alphas best long" LONG_PASSES=200 LONG_SEEDS="1 2",
@@ -57,7 +62,9 @@
 #   The czech-long table (2026-11-27): TEMPLATE_SET=czech-long PARTS="base alphas best" ALPHAS=1e-20 BEST_ALPHA=1e-20
 #   SEEDS=1 BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, once with the default TRAIN_ON and once with train+dev.
 #   The stem-prior rows (2026-11-27): TEMPLATE_SET=czech-long PARTS=best BEST_ALPHA=1e-20 STEM_ALPHA=1e-15
-#   BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, then PARTS=validation with the same BEST_ALPHA, STEM_ALPHA, BEST_SEEDS.
+#   BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, then PARTS=validation with the same BEST_ALPHA, STEM_ALPHA, BEST_SEEDS;
+#   the both-priors committees and the validation grid: PARTS="best validation" with those settings and
+#   STEM_GRID="1e-5 1e-10 1e-12 1e-15 1e-17", in the same OUTDIR (finished runs are reused).
 set -euo pipefail
 shared=${SHARED:-../shared/data}
 out=${1:-results/morph}
@@ -97,16 +104,9 @@ case ${TRAIN_ON:-train} in
   *) echo "morph-results.sh: TRAIN_ON must be train or train+dev, not '$TRAIN_ON'" >&2; exit 2 ;;
 esac
 
-alpha_arg() {  # alpha name -> grind's --alpha: a number, or BASE+stemS: a per-rule file (Stem rules S, the rest BASE)
-  local a=$1 f
-  if [[ $a != *+stem* ]]; then echo "$a"; return; fi
-  f=$out/alpha-$a.txt
-  if [[ ! -s $f ]]; then
-    { echo "# weights: Dirichlet pseudo-counts (Stem rules ${a##*+stem}, every other rule ${a%%+stem*})"
-      grep -v '^#' "$out/g0.txt" | awk -v s="${a##*+stem}" -v b="${a%%+stem*}" '{ $1 = ($2 == "Stem") ? s : b; print }'
-    } > "$f"
-  fi
-  echo "$f"
+alpha_arg() {  # alpha name -> grind's --alpha: a number, or BASE+stemS -> BASE,Stem=S (Stem rules S, every other BASE)
+  local a=$1
+  if [[ $a == *+stem* ]]; then echo "${a%%+stem*},Stem=${a##*+stem}"; else echo "$a"; fi
 }
 score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
   local o=$out/$1 g=$2
@@ -129,17 +129,22 @@ committee() {  # name grammars...: decoded together, MBR over their averaged bou
     run grind eval --segmentation -o "$out/$n.$d.eval" "$dev" "$out/$n.$d.tsv"
   done
 }
-committees() {  # alpha: the BEST_SEEDS runs of Hastings, of CVB, and of both, each decoded as one committee
-  local alpha=$1 hs=() cs=() s tag=""
-  for s in $BEST_SEEDS; do hs+=("$out/hastings-a$alpha-s$s.txt"); cs+=("$out/cvb-a$alpha-s$s.txt"); tag=${tag}_$s; done
+committees() {  # alpha...: the BEST_SEEDS runs of Hastings, of CVB, and of both, each decoded as one committee; with
+  # two alphas (the best alpha and its +stem prior) the runs of both priors together, named {algos}-a{a1},{a2}-committee_*
+  local hs=() cs=() s alpha tag="" name
+  name=$(IFS=,; echo "$*")
+  for s in $BEST_SEEDS; do tag=${tag}_$s; done
+  for alpha in "$@"; do
+    for s in $BEST_SEEDS; do hs+=("$out/hastings-a$alpha-s$s.txt"); cs+=("$out/cvb-a$alpha-s$s.txt"); done
+  done
   (( ${#hs[@]} > 1 )) || return 0
-  committee "hastings-a$alpha-committee$tag" "${hs[@]}"
-  committee "cvb-a$alpha-committee$tag" "${cs[@]}"
-  committee "hastings+cvb-a$alpha-committee$tag" "${hs[@]}" "${cs[@]}"
+  committee "hastings-a$name-committee$tag" "${hs[@]}"
+  committee "cvb-a$name-committee$tag" "${cs[@]}"
+  committee "hastings+cvb-a$name-committee$tag" "${hs[@]}" "${cs[@]}"
   # paired approximate randomization tests of every committee output against Morfessor and the baselines
-  local sig=$out/committees-a$alpha$tag.significance.eval files=() n d
+  local sig=$out/committees-a$name$tag.significance.eval files=() n d
   [[ -s $out/morfessor.viterbi.tsv && ! -s $sig ]] || return 0
-  for n in hastings cvb hastings+cvb; do for d in mbr mbrf; do files+=("$out/$n-a$alpha-committee$tag.$d.tsv"); done; done
+  for n in hastings cvb hastings+cvb; do for d in mbr mbrf; do files+=("$out/$n-a$name-committee$tag.$d.tsv"); done; done
   run grind eval --segmentation --significance --seed 1 -o "$sig" "$dev" "$out/morfessor.viterbi.tsv" "${files[@]}"
 }
 one() {  # algo alpha seed extra-options...
@@ -187,11 +192,15 @@ if has best; then
     awk -F'\t' -v a=$alpha '$1 == "predicted" {print $10 == "nan" ? -1 : $10, a}' "$out/hastings-a$alpha-s1.viterbi.eval"
   done | sort -g -k1,1 | tail -1 | cut -d' ' -f2)}
   echo "# best alpha (Hastings, dev boundary F, Viterbi, seed 1): $best" >&2
-  [[ -n ${STEM_ALPHA:-} ]] && best=$best+stem$STEM_ALPHA
-  for s in $BEST_SEEDS; do one hastings $best $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
+  priors=$best
+  [[ -n ${STEM_ALPHA:-} ]] && priors="$best $best+stem$STEM_ALPHA" best=$best+stem$STEM_ALPHA
+  for p in $priors; do
+    for s in $BEST_SEEDS; do one hastings $p $s --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt; done
+    for s in $BEST_SEEDS; do one cvb $p $s --tolerance 0 ${CVB_PASSES:+--iterations $CVB_PASSES}; done
+    committees $p
+  done
+  [[ -n ${STEM_ALPHA:-} ]] && committees $priors
   [[ ${VB:-1} == 1 ]] && one vb $best 1 --tolerance 0
-  for s in $BEST_SEEDS; do one cvb $best $s --tolerance 0 ${CVB_PASSES:+--iterations $CVB_PASSES}; done
-  committees $best
   # MAP-EM with alpha < 1 (Johnson et al. 2007 sec. 7: theta_r = 0 once E[f_r] < 1 - alpha, words stop
   # parsing: counted by train and parse) and the uncollapsed Gibbs sampler, annealed like Hastings.
   for a in ${MAP_ALPHAS:-1e-1 $best}; do [[ $a == 1 ]] || one em $a 1 --tolerance 0; done
@@ -233,35 +242,54 @@ fi
 # Part "validation" (model selection without dev): every 8th TRAINING word held out with its gold (val.tsv), the
 # models trained on the other 7/8 (val-train.tsv; unsupervised, as ever); the Hastings + CVB committee of BEST_SEEDS
 # runs (and the Hastings runs alone) each at the best alpha and, with STEM_ALPHA, at that alpha with STEM_ALPHA on the
-# Stem rules, decoded at the threshold of maximum expected boundary F; Morfessor trained on the same 7/8; all scored
-# on val, with the paired significance test.  Dev is not read.
+# Stem rules, and the runs of both priors in one committee; decoded at the threshold of maximum expected boundary F;
+# Morfessor trained on the same 7/8; all scored on val, with the paired significance test.  Dev is not read.
 if has validation && [[ ${TRAIN_ON:-train} != train ]]; then
   echo "# part validation needs the training TSV's gold column: not run with TRAIN_ON=train+dev" >&2
 elif has validation; then
   va=${BEST_ALPHA:-1e-20}
   awk -F'\t' 'NR % 8 != 0' "$train" > "$out/val-train.tsv"
   awk -F'\t' 'NR % 8 == 0' "$train" > "$out/val.tsv"
-  vfiles=()
+  vfiles=() vh=() vc=()
   for a in $va ${STEM_ALPHA:+$va+stem$STEM_ALPHA}; do
-    gs=()
     for algo in hastings cvb; do
       for s in $BEST_SEEDS; do
         n=val-$algo-a$a-s$s
         if [[ $algo == hastings ]]; then x=(--temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt); else x=(--tolerance 0); fi
         [[ -s $out/$n.txt ]] || run grind train $C --algo $algo --alpha "$(alpha_arg "$a")" --iterations $PASSES \
           --seed $s "${x[@]}" -o "$out/$n.txt" "$out/g0.txt" "$out/val-train.tsv" 2>"$out/$n.log"
-        gs+=("$out/$n.txt")
+        if [[ $algo == hastings ]]; then vh+=("$out/$n.txt"); else vc+=("$out/$n.txt"); fi
       done
     done
-    nh=$(wc -w <<< "$BEST_SEEDS")
+  done
+  # committees: each prior's runs, and with STEM_ALPHA both priors' runs together (name a{alpha},{alpha}+stem{S})
+  nh=$(wc -w <<< "$BEST_SEEDS")
+  names=("$va") starts=(0) counts=("$nh")     # vh / vc hold each prior's runs in turn: a slice per committee
+  if [[ -n ${STEM_ALPHA:-} ]]; then
+    names+=("$va+stem$STEM_ALPHA" "$va,$va+stem$STEM_ALPHA") starts+=("$nh" 0) counts+=("$nh" $(( 2 * nh )))
+  fi
+  for i in "${!names[@]}"; do
+    a=${names[$i]} hs=("${vh[@]:${starts[$i]}:${counts[$i]}}") cs=("${vc[@]:${starts[$i]}:${counts[$i]}}")
     for members in hastings hastings+cvb; do      # the Hastings runs alone, and with the CVB runs
-      n=val-$members-a$a-committee av=() ms=("${gs[@]}")
-      [[ $members == hastings ]] && ms=("${gs[@]:0:$nh}")
+      n=val-$members-a$a-committee av=() ms=("${hs[@]}")
+      [[ $members == hastings+cvb ]] && ms+=("${cs[@]}")
       for g in "${ms[@]:1}"; do av+=(--average "$g"); done
       [[ -s $out/$n.mbrf.tsv ]] || run grind parse $C --segment --seg-format sigmorphon --mbr --expected-f "${av[@]}" \
         -o "$out/$n.mbrf.tsv" "${ms[0]}" "$out/val.tsv" 2>>"$out/$n.log"
       vfiles+=("$out/$n.mbrf.tsv")
     done
+  done
+  # the Stem-alpha grid on validation (STEM_GRID="S1 S2 ..."): one Hastings run (the first of BEST_SEEDS) at the best
+  # alpha and at each S on the Stem rules, decoded by MBR (cut at 0.5) and scored on val
+  s1=${BEST_SEEDS%% *}
+  for a in ${STEM_GRID:+$va} $(for S in ${STEM_GRID:-}; do echo "$va+stem$S"; done); do
+    n=val-hastings-a$a-s$s1
+    [[ -s $out/$n.txt ]] || run grind train $C --algo hastings --alpha "$(alpha_arg "$a")" --iterations $PASSES \
+      --seed $s1 --temp-start $TEMP --anneal-sweeps $ANNEAL $pbopt -o "$out/$n.txt" "$out/g0.txt" "$out/val-train.tsv" \
+      2>"$out/$n.log"
+    [[ -s $out/$n.mbr.eval ]] && continue
+    run grind parse $C --segment --seg-format sigmorphon --mbr -o "$out/$n.mbr.tsv" "$out/$n.txt" "$out/val.tsv" 2>>"$out/$n.log"
+    run grind eval --segmentation -o "$out/$n.mbr.eval" "$out/val.tsv" "$out/$n.mbr.tsv"
   done
   if [[ ! -s $out/val-morfessor.tsv ]] && have_morfessor; then
     morfessor_segment "$out/val-train.tsv" "$out/val.tsv" "$out/val-morfessor.tsv"
@@ -320,6 +348,8 @@ if os.path.exists(f'{out}/morfessor.viterbi.eval'):
     print('\t'.join(['Morfessor Baseline', '-', '-', '1', 'viterbi', r[2]] + [fmt(float(r[i])) for i in range(3, 12)] + ['-']))
 groups = {}
 for f in glob.glob(f'{out}/*-a*-s*.viterbi.eval') + glob.glob(f'{out}/*-a*-s*.mbr.eval'):
+    if os.path.basename(f).startswith('val-'):      # the validation grid's runs: their own table below
+        continue
     m = re.match(r'(\w+)-a(.+?)-s(\d+)\.(viterbi|mbr)\.eval', os.path.basename(f))
     groups.setdefault((m[1], m[2], m[4]), []).append((m[3], f))
 order = {'em': 0, 'hastings': 1, 'vb': 2, 'cvb': 3, 'gibbs': 4, 'hastingslong': 5}
@@ -346,6 +376,13 @@ for f in sorted(glob.glob(f'{out}/committees-a*.significance.eval')):
             x, y, a, b, d = y, x, b, a, str(-float(d))
         if y.endswith('morfessor.viterbi.tsv') or (y == 'baseline-chars' and m == 'boundary_F'):
             print('\t'.join([os.path.basename(x), os.path.basename(y), m, fmt(float(a)), fmt(float(b)), fmt(float(d)), pv]))
+grid = sorted(glob.glob(f'{out}/val-hastings-a*-s*.mbr.eval'), key=lambda f: -float(m[1]) if (m := re.search(r'\+stem(.+?)-s\d+\.mbr\.eval$', os.path.basename(f))) else 1)
+if grid:
+    print('# validation stem-alpha grid (part validation, STEM_GRID): one Hastings run each, MBR cut at 0.5, scored on the held-out 1/8 of train')
+    print('system\t' + '\t'.join(cols))
+    for f in grid:
+        r = rows(f)['predicted']
+        print('\t'.join([os.path.basename(f)[:-len('.mbr.eval')]] + [fmt(float(r[i])) for i in range(3, 12)]))
 v = f'{out}/validation.significance.eval'
 if os.path.exists(v):
     text = open(v, encoding='utf-8').read()
