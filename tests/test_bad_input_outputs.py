@@ -51,7 +51,7 @@ def test_sum_of_split_shards_keeps_the_corpus_line(files):
     for i in (1, 2):
         grind("estep", "--max-length", "5", "-o", files / f"k{i}.txt", files / "g.txt", files / f"s.{i}.txt")
     out = grind("sum", files / "k1.txt", files / "k2.txt").stdout
-    assert "# sentences: 4\n" in out and "# parsed: 4\n" in out and "# corpus: format=auto" in out
+    assert "# sentences: 4\n" in out and "# parsed: 4\n" in out and "# corpus: format=text (auto-detected)" in out
 
 
 @pytest.mark.parametrize("missing_first", [False, True])

@@ -125,6 +125,31 @@ def test_conllu_reader_skips_mwt_empty_nodes_and_comments(tmp_path):
     assert forms[1].tokens == ["yes", ",", "sir"]
 
 
+def test_the_format_auto_detects_is_said_on_stderr_and_in_the_header(tmp_path):
+    from conftest import grind
+    from grind.formats.corpus import peek_format
+    f = tmp_path / "c.txt"                           # a CoNLL-U file under a name that says nothing
+    f.write_text(CONLLU)
+    spec = CorpusSpec(column="UPOS")
+    c = read_corpus(str(f), spec)
+    assert c.format == "conllu" == peek_format(str(f), spec)
+    assert peek_format("-", spec) is None and peek_format(str(f), CorpusSpec(format="conllx")) == "conllx"
+    assert spec.describe(c.format).startswith("format=conllu (auto-detected) column=UPOS")
+    assert CorpusSpec(format="conllu").describe("conllu").startswith("format=conllu column=")
+    g = tmp_path / "g.txt"
+    grind("make-grammar", "dmv", "--column", "UPOS", "-o", g, f)
+    r = grind("parse", "--column", "UPOS", g, "-", stdin=CONLLU)
+    assert "<stdin>: read as conllu (--format auto, from its first line" in r.stderr
+    assert "# corpus: format=conllu (auto-detected) column=UPOS" in r.stdout
+    assert "# corpus: format=conllu (auto-detected) column=UPOS" in g.read_text()
+    r = grind("parse", "--format", "conllu", "--column", "UPOS", g, f)
+    assert "read as" not in r.stderr and "# corpus: format=conllu column=UPOS" in r.stdout
+    named = tmp_path / "c.conllu"
+    named.write_text(CONLLU)
+    r = grind("parse", "--column", "UPOS", g, named)
+    assert "read as" not in r.stderr and "# corpus: format=conllu (auto-detected)" in r.stdout
+
+
 def test_punctuation_removed_before_length_filter(tmp_path):
     p = tmp_path / "x.conllu"
     p.write_text(CONLLU)

@@ -351,7 +351,7 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
         if spec.punct != "none":
             removed = ("attached to the root word with DEPREL punct (not predicted; removed again by "
                        f"eval --punct {spec.punct})")
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), left_out=left_out(sents),
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
                                   unparsed=len(bad), removed_tokens=removed, **extra))
         for s, h in zip(sents, heads):
             f.write(conll_block(s, h))

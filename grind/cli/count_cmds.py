@@ -75,7 +75,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
             raise click.UsageError("a treebank grammar's E-step is over gold trees with hidden subtypes: "
                                    "grind estep --trees TREES (grind loglik scores plain sentences)")
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
-        what = spec.describe()
+        what = spec.describe(sents.format)
     if hasattr(parser, "release_index"):
         parser.release_index()          # built: the DMV index (~17 bytes a rule) is not read by the E-step
     run = ShardedEstep(parser, jobs)

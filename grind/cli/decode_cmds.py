@@ -163,7 +163,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     report_failures(sents, parser, logp)
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     with open_out(output) as f:
-        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(), left_out=left_out(sents),
+        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
                                   unparsed=unparsed))
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
@@ -256,7 +256,7 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     log.info(f"parsed {len(sents)} sentences in {seconds:.1f}s ({len(sents) / max(seconds, 1e-9):.1f} sentences/s)"
              + (f", {st.get('pruned_share', 0):.1%} of chart items pruned" if prune else ""))
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(), unparsed=unparsed,
+        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), unparsed=unparsed,
                                   unknown_words=f"{replaced} tokens the grammar lacks -> unknown-word signatures",
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
@@ -382,7 +382,7 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
         log.warn(f"{unparsed} of {len(sents)} words have no parse; written 'word<TAB>_' (grind eval "
                  "--segmentation: no correct morph, no boundary)")
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(),
+        f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(sents.format),
                                   left_out=left_out(sents), unparsed=unparsed, **(header or {})))
         for s, c in zip(sents, cuts):
             word = "".join(s.tokens)
@@ -407,7 +407,8 @@ def baseline(corpus, spec, attach, output):
     from grind.eval.dependencies import attach_heads
     sents = read_corpus(corpus, spec)
     with open_out(output) as f:
-        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(), left_out=left_out(sents)))
+        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(sents.format),
+                                  left_out=left_out(sents)))
         for s in sents:
             f.write(conll_block(s, attach_heads(len(s), attach)))
 
@@ -466,7 +467,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
         log.warn(f"the perplexity exp({-total / words!r}) is above the floating-point range: written as inf "
                  f"(the log probability per word is {total / words!r})")
     with open_out(output) as f:
-        f.writelines(header_lines(corpus=spec.describe(), left_out=left_out(sents, "not scored")))
+        f.writelines(header_lines(corpus=spec.describe(sents.format), left_out=left_out(sents, "not scored")))
         if not summary:
             f.write("sentence\twords\tlogprob\n")
             for s, lz in zip(sents, logz):

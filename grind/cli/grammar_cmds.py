@@ -5,7 +5,7 @@ import click
 import numpy as np
 
 from grind import log
-from grind.formats.corpus import read_corpus, read_corpus_tokens
+from grind.formats.corpus import peek_format, read_corpus, read_corpus_tokens
 from grind.errors import InputError
 from grind.grammars.grammar import read_grammar
 from grind.grammars.morph import TEMPLATE_SETS
@@ -48,9 +48,10 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
       grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
     """
     from grind.grammars.cnf import cnf_grammar
-    vocab = sorted({t for s in read_corpus(corpus, spec) for t in s.tokens})
+    sents = read_corpus(corpus, spec)
+    vocab = sorted({t for s in sents for t in s.tokens})
     g = cnf_grammar(vocab, nonterminals, preterminals, start_symbol)
-    write_grammar(output, g, g.weights, "unnormalised (all 1)", corpus=spec.describe())
+    write_grammar(output, g, g.weights, "unnormalised (all 1)", corpus=spec.describe(sents.format))
 
 
 @make_grammar.command("dmv")
@@ -98,11 +99,13 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
     if lexicalized:
         if tags_path or tags_from:
             raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
-        sents = [s.tokens for s in read_corpus_tokens(corpus, spec)]
+        c = read_corpus_tokens(corpus, spec)
+        sents, read_as = [s.tokens for s in c], c.format
         g = dmv_grammar(sents, lexicalized=True)
         tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
     else:
         vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from)
+        read_as = peek_format(corpus, spec)
         n_rules = dmv_size(len(vocab))
         if n_rules > max_rules:
             raise InputError(f"{corpus}: an unlexicalized DMV over {len(vocab)} head types "
@@ -112,7 +115,7 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
         g = dmv_grammar([], vocabulary=vocab)
     log.info(f"DMV over {tagset}: {len(g)} rules")
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
-                  lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe())
+                  lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe(read_as))
 
 
 TEMPLATE_SET_NAMES = list(TEMPLATE_SETS)
@@ -178,7 +181,7 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="morph",
                   templates=f"{what}: {describe_templates(templates)}", substrings=len(subs),
                   slots="shared" if shared else "per-slot", max_morph_length=max_morph_length,
-                  corpus=spec.describe())
+                  corpus=spec.describe(sents.format))
 
 
 @make_grammar.command("treebank")

@@ -7,7 +7,7 @@ import click
 import numpy as np
 
 from grind import log
-from grind.formats.corpus import read_corpus
+from grind.formats.corpus import peek_format, read_corpus
 from grind.errors import InputError
 from grind.grammars.grammar import PSEUDO_COUNTS
 from grind.formats.textio import output_group, same_file
@@ -230,7 +230,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     _check_algorithm_options(algo, CONFIG_OF)
     if cluster is not None:
         _check_cluster_options(cluster, algo, cfg, jobs)
-    joint = index = None
+    joint = index = sents = None
     if on_trees:
         check_tree_options(algo, spec, opts)
         g, sents, parser = load_trees(grammar, corpus, start, "grind train", normalise=True)
@@ -254,7 +254,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z)), len(sents)
     prior = prior_vector(g, alpha)
-    corpus_text = TREES_TEXT if on_trees else spec.describe()
+    read_as = getattr(sents, "format", None) or getattr(index, "format", None) or peek_format(corpus, spec)
+    corpus_text = TREES_TEXT if on_trees else spec.describe(read_as)
     log.info(f"training {algo} on {n} {'trees' if on_trees else 'sentences'} ({corpus_text}), {len(g)} rules")
     from grind.infer.training import check_checkpoint, fingerprint_sentences, run_meta
     flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params if p.opts}

@@ -15,6 +15,7 @@ form a tree.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -83,10 +84,15 @@ class CorpusSpec:
             if v not in ok:
                 raise InputError(f"{what} {v!r} is not one of {', '.join(str(x) for x in ok)}")
 
-    def describe(self) -> str:
+    def describe(self, read_as: str | None = None) -> str:
+        """The options as a header line; ``read_as``: the format ``--format auto`` read the file as
+        (:attr:`Corpus.format`, :func:`peek_format`)."""
         col = self.column or "tokens"
         lim = f"{self.min_length}..{self.max_length if self.max_length else 'inf'}"
-        out = f"format={self.format} column={col} punct-removed={self.punct} length={lim} (after punctuation removal)"
+        fmt = self.format
+        if fmt == "auto" and read_as:
+            fmt = f"{read_as} (auto-detected)"
+        out = f"format={fmt} column={col} punct-removed={self.punct} length={lim} (after punctuation removal)"
         if self.chars:
             out += " tokens=characters (NFC)"
         if self.types:
@@ -97,16 +103,25 @@ class CorpusSpec:
 _CONLL_ID = re.compile(r"[0-9]+(-[0-9]+|\.[0-9]+)?")
 
 
+def format_from_name(path: str) -> str | None:
+    """The format a file's extension names (``.conllu``, ``.conllx``/``.conll``, ``.dp``, ``.mrg``,
+    also compressed), else None."""
+    for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt"),
+                     (".mrg", "ptb")):
+        if path.endswith(ext) or path.endswith(ext + ".gz") or path.endswith(ext + ".xz"):
+            return fmt
+    return None
+
+
 def detect_format(path: str, first_line: str | None) -> str:
     """The format of ``path`` from its extension, else from its first content line:
     ``(`` = PTB; 10 tab-separated columns with an integer (or ``3-4``) ID =
     CoNLL; 3-4 tab-separated columns with an integer head = Malt-TAB; no tab =
     plain text.  A line with tabs that fits none of these is an InputError
     (pass ``--format``)."""
-    for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt"),
-                     (".mrg", "ptb")):
-        if path.endswith(ext) or path.endswith(ext + ".gz") or path.endswith(ext + ".xz"):
-            return fmt
+    by_name = format_from_name(path)
+    if by_name:
+        return by_name
     if first_line is not None:
         if first_line.lstrip().startswith("("):
             return "ptb"
@@ -137,14 +152,16 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> Corpus:
     """
     stats: dict = {}
     out = Corpus(_sentences(path, spec or CorpusSpec(), list(read_lines(path)), stats))
-    out.left_out = stats["left_out"]
+    out.left_out, out.format = stats["left_out"], stats["format"]
     return out
 
 
 class Corpus(list["Sentence"]):
-    """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped."""
+    """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped;
+    ``format`` = the format the file was read as."""
 
     left_out: int = 0
+    format: str = ""
 
 
 def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
@@ -158,7 +175,7 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     stats: dict = {}
     if path == "-":
         whole = read_corpus(path, spec)
-        sents, stats["left_out"] = iter(whole), whole.left_out
+        sents, stats["left_out"], stats["format"] = iter(whole), whole.left_out, whole.format
     else:
         for _ in read_lines(path):
             pass
@@ -166,19 +183,21 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     seen: dict[str, str] = {}
     out = Corpus(Sentence([seen.setdefault(t, t) for t in s.tokens], s.number, s.line, gold_morphs=s.gold_morphs)
                  for s in sents)
-    out.left_out = stats["left_out"]
+    out.left_out, out.format = stats["left_out"], stats["format"]
     return out
 
 
-def iter_corpus(path: str, spec: CorpusSpec | None = None):
+def iter_corpus(path: str, spec: CorpusSpec | None = None, stats: dict | None = None):
     """The sentences of :func:`read_corpus`, one at a time, reading ``path`` lazily.
 
     Only the current sentence (CoNLL block, text line or PTB tree) and the
     comment lines before the first content line are held in memory.  Errors
     are those of :func:`read_corpus`, raised when the reader reaches them;
     ``InputError("... no sentences ...")`` comes at the end when none passed.
+    At the end ``stats`` (if given) holds ``left_out`` and ``format`` as
+    :class:`Corpus` has them.
     """
-    return _sentences(path, spec or CorpusSpec(), read_lines(path))
+    return _sentences(path, spec or CorpusSpec(), read_lines(path), stats)
 
 
 def _sentences(path, spec, lines, stats=None):
@@ -189,6 +208,8 @@ def _sentences(path, spec, lines, stats=None):
         fmt = "sigmorphon"
     else:
         fmt, lines = _format(path, spec.format, lines)
+    if spec.format == "auto" and fmt not in ("text", "sigmorphon") and not format_from_name(path):
+        log.info(f"{name}: read as {fmt} (--format auto, from its first line; its name does not say)")
     if fmt == "sigmorphon" and not spec.chars:
         raise InputError(f"{name}: the sigmorphon format (word<TAB>segmentation) is read as characters: "
                          "pass --chars")
@@ -226,7 +247,7 @@ def _sentences(path, spec, lines, stats=None):
     if not kept:
         raise InputError(f"{name}: no sentences ({spec.describe()})")
     if stats is not None:
-        stats["left_out"] = left_out
+        stats["left_out"], stats["format"] = left_out, fmt
     if left_out:
         log.info(f"{name}: {kept} sentences kept, {left_out} left out by the length limits "
                  f"{spec.min_length}..{spec.max_length or 'inf'} (after punctuation removal)")
@@ -649,6 +670,18 @@ def check_corpus(path: str, spec: CorpusSpec) -> str:
         pass
     for _ in iter_corpus(path, spec):
         pass
+    lines = read_lines(path)
+    try:
+        return block_format(path, spec, lines)
+    finally:
+        lines.close()
+
+
+def peek_format(path: str, spec: CorpusSpec) -> str | None:
+    """The format :func:`read_corpus` reads ``path`` as, from its name and first content line
+    (None for standard input or a pipe, which cannot be read twice)."""
+    if path == "-" or not os.path.isfile(path):
+        return None
     lines = read_lines(path)
     try:
         return block_format(path, spec, lines)

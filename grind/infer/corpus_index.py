@@ -80,7 +80,8 @@ class CorpusIndex:
         bad: list[int] = []
         toks: list[list[str]] = []
         where: list[tuple[int, int]] = []
-        for s in iter_corpus(path, spec):
+        stats: dict = {}
+        for s in iter_corpus(path, spec, stats):
             fp.add(s.tokens)
             self.spool.add(s.tokens)
             toks.append(s.tokens)
@@ -93,7 +94,7 @@ class CorpusIndex:
             self._chunk(toks, where, n - len(toks), bad, visit)
         del toks, where
         self.spool.close_writing()
-        self.n = n
+        self.n, self.format = n, stats["format"]
         self.fingerprint = fp.text()
         dtype = np.int32 if n < 2 ** 31 else np.int64
         self.pool = np.delete(np.arange(n, dtype=dtype), np.asarray(bad, dtype=np.int64))
