@@ -43,19 +43,28 @@ def test_grammar_roundtrip_is_exact(tmp_path):
 def test_grammar_default_weight_pseudocount_and_gzip(tmp_path):
     p = tmp_path / "g.txt.gz"
     with gzip.open(p, "wt") as f:
-        f.write("S --> a\n0.5 2.5 S --> S S\n")
+        f.write("S --> a\nS --> S S\n")
     g = read_grammar(str(p))
-    assert list(g.weights) == [1.0, 0.5] and list(g.pseudocounts) == [0.0, 2.5]
+    assert list(g.weights) == [1.0, 1.0] and g.pseudocounts is None
+    with gzip.open(p, "wt") as f:
+        f.write("0.25 1 S --> a\n0.5 2.5 S --> S S\n")
+    g = read_grammar(str(p))
+    assert list(g.weights) == [0.25, 0.5] and list(g.pseudocounts) == [1.0, 2.5]
 
 
 @pytest.mark.parametrize("text,msg", [
     ("S --> a\nS -> b\n", ":2: no '-->'"),
     ("S --> a\nx S --> b\n", ":2: weight 'x' is not a number"),
     ("S --> a\n1 S -->\n", ":2: rule S --> has an empty right-hand side"),
-    ("S --> a\n0.5 S --> a\n", ":2: duplicate rule S --> a (first at line 1)"),
+    ("0.5 S --> a\n0.5 S --> a\n", ":2: duplicate rule S --> a (first at line 1)"),
     ("-1 S --> a\n", ":1: weight -1 must be finite"),
     ("nan S --> a\n", ":1: weight nan must be finite"),
     ("# nothing\n", "no rules"),
+    # one layout a file: a line that lost its weight (or its LHS: the weight would be read as one) is not weight 1
+    ("0.5 S --> a\nS --> b\n", ":2: no number before the rule, but line 1 has one number (a weight)"),
+    ("0.5 S --> a\n0.5 --> b\n", ":2: no number before the rule, but line 1 has one number"),
+    ("S --> a\n0.5 2 S --> b\n", ":2: two numbers (weight, pseudo-count) before the rule, but line 1 has no number"),
+    ("0.5 2 S --> a\n0.5 S --> b\n", ":2: one number (a weight) before the rule, but line 1 has two"),
 ])
 def test_malformed_grammar_names_file_and_line(tmp_path, text, msg):
     p = tmp_path / "bad.txt"
@@ -148,6 +157,38 @@ def test_the_format_auto_detects_is_said_on_stderr_and_in_the_header(tmp_path):
     named.write_text(CONLLU)
     r = grind("parse", "--column", "UPOS", g, named)
     assert "read as" not in r.stderr and "# corpus: format=conllu (auto-detected)" in r.stdout
+
+
+@pytest.mark.parametrize("name,text,spec,msg", [
+    # a later line that would be read as something else than the first line says
+    ("c.txt", "the dog barks\n1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n", {},
+     r"c.txt:2: a TAB in a file read as plain text \(its first line has none\)"),
+    ("c.conllu", "1\ta\ta\tDET\tDT\t_\t2\tdet\t_\t_\n2\tb\tb\t_\tNN\t_\t0\troot\t_\t_\n", {"column": "UPOS"},
+     r"c.conllu:2: column UPOS is empty \('_'\) on this token"),
+    ("c.conllu", "1\ta\ta\tDET\tDT\t_\t2\tdet\t_\t_\n2\tb\tb\tNOUN\tNN\t_\t\u0660\troot\t_\t_\n",
+     {"column": "UPOS"}, r"c.conllu:2: HEAD '\u0660' is not a number \(digits 0-9\)"),
+    ("w.tsv", "abc\nabd\tab @@d\n", {"chars": True}, r"w.tsv:2: a segmentation column, which line 1 does not have"),
+])
+def test_a_later_line_of_another_layout_is_an_error(tmp_path, name, text, spec, msg):
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=msg):
+        read_corpus(str(f), CorpusSpec(**spec))
+
+
+def test_tabs_in_plain_text_when_the_format_is_given(tmp_path):
+    f = tmp_path / "c.txt"
+    f.write_text("the dog\na cat\tsleeps\n")
+    sents = read_corpus(str(f), CorpusSpec(format="text"))
+    assert [s.tokens for s in sents] == [["the", "dog"], ["a", "cat", "sleeps"]]
+
+
+def test_bracket_eval_errors_name_both_files(tmp_path):
+    from conftest import grind
+    (tmp_path / "g.mrg").write_text("(S (NP a) (VP b))\n(S (NP c) (VP d))\n")
+    (tmp_path / "p.mrg").write_text("(S (NP a) (VP b))\n(S (NP c) (VP e))\n")
+    r = grind("eval", "--column", "FORM", tmp_path / "g.mrg", tmp_path / "p.mrg", check=False)
+    assert r.returncode == 1 and f"{tmp_path / 'g.mrg'} vs {tmp_path / 'p.mrg'}: tree 2" in r.stderr
 
 
 def test_punctuation_removed_before_length_filter(tmp_path):
@@ -256,3 +297,12 @@ def test_head_cycle_is_an_error_not_a_hang(tmp_path):
     p.write_text("a\tDT\t2\n,\t,\t3\nb\t,\t2\n\n")
     with pytest.raises(InputError, match=r"x.dp:1: the HEAD column of this sentence has a cycle"):
         read_corpus(str(p), CorpusSpec(column="XPOS", punct="ptb"))
+
+
+def test_malt_sentences_run_together_are_warned_about(tmp_path, capsys):
+    f = tmp_path / "m.dp"
+    f.write_text("The\tDT\t2\ndog\tNN\t0\n\nA\tDT\t2\ncat\tNN\t0\nBirds\tNNS\t2\nsing\tVBP\t0\n")
+    sents = read_corpus(str(f), CorpusSpec(column="XPOS"))
+    assert len(sents) == 2
+    assert "1 sentence(s) with more than one root (HEAD 0), at line(s) 4: is a blank line missing" in \
+        capsys.readouterr().err

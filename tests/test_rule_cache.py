@@ -73,6 +73,7 @@ def random_file(rng, ascii_only: bool, count_layout: bool = False) -> bytes:
     lines, seen = [], set()
     if rng.random() < 0.3:
         lines.append("# weights: probabilities")
+    n = 1 if count_layout else int(rng.integers(0, 3))    # numbers before the LHS: one layout a file
     for _ in range(int(rng.integers(1, 40))):
         u = rng.random()
         if u < 0.1:
@@ -80,7 +81,6 @@ def random_file(rng, ascii_only: bool, count_layout: bool = False) -> bytes:
             continue
         lhs = str(rng.choice(syms))
         rhs = tuple(str(x) for x in rng.choice(syms, size=int(rng.integers(1, 4))))
-        n = 1 if count_layout else int(rng.integers(0, 3))
         nums = [str(rng.choice(NUMBERS)).strip() for _ in range(n)]
         toks = nums + [lhs, "-->", *rhs]
         if (lhs, rhs) in seen or toks[0].startswith("#"):
@@ -90,7 +90,7 @@ def random_file(rng, ascii_only: bool, count_layout: bool = False) -> bytes:
         line = sep() * int(rng.integers(0, 2)) + sep().join(toks) + sep() * int(rng.integers(0, 2))
         lines.append(line)
     if not seen:
-        lines.append("1 S --> a")
+        lines.append(" ".join(["1"] * n + ["S --> a"]))
     end = str(rng.choice(["\n", "\r\n"]))
     text = end.join(lines) + (end if rng.random() < 0.8 else "")
     return (b"\xef\xbb\xbf" if rng.random() < 0.2 else b"") + text.encode("utf-8")
@@ -133,6 +133,8 @@ MALFORMED = [
     "",
     "\n\n   \n",
     "S --> a\n# x --> y\nA -->\n",
+    "0.5 S --> a\nS --> b\n",             # a line that lost its weight
+    "S --> a\n0.5 2 S --> b\n",           # a line with a weight and pseudo-count among lines with none
 ]
 
 
@@ -158,7 +160,7 @@ def test_count_layout_needs_one_number(tmp_path):
 
 def test_bad_bytes_and_bad_compression_are_reported_as_before(tmp_path, cache):
     p = tmp_path / "bad.txt"
-    p.write_bytes(b"S --> a\n1 S --> b\nS --> \xff\n")
+    p.write_bytes(b"S --> a\nS --> b\nS --> \xff\n")
     with pytest.raises(InputError, match=r"bad.txt:3: not valid UTF-8"):
         read_grammar(str(p))
     z = tmp_path / "bad.txt.gz"
@@ -186,7 +188,7 @@ def write_cnf(path, n=6, pseudo=False, extra_meta=True):
     w = g.normalize(np.random.default_rng(n).random(len(g)) + 0.1)
     lines = ["# grind test", "# weights: probabilities", "# start: ROOT"] if extra_meta else []
     for i, ((lhs, rhs), x) in enumerate(zip(g.rules, w)):
-        pc = f" {i % 7 * 0.5}" if pseudo and i % 3 == 0 else ""
+        pc = f" {i % 7 * 0.5}" if pseudo else ""
         lines.append(f"{R.format_weight(x)}{pc} {lhs} --> {' '.join(rhs)}")
         if i == len(g.rules) // 2:
             lines.append("# seed: 3")
@@ -264,7 +266,7 @@ def test_a_stale_or_damaged_entry_is_ignored_and_rebuilt(tmp_path, cache):
         "truncated": good[: len(good) // 2],
         "empty": b"",
         "another file's entry": (cache / "rules" / e_h).read_bytes(),
-        "an older format": good.replace(b'"format": 2', b'"format": 1', 1),
+        "an older format": good.replace(b'"format": 3', b'"format": 2', 1),
         "a flipped byte": good[:-5] + bytes([good[-5] ^ 1]) + good[-4:],
         "out-of-range ids": _with_array(good, "lhs", lambda a: a.astype(np.int32) + 1000),
         "bad weights": _with_array(good, "weights", lambda a: -a),

@@ -71,6 +71,19 @@ def test_resumed_cli_run_is_bit_identical(dmv, algo):
     assert f"# weights: {kind}" in full
 
 
+def test_resume_warns_only_when_no_step_runs(dmv):
+    """A resumed run that saves a checkpoint at its last step ran steps: no 'no step run' warning then."""
+    d, train = dmv
+    ck = d / "every1.npz"
+    args = ["train", "--algo", "vb", "--alpha", "0.1", "--tolerance", "0", *C, "--checkpoint", ck,
+            "--checkpoint-every", "1"]
+    grind(*args, "--iterations", "2", d / "g1.txt", train)
+    r = grind(*args, "--iterations", "4", "--resume", d / "g1.txt", train)
+    assert "resumed from" in r.stderr and "no step run" not in r.stderr
+    r = grind(*args, "--iterations", "4", "--resume", d / "g1.txt", train)
+    assert "no step run" in r.stderr
+
+
 def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
     d, train = dmv
     from conftest import SAMPLE

@@ -172,9 +172,9 @@ def left_out(sents, what: str = "not written") -> str | None:
 
 def is_treebank_grammar(path) -> bool:
     """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
-    mstep --grammar); a grammar read from stdin is not peeked at."""
-    from grind.formats.textio import read_lines
-    if path == "-":
+    mstep --grammar); a grammar read from stdin or a pipe is not peeked at (it could not be read again)."""
+    from grind.formats.textio import is_stream, read_lines
+    if is_stream(path):
         return False
     for _, line in read_lines(path):
         if not line.startswith("#"):
@@ -307,8 +307,9 @@ def known_failures(parser, n):
     return z
 
 
-def report_failures(sents, parser, logz, what="sentences"):
-    """Warn about every sentence without a parse; return how many there were."""
+def report_failures(sents, parser, logz, what="sentences", fate="were left out"):
+    """Warn about every sentence without a parse (``fate``: what the command does with them); return how
+    many there were."""
     bad = np.flatnonzero(~np.isfinite(logz))
     for k, i in enumerate(bad):
         if k == 10:
@@ -318,7 +319,7 @@ def report_failures(sents, parser, logz, what="sentences"):
         why = parser.failures.get(int(i), "no derivation has positive probability")
         log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
     if len(bad):
-        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and were left out")
+        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}")
     return len(bad)
 
 

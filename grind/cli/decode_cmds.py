@@ -74,8 +74,9 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     projective tree over them (Eisner).
 
     --segment (a morphology grammar, start symbol Word): every sentence of
-    CORPUS is one word, its tokens its characters (joined without spaces
-    for the word); one segmented word is written a line (--seg-format).
+    CORPUS is one word, its tokens its characters with --chars (one word a
+    line; without it, a line's whitespace tokens, joined without spaces for
+    the word); one segmented word is written a line (--seg-format).
     --viterbi: the morphs are the spans of the Viterbi derivation's lexical
     rules (rules whose right-hand side is all terminals).  --mbr: a boundary
     after character i iff its posterior P(boundary after i) > 0.5, which
@@ -96,7 +97,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
       grind parse --mbr --column UPOS --punct ud dmv.txt test.conllu > test.parsed.conllu
       for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
       grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
-      grind parse --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
+      grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
     """
     rng = make_rng(seed)
     if segment and ln_path:
@@ -160,7 +161,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
         raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
     from grind.formats.trees import derivation_tree, format_tree
     derivs, logp = parser.viterbi(g.probabilities())
-    report_failures(sents, parser, logp)
+    report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)")
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
@@ -447,7 +448,8 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
         raise NumericalError(f"{corpus}: the log probability of {len(odd)} sentence(s) is not a number or "
                              f"+inf, a numerical failure of the chart kernel: sentence {where}"
                              f"{' ...' if len(odd) > 5 else ''}; try --kernel cky")
-    failed = report_failures(sents, parser, logz)
+    failed = report_failures(sents, parser, logz, fate="are written with log probability -inf and left out of the "
+                                                      "total and the perplexity")
     ok = np.isfinite(logz)
     words = sum(len(s) for s, k in zip(sents, ok) if k)
     total = float(logz[ok].sum()) if ok.any() else float("nan")

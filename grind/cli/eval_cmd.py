@@ -7,7 +7,7 @@ from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
 from grind.formats.textio import header_lines, open_out
-from grind.cli.common import corpus_options, output_option, dependency_convention, seed_option, make_rng
+from grind.cli.common import corpus_options, output_option, dependency_convention, make_rng
 
 
 @click.command("eval")
@@ -30,7 +30,8 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
                    "subset; exact, morph_F and boundary_F), p-values in a table after the baselines.")
 @click.option("--samples", type=click.IntRange(1), default=10_000, show_default=True,
               help="Samples of the --significance test.")
-@seed_option
+@click.option("--seed", type=click.IntRange(0), default=None,
+              help="Seed of the --significance test's random generator.  [default: 1]")
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
@@ -88,8 +89,10 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
             f.write(report)
         return
     from grind.formats.corpus import detect_format
-    if gold == "-" and spec.format == "auto":
-        raise click.UsageError("reading GOLD from stdin needs an explicit --format")
+    from grind.formats.textio import is_stream
+    if is_stream(gold) and spec.format == "auto":
+        raise click.UsageError("reading GOLD from stdin or a pipe needs an explicit --format (it cannot be read twice "
+                               "to detect it)")
     fmt = spec.format if spec.format != "auto" else detect_format(gold, _first_line(gold))
     if fmt == "ptb" or fmt == "text":
         if significance:

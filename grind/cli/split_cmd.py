@@ -10,7 +10,7 @@ import click
 from grind import log
 from grind.errors import InputError
 from grind.formats.corpus import Block, CorpusSpec, check_corpus, corpus_blocks, detect_format, iter_blocks
-from grind.formats.textio import header_lines, open_out, output_group, output_problem, read_lines
+from grind.formats.textio import header_lines, is_stream, open_out, output_group, output_problem, read_lines
 from grind.cli.common import corpus_options
 
 #: Compression suffixes that stay on a shard's name (and make grind write it compressed).
@@ -156,14 +156,14 @@ def split(corpus, k, prefix, spec):
                                  "(e.g. shards/train)", param_hint="'-o' / '--output'")
     name = "<stdin>" if corpus == "-" else corpus
     stem, ext = split_name(corpus) if corpus != "-" else ("", "")
-    if corpus == "-":
+    if is_stream(corpus):                    # stdin or a pipe: read once, held whole
         pairs = list(read_lines(corpus))
         fmt, held = corpus_blocks(corpus, spec, pairs)
         blocks = lambda: iter(held)  # noqa: E731
     else:                                    # a file is read again at each pass, never held whole
         fmt = check_corpus(corpus, spec)
         blocks = lambda: iter_blocks(corpus, spec, fmt, read_lines(corpus))  # noqa: E731
-    if corpus == "-":
+    if is_stream(corpus):                    # stdin or a pipe (/dev/fd/63): the extension of its format
         ext = FORMAT_EXT[fmt]
     if prefix is None:
         prefix = os.path.basename(stem)

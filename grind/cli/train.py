@@ -241,6 +241,11 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif algo in STREAMING:
+        from grind.formats.textio import is_stream
+        if is_stream(corpus):
+            raise click.UsageError("--algo streaming reads CORPUS twice (its fingerprint for the header and "
+                                   "checkpoints, then the training pass) and never holds it: give a file, not "
+                                   "standard input or a pipe")
         g, estep, n = read_probabilities(grammar, start, "grind train", True), None, "a stream of"
     elif algo in ON_DISK and cluster is None and not os.environ.get(IN_MEMORY_ENV):
         g = read_probabilities(grammar, start, "grind train", True)

@@ -89,7 +89,12 @@ def prepare_gold(trees, spec):
 
 
 def evaluate_files(gold_path, pred_path, spec) -> str:
-    res = evaluate(prepare_gold(read_trees(gold_path), spec), read_trees(pred_path))
+    gold = prepare_gold(read_trees(gold_path), spec)
+    try:
+        res = evaluate(gold, read_trees(pred_path))
+    except InputError as e:                  # name both files: there may be several PREDICTED files
+        names = ["<stdin>" if p == "-" else p for p in (gold_path, pred_path)]
+        raise InputError(f"{names[0]} vs {names[1]}: {e}") from None
     return (f"# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"

@@ -15,14 +15,13 @@ form a tree.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.textio import quote_line, read_lines
+from grind.formats.textio import is_stream, quote_line, read_lines
 
 #: PTB punctuation tags (Klein & Manning 2004; CoNLL-X eval.pl); `#` and `$` are
 #: added by ``--punct ptb+`` as some setups do.
@@ -173,7 +172,7 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     Standard input is read whole, as by :func:`read_corpus`."""
     spec = spec or CorpusSpec()
     stats: dict = {}
-    if path == "-":
+    if is_stream(path):
         whole = read_corpus(path, spec)
         sents, stats["left_out"], stats["format"] = iter(whole), whole.left_out, whole.format
     else:
@@ -207,7 +206,7 @@ def _sentences(path, spec, lines, stats=None):
     if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
         fmt = "sigmorphon"
     else:
-        fmt, lines = _format(path, spec.format, lines)
+        fmt, lines = _format(path, spec.format, lines, spec.chars)
     if spec.format == "auto" and fmt not in ("text", "sigmorphon") and not format_from_name(path):
         log.info(f"{name}: read as {fmt} (--format auto, from its first line; its name does not say)")
     if fmt == "sigmorphon" and not spec.chars:
@@ -227,7 +226,7 @@ def _sentences(path, spec, lines, stats=None):
         if spec.punct != "none":
             raise InputError(f"{name}: --punct {spec.punct} (punctuation removal) needs tags, but this is "
                              "plain text: use a CoNLL or Malt-TAB file, or leave out --punct")
-        sents = _read_text(lines, name)
+        sents = _read_text(lines, name, tabs_ok=spec.format == "text")
     elif fmt == "ptb":
         sents = _read_ptb(lines, name, spec)
     else:
@@ -270,13 +269,15 @@ def _nfc_word(word, name, lineno, what="word"):
 def _without_header(lines, name, what, hint=""):
     """``lines`` after their leading ``#`` lines (grind's outputs have such a header), which are
     skipped and counted on stderr once the header ends."""
-    it, heads, first = iter(lines), 0, None
+    it, heads, first, grinds = iter(lines), 0, None, False
     for item in it:
         if not item[1].startswith("#"):
             first = item
             break
+        line = item[1].rstrip("\r\n")
+        grinds = (line.startswith("# grind ") if heads == 0 else grinds and (line == "#" or line.startswith("# ")))
         heads += 1
-    if heads:
+    if heads and not grinds:       # a header grind wrote (e.g. a shard's: '# grind ...', '# key: value') goes unsaid
         log.info(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as {what}{hint}")
     if first is not None:
         yield first
@@ -286,19 +287,20 @@ def _without_header(lines, name, what, hint=""):
 def _read_words(lines, name, sigmorphon):
     """--chars: one word a line (or a sigmorphon row), each NFC character one token; the leading
     lines that start with ``#`` are a header, skipped and counted on stderr."""
-    number, has_gold, skipped = 0, None, []
+    number, has_gold, skipped, first = 0, None, [], 0
     for lineno, line in _without_header(lines, name, "words"):
         s = line.rstrip("\r\n")
         gold = None
         if sigmorphon:
             cols = s.split("\t")
             if has_gold is None:
-                has_gold = len(cols) > 1
+                has_gold, first = len(cols) > 1, lineno
             if has_gold and len(cols) < 2:
                 raise InputError(f"{name}:{lineno}: no segmentation column (word<TAB>morph @@morph ...), "
-                                 "which earlier rows have")
+                                 f"which line {first} has")
             if not has_gold and len(cols) > 1:
-                raise InputError(f"{name}:{lineno}: a segmentation column, which earlier rows do not have")
+                raise InputError(f"{name}:{lineno}: a segmentation column, which line {first} does not have "
+                                 "(one of the two lost or gained a column)")
             s = cols[0]
             if any(c.isspace() for c in s) and s.strip():
                 skipped.append(lineno)
@@ -314,9 +316,10 @@ def _read_words(lines, name, sigmorphon):
                  f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
 
 
-def _format(path, fmt, lines):
+def _format(path, fmt, lines, chars=False):
     """``(format, lines)``: ``auto`` resolved from the first content line, which
-    (with the blank and comment lines before it) is put back in front of ``lines``."""
+    (with the blank and comment lines before it) is put back in front of ``lines``;
+    with ``chars`` (one word a line) a first line with a TAB is a sigmorphon TSV."""
     if fmt != "auto":
         return fmt, lines
     it, head, first = iter(lines), [], None
@@ -325,15 +328,23 @@ def _format(path, fmt, lines):
         if ln.strip() and not ln.startswith("#"):
             first = ln
             break
+    if chars and first is not None and "\t" in first and not format_from_name(path):
+        return "sigmorphon", itertools.chain(head, it)
     return detect_format(path, first), itertools.chain(head, it)
 
 
-def _read_text(lines, name="the corpus"):
+def _read_text(lines, name="the corpus", tabs_ok=True):
     """Plain text, one sentence a line; the leading lines that start with ``#`` are a header (grind's
-    outputs have one), skipped and counted on stderr.  A blank line ends the header."""
+    outputs have one), skipped and counted on stderr.  A blank line ends the header.  ``tabs_ok``
+    False (the format was detected from a first line without TABs): a line with a TAB is an error --
+    a treebank row or a TSV further down, which would otherwise be read as one sentence."""
     number = 0
     for lineno, line in _without_header(lines, name, "sentences", " (to read a first sentence that starts with "
                                         "'#', put a blank line before it)"):
+        if not tabs_ok and "\t" in line:
+            raise InputError(f"{name}:{lineno}: a TAB in a file read as plain text (its first line has none): "
+                             f"a treebank row or a TSV line? {quote_line(line)} -- pass --format text to read "
+                             "TABs as spaces, or the file's --format")
         toks = line.split()
         if toks:
             number += 1
@@ -398,17 +409,24 @@ def _read_treebank(lines, name, fmt, spec):
     column = spec.column or _default_column_error(name)
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
+    roots = []                       # Malt-TAB sentences with several HEAD 0 rows (first lines)
     for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         raw = None
         if fmt != "malt":
             _check_ids(toks, rows, name)
             raw = [t[:10] for t in toks]
+        elif sum(t[6] == "0" for t in toks) > 1:
+            roots.append(start)
         toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
         if toks:
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
             yield s
+    if roots:   # Malt-TAB has no IDs: two sentences run together show only as a second root
+        log.warn(f"{name}: {len(roots)} sentence(s) with more than one root (HEAD 0), at line(s) "
+                 f"{', '.join(map(str, roots[:10]))}{' ...' if len(roots) > 10 else ''}: is a blank line missing "
+                 "between sentences?")
 
 
 def _check_ids(toks, rows, name):
@@ -483,7 +501,7 @@ def _make_sentence(toks, number, start, comments, column, punct, name) -> Senten
                     h = heads[h - 1]
                 new_heads.append(0 if h == 0 else new_id[h])
     rows = [t[:10] for t, k in zip(toks, keep) if k]
-    tokens = [_column(t, column, name) for t in rows]
+    tokens = [_column(t, column, name) for t, k in zip(toks, keep) if k]
     return Sentence(tokens, number, start, new_heads, rows, comments)
 
 
@@ -501,10 +519,9 @@ def _gold_heads(toks, name):
     heads = []
     for t in toks:
         h = t[6]
-        try:
-            v = int(h)
-        except ValueError:
-            raise InputError(f"{name}:{t[10]}: HEAD {quote_line(h)} is not a number") from None
+        if not re.fullmatch(r"[0-9]+", h):
+            raise InputError(f"{name}:{t[10]}: HEAD {quote_line(h)} is not a number (digits 0-9)")
+        v = int(h)
         if not 0 <= v <= len(toks):
             raise InputError(f"{name}:{t[10]}: HEAD {v} is outside the sentence (1..{len(toks)})")
         heads.append(v)
@@ -531,7 +548,9 @@ def _column(row, column, name):
         return row[1].lower()
     v = row[3] if column == "UPOS" else row[4]
     if v == "_":
-        raise InputError(f"{name}: column {column} is empty ('_'); choose another --column")
+        where = f"{name}:{row[10]}" if len(row) > 10 else name
+        raise InputError(f"{where}: column {column} is empty ('_') on this token; choose another --column "
+                         "(or fill the column)")
     return v
 
 
@@ -680,7 +699,7 @@ def check_corpus(path: str, spec: CorpusSpec) -> str:
 def peek_format(path: str, spec: CorpusSpec) -> str | None:
     """The format :func:`read_corpus` reads ``path`` as, from its name and first content line
     (None for standard input or a pipe, which cannot be read twice)."""
-    if path == "-" or not os.path.isfile(path):
+    if is_stream(path):
         return None
     lines = read_lines(path)
     try:
@@ -694,7 +713,7 @@ def block_format(path: str, spec: CorpusSpec, pairs) -> str:
     ``(lineno, line)``, read up to the first content line)."""
     if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
         return "sigmorphon"
-    return _format(path, spec.format, iter(pairs))[0]
+    return _format(path, spec.format, iter(pairs), spec.chars)[0]
 
 
 def iter_blocks(path: str, spec: CorpusSpec, fmt: str, pairs):

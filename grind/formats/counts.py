@@ -163,8 +163,11 @@ def add_mismatch(a: Counts, b: Counts) -> str | None:
     None: they come from different E-steps or corpus options
     (:data:`MUST_AGREE`), or one has a statistic (:data:`STATS`) that the
     other lacks, whose sum would count the sentences of one of them only."""
+    def agreed(c, k):            # a format --format auto found is the format given explicitly
+        v = c.meta.get(k)
+        return v.replace(" (auto-detected)", "") if k == "corpus" and v else v
     for k in MUST_AGREE:
-        if a.meta.get(k) != b.meta.get(k):
+        if agreed(a, k) != agreed(b, k):
             what = "were read with different corpus options" if k == "corpus" else "come from different E-steps"
             return f"{what} ('# {k}: {a.meta.get(k, '(none)')}' and '# {k}: {b.meta.get(k, '(none)')}')"
     for k in STATS:

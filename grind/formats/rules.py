@@ -80,6 +80,10 @@ def parse_rule_line(line: str, where: str, layout: str = "[weight [pseudocount]]
     return weight, pseudo, lhs, rhs
 
 
+def _numbers(k: int) -> str:
+    return {0: "no number", 1: "one number (a weight)", 2: "two numbers (weight, pseudo-count)"}.get(k, f"{k} numbers")
+
+
 def parse_header_meta(line: str, meta: dict) -> None:
     """Record a ``# key: value`` header line in ``meta``."""
     body = line.lstrip("#").strip()
@@ -104,6 +108,7 @@ def _read_rules_slowly(lines, path: str, layout: str):
     rules, weights, pseudos = [], [], []
     meta: dict[str, str] = {}
     lines_of: dict[str, int] = {}
+    first = None                        # (line, how many numbers) of the first rule line
     for lineno, line in lines:
         s = line.strip()
         if not s:
@@ -113,6 +118,13 @@ def _read_rules_slowly(lines, path: str, layout: str):
             continue
         where = f"{path}:{lineno}"
         w, pc, lhs, rhs = parse_rule_line(s, where, layout)
+        k = s.split().index(ARROW) - 1
+        if first is None:
+            first = (lineno, k)
+        elif k != first[1]:
+            raise InputError(f"{where}: {_numbers(k)} before the rule, but line {first[0]} has {_numbers(first[1])} "
+                             f"(a lost or extra weight?  Every rule line of a file has the same layout, "
+                             f"'{layout} LHS --> RHS...'): {quote_line(s)}")
         key = rule_key(lhs, rhs)
         if key in lines_of:
             raise InputError(f"{where}: duplicate rule {key} (first at line {lines_of[key]})")
@@ -308,6 +320,7 @@ class ParsedRules:
     meta: dict
     given: np.ndarray | None = None      # which lines give a pseudo-count (when some do)
     made: list | None = None             # the rule tuples, when already made
+    numbers: int = -1                    # numbers before the LHS on every line (-1: not recorded)
 
     def rules(self) -> list[tuple[str, tuple[str, ...]]]:
         if self.made is None:
@@ -457,7 +470,7 @@ def _parse_pieces(pieces, path: str, layout: str) -> ParsedRules | None:
     weights: list[np.ndarray] = []
     pseudo: list[np.ndarray | None] = []
     given: list[np.ndarray | None] = []
-    first = True
+    first, numbers = True, -1
     for data in pieces:
         if first and data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
@@ -475,6 +488,9 @@ def _parse_pieces(pieces, path: str, layout: str) -> ParsedRules | None:
             meta.setdefault(k, v)
         if not len(part.weights):
             continue
+        if numbers not in (-1, part.numbers):
+            return None                          # pieces of two layouts: the line reader names the line
+        numbers = part.numbers
         t = part.table
         remap = np.fromiter((sid.setdefault(x, len(sid)) for x in t.symbols), dtype=np.int32, count=len(t.symbols))
         lhs.append(remap[t.lhs])
@@ -578,8 +594,8 @@ def _parse_fast(text: str, path: str, layout: str, allow_empty: bool = False) ->
     p = at - start                               # arrow position in its line
     nums = p - 1
     k = n - p - 1
-    if np.any(p < 1) or np.any(k < 1) or np.any(nums > (1 if layout == "count" else 2)):
-        return None
+    if np.any(p < 1) or np.any(k < 1) or np.any(nums > (1 if layout == "count" else 2)) or np.any(nums != nums[0]):
+        return None                              # the line reader names the line (mixed layouts included)
     if layout == "count" and np.any(nums < 1):
         return None
     get = flat.__getitem__
@@ -604,7 +620,7 @@ def _parse_fast(text: str, path: str, layout: str, allow_empty: bool = False) ->
     table = RuleTable._of_tokens(list(map(get, (at - 1).tolist())), list(map(get, rhs_at.tolist())), off)
     if table.duplicate():
         return None                              # the line reader names the first repeat
-    return ParsedRules(table, weights, pseudo, meta, given if pseudo is not None else None)
+    return ParsedRules(table, weights, pseudo, meta, given if pseudo is not None else None, numbers=int(nums[0]))
 
 
 # --------------------------------------------------------------------------
@@ -616,7 +632,7 @@ CACHE_MIN_BYTES = 256 * 1024
 #: are removed when one is added.
 CACHE_KEEP = 16
 CACHE_MAX_BYTES = 256 * 2**20
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3                   # 3: files of mixed line layouts are no longer read
 
 
 def cache_dir() -> str | None:

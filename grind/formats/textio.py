@@ -72,6 +72,12 @@ def open_binary(path: str):
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
+def is_stream(path: str) -> bool:
+    """Standard input (``-``) or anything but a regular file (a pipe, a process substitution
+    ``<(...)``, a device): it can be read only once."""
+    return path == "-" or not os.path.isfile(path)
+
+
 def read_lines(path: str):
     """Yield (line number, line) of a UTF-8 text file; bad bytes name file and line."""
     name = "<stdin>" if path == "-" else path

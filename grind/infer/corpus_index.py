@@ -35,7 +35,7 @@ from grind import log
 from grind.errors import InputError
 from grind.formats.corpus import iter_corpus
 from grind.formats.spool import TokenSpool
-from grind.formats.textio import read_lines
+from grind.formats.textio import is_stream, read_lines
 from grind.infer.training import SentenceFingerprint, ShardedEstep
 
 #: Sentences per parser while the index is made.
@@ -73,7 +73,7 @@ class CorpusIndex:
             raise
 
     def _pass(self, path, spec, visit, chunk):
-        if path != "-":                   # bad bytes anywhere first, as read_corpus_tokens reports them
+        if not is_stream(path):           # bad bytes anywhere first, as read_corpus_tokens reports them
             for _ in read_lines(path):
                 pass
         fp, n = SentenceFingerprint(), 0

@@ -581,6 +581,7 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             best = None
         log.info(f"resumed from {checkpoint} after step {trace[-1].step if trace else 0}")
     saved = len(trace) if resume else None      # the trace length of the checkpoint on disk
+    resumed_at = len(trace)                      # steps a resumed run starts from
     t0 = time.perf_counter() - (trace[-1].seconds if trace else 0.0)
     progress = log.bar(desc=getattr(algo, "name", "train"), unit="step")
     # A run that early-stopped is over: its checkpoint holds the kept state, not
@@ -622,7 +623,7 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             save_checkpoint(checkpoint, algo, rng, trace, meta, best)
             saved = len(trace)
     progress.close()
-    if resume and saved == len(trace):
+    if resume and len(trace) == resumed_at:
         log.warn(f"--resume: the checkpoint is at step {trace[-1].step if trace else 0}, where this run ends "
                  "(--iterations, convergence or early stop): no step run; the checkpoint's state is the result")
     if checkpoint and saved != len(trace):
