@@ -358,10 +358,10 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
             f.write(conll_block(s, h))
 
 
-def dependency_convention(spec) -> str:
+def dependency_convention(spec, read_as=None) -> str:
     punct = {"none": "all tokens scored (punctuation kept, as conll18_ud_eval.py)",
              "ud": "punctuation (UPOS PUNCT) removed before scoring, heads re-attached",
              "ptb": "PTB punctuation tags removed before scoring, heads re-attached",
              "ptb+": "PTB punctuation tags and # $ removed before scoring, heads re-attached"}[spec.punct]
     return ("directed / undirected attachment accuracy over words, root attachment counted as one arc; "
-            f"{punct}; sentence lengths after removal; corpus read as {spec.describe()}")
+            f"{punct}; sentence lengths after removal; corpus read as {spec.describe(read_as)}")

@@ -120,7 +120,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
                 log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
                          "(HEAD '_'); their words are scored 0")
             runs.append(rows)
-            report += format_report(rows, dependency_convention(spec), base, p, definitions_too=k == 0)
+            report += format_report(rows, dependency_convention(spec, gold_sents.format), base, p,
+                                    definitions_too=k == 0)
         if base is not None:
             report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
         if len(runs) > 1:

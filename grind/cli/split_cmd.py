@@ -198,7 +198,7 @@ def split(corpus, k, prefix, spec):
             f.writelines(header_lines(
                 shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
                 cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
-                corpus=spec.describe()))
+                corpus=spec.describe(fmt)))
             if not words:
                 f.write("\n")            # ends the header (a text sentence may begin with '#')
         for b, block in enumerate(blocks()):
