@@ -151,6 +151,8 @@ def test_the_format_auto_detects_is_said_on_stderr_and_in_the_header(tmp_path):
     assert "<stdin>: read as conllu (--format auto, from its first line" in r.stderr
     assert "# corpus: format=conllu (auto-detected) column=UPOS" in r.stdout
     assert "# corpus: format=conllu (auto-detected) column=UPOS" in g.read_text()
+    assert "# corpus: format=conllu (auto-detected)" in grind("make-grammar", "dmv", "--column", "UPOS", "-",
+                                                             stdin=CONLLU).stdout
     r = grind("parse", "--format", "conllu", "--column", "UPOS", g, f)
     assert "read as" not in r.stderr and "# corpus: format=conllu column=UPOS" in r.stdout
     named = tmp_path / "c.conllu"

@@ -5,7 +5,7 @@ import click
 import numpy as np
 
 from grind import log
-from grind.formats.corpus import peek_format, read_corpus, read_corpus_tokens
+from grind.formats.corpus import read_corpus, read_corpus_tokens
 from grind.errors import InputError
 from grind.grammars.grammar import read_grammar
 from grind.grammars.morph import TEMPLATE_SETS
@@ -104,8 +104,9 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
         g = dmv_grammar(sents, lexicalized=True)
         tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
     else:
-        vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from)
-        read_as = peek_format(corpus, spec)
+        read: dict = {}
+        vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from, read)
+        read_as = read.get("format")
         n_rules = dmv_size(len(vocab))
         if n_rules > max_rules:
             raise InputError(f"{corpus}: an unlexicalized DMV over {len(vocab)} head types "
@@ -245,10 +246,11 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
                               f"<= {rare} times -> signatures")
 
 
-def dmv_tagset(corpus, spec, tags_path, tags_from):
-    """The head types of an unlexicalized DMV and a one-line description (see make_dmv)."""
+def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
+    """The head types of an unlexicalized DMV and a one-line description (see make_dmv); ``stats``
+    gets the format CORPUS was read as."""
     from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags
-    seen = corpus_types(corpus, spec)
+    seen = corpus_types(corpus, spec, stats)
     sources = [f"{corpus} (all lengths)"]
     for path in tags_from:
         seen |= corpus_types(path, spec)

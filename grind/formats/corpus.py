@@ -624,11 +624,11 @@ def _conll_passthrough(sentence: Sentence, heads) -> str:
     return "".join(out) + "\n"
 
 
-def corpus_types(path: str, spec: CorpusSpec) -> set[str]:
+def corpus_types(path: str, spec: CorpusSpec, stats: dict | None = None) -> set[str]:
     """Every token type of ``path`` read with ``spec``'s format, column and
-    punctuation rule but *without* its length filter."""
+    punctuation rule but *without* its length filter (``stats``: as :func:`iter_corpus` fills it)."""
     from dataclasses import replace
-    return {t for s in iter_corpus(path, replace(spec, max_length=None, min_length=1)) for t in s.tokens}
+    return {t for s in iter_corpus(path, replace(spec, max_length=None, min_length=1), stats) for t in s.tokens}
 
 
 def read_tags(path: str) -> list[str]:
