@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 #: The Python API, re-exported lazily from :mod:`grind.api`.
 __all__ = ["read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep", "Counts", "Grammar",
-           "Sentence", "__version__"]
+           "Sentence", "ALGORITHMS", "__version__"]
 
 
 def __getattr__(name):

@@ -67,10 +67,28 @@ def _sentences(corpus) -> list[Sentence]:
     """``corpus`` (path, Sentences or token lists) as a list of Sentence."""
     if isinstance(corpus, (str, os.PathLike)):
         return read_corpus(corpus)
+    if isinstance(corpus, (str, bytes, dict)) or not hasattr(corpus, "__iter__"):
+        raise TypeError("a corpus is a path, a list of Sentences or a list of token lists, not "
+                        f"{type(corpus).__name__}")
     out = []
     for i, s in enumerate(corpus, 1):
-        out.append(s if isinstance(s, Sentence) else Sentence(list(s), i, i))
+        if isinstance(s, Sentence):
+            out.append(s)
+            continue
+        if isinstance(s, (str, bytes)) or not isinstance(s, (list, tuple)) or not all(isinstance(t, str) for t in s):
+            raise TypeError(f"sentence {i} of the corpus is {s!r}: a sentence is a list of token strings "
+                            "(e.g. 'a b'.split())")
+        out.append(Sentence(list(s), i, i))
     return out
+
+
+def _warn_failures(what: str, parser, n: int) -> None:
+    """On stderr, as the command line does: the sentences the parser already knows it cannot parse."""
+    fails = getattr(parser, "failures", {}) or {}
+    if fails:
+        i = min(fails)
+        log.warn(f"{what}: {len(fails)} of {n} sentences have no parse and are left out (sentence {i + 1}: "
+                 f"{fails[i]})")
 
 
 def _probabilities(grammar, normalise: bool, what: str) -> Grammar:
@@ -96,10 +114,28 @@ def _show(v) -> str:
     return repr(v)
 
 
-def _record(name: str, run_seed, **kw) -> None:
-    """Record ``grind.NAME(key=value, ...)`` (and the seed) for the headers of files written next."""
-    parts = [f"{k}={_show(v)}" for k, v in kw.items() if v is not None]
-    set_run_info(call=f"grind.{name}({', '.join(parts)})", seed=run_seed)
+def _call(name: str, **kw) -> str:
+    return f"grind.{name}({', '.join(f'{k}={_show(v)}' for k, v in kw.items() if v is not None)})"
+
+
+def _record(name: str, run_seed, **kw) -> str:
+    """Record ``grind.NAME(key=value, ...)`` (and the seed) for the headers of files written next; the call."""
+    call = _call(name, **kw)
+    set_run_info(call=call, seed=run_seed)
+    return call
+
+
+def _check_args(seed, kernel, **ints) -> None:
+    """The arguments the command line's option types would have refused."""
+    import numbers
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+        raise ValueError(f"seed must be a non-negative integer or None, not {seed!r}")
+    from grind.kernels.select import KERNELS
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, not {kernel!r}")
+    for name, v in ints.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral)):
+            raise ValueError(f"{name} must be an integer, not {v!r}")
 
 
 # ----------------------------------------------------------------------------- training
@@ -125,6 +161,11 @@ class FitResult:
         return self.grammar.weights
 
 
+#: ``grind train``'s long option names underscored -> the config field each sets, where the two differ
+#: (tests/test_api.py checks this against the command line).
+FLAG_NAMES = {"cov": "ln_cov", "constraints": "mix_constraints", "base": "mix_base"}
+
+
 def _config(algo: str, options: dict):
     """The typed configuration (:data:`grind.infer.registry.CONFIG_OF`) of
     ``algo`` from ``grind train``'s option names (underscored); an option left
@@ -132,6 +173,11 @@ def _config(algo: str, options: dict):
     if algo not in CONFIG_OF:
         raise ValueError(f"unknown algorithm {algo!r}: one of {', '.join(CONFIG_OF)}")
     cls = CONFIG_OF[algo]
+    aliases = FLAG_NAMES
+    for flag in [k for k in options if k not in cls.names() and aliases.get(k) in cls.names()]:
+        if aliases[flag] in options:
+            raise TypeError(f"grind.fit: {flag} and {aliases[flag]} name the same option")
+        options[aliases[flag]] = options.pop(flag)
     unknown = sorted(set(options) - set(cls.names()))
     if unknown:
         raise TypeError(f"unknown option(s) for grind.fit(algo={algo!r}): {', '.join(unknown)} "
@@ -160,7 +206,9 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     path indexes it on disk (:mod:`grind.infer.corpus_index`) and never holds it.
     """
     from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training
-    _record("fit", seed, algo=algo, alpha=alpha, iterations=iterations, seed=seed, **options)
+    _check_args(seed, kernel, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience,
+                **{k: options[k] for k in ("batch", "epochs", "model") if k in options})
+    call = _record("fit", seed, algo=algo, alpha=alpha, iterations=iterations, seed=seed, **options)
     rng = np.random.default_rng(seed)
     if options.get("joint"):
         raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
@@ -187,7 +235,9 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         estep, n = FileEstep(index, jobs), index.n
     else:
         sents = _sentences(corpus)
-        estep, n = ShardedEstep(_parser(g, sents, kernel), jobs), len(sents)
+        parser = _parser(g, sents, kernel)
+        _warn_failures("grind.fit", parser, len(sents))
+        estep, n = ShardedEstep(parser, jobs), len(sents)
     try:
         prior = prior_vector(g, alpha)
         log.info(f"training {algo} on {n} sentences, {len(g)} rules")
@@ -204,7 +254,9 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
             index.close()             # the spool of the corpus's tokens
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
-    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)))
+    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)), call=call, seed=str(seed))
+    if trace:
+        meta["objective"] = repr(trace[-1].objective)
     trained = g.with_weights(algorithm.weights(), meta)
     return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha, "seed": seed})
 
@@ -247,15 +299,19 @@ def estep(grammar, corpus) -> Counts:
     """Expected rule counts of ``corpus`` under ``grammar`` with the corpus
     statistics (sentences, parsed, words, loglik), as ``grind estep``; counts
     of shards add up with :meth:`Counts.merge`."""
+    from grind.infer.training import ShardedEstep, fingerprint_array
     _record("estep", None)
     g = _probabilities(_grammar(grammar), False, "grind.estep")
     sents = _sentences(corpus)
-    counts, logz = _parser(g, sents).inside_outside(g.probabilities())
+    counts, logz = ShardedEstep(_parser(g, sents))(g.probabilities())    # summed in grind estep's blocks
     logz = np.asarray(logz, dtype=np.float64)
     ok = np.isfinite(logz)
+    if not ok.all():
+        log.warn(f"grind.estep: {int((~ok).sum())} of {len(sents)} sentences have no parse and were left out")
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
-    return Counts.of(g, np.asarray(counts, dtype=np.float64), stats)
+    meta = {"estep": "probabilities", "estep-weights": fingerprint_array(g.weights)}
+    return Counts.of(g, np.asarray(counts, dtype=np.float64), stats, meta)
 
 
 def evaluate(gold, predicted, baselines: bool = True, **corpus_options) -> dict:

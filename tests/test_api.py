@@ -144,3 +144,75 @@ def test_parse_a_pcfg_gives_trees(tmp_path):
     trees = grind.parse(str(tmp_path / "g.txt"), [["the", "dog", "barks"], ["dog", "barks"], ["barks"]])
     assert trees[0] == ("S", ("NP", ("D", "the"), ("N", "dog")), ("V", "barks"))
     assert trees[2] is None
+
+
+def test_each_written_result_records_its_own_call_and_seed(dmv_files, tmp_path):
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)
+    r1 = grind.fit(gpath, sents, "vb", alpha=0.3, iterations=2, seed=5)
+    r2 = grind.fit(gpath, sents, "vb", alpha=0.3, iterations=2, seed=6)
+    grind.estep(gpath, sents)                                      # another call in between
+    with pytest.raises(ValueError):
+        grind.fit(gpath, sents, "nope")
+    for r, seed in ((r1, 5), (r2, 6)):
+        r.grammar.write(tmp_path / "g.txt")
+        head = (tmp_path / "g.txt").read_text().splitlines()
+        assert f"seed={seed})" in head[1] and f"# seed: {seed}" in head and "# algorithm: vb" in head
+        assert "# steps: 2" in head and any(h.startswith("# objective: ") for h in head)
+    again = grind.read_grammar(tmp_path / "g.txt")                 # read back and written: the same call
+    again.write(tmp_path / "h.txt")
+    assert (tmp_path / "h.txt").read_text().splitlines()[1:3] == (tmp_path / "g.txt").read_text().splitlines()[1:3]
+    other = again.with_weights(again.weights)                      # other weights were not made by that call
+    assert "call" not in other.meta and "seed" not in other.meta
+
+
+def test_fit_refuses_what_the_command_line_refuses(dmv_files):
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)[:20]
+    for bad, exc, msg in [(dict(iterations=2.5), ValueError, "iterations must be an integer"),
+                          (dict(kernel="bad"), ValueError, "kernel must be one of"),
+                          (dict(seed=-1), ValueError, "seed must be a non-negative integer"),
+                          (dict(alpha=[0.1]), grind.api.InputError, r"alpha \[0.1\]: a number"),
+                          (dict(alpha="0.1,S=x"), grind.api.InputError, "neither a number")]:
+        with pytest.raises(exc, match=msg):
+            grind.fit(gpath, sents, "em", **{"iterations": 1, **bad})
+    with pytest.raises(TypeError, match="sentence 21 of the corpus is 'NOUN VERB'"):
+        grind.fit(gpath, [s.tokens for s in sents] + ["NOUN VERB"], "em", iterations=1)
+    with pytest.raises(TypeError, match="a corpus is a path"):
+        grind.fit(gpath, 42, "em", iterations=1)
+
+
+def test_fit_takes_the_command_line_option_names(dmv_files):
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)[:30]
+    a = grind.fit(gpath, sents, "ln", iterations=1, cov="families")
+    b = grind.fit(gpath, sents, "ln", iterations=1, ln_cov="families")
+    assert a.options["ln_cov"] == "families" and np.array_equal(a.grammar.weights, b.grammar.weights)
+    with pytest.raises(TypeError, match="name the same option"):
+        grind.fit(gpath, sents, "ln", iterations=1, cov="families", ln_cov="identity")
+
+
+def test_estep_counts_are_the_cli_counts(dmv_files, tmp_path):
+    _, gpath, train = dmv_files
+    grind.estep(gpath, grind.read_corpus(train, **OPTS)).write(tmp_path / "api.txt")
+    run_grind("estep", *CLI_OPTS, "-o", tmp_path / "cli.txt", gpath, train)
+    body = lambda p: [ln for ln in p.read_text().splitlines() if not ln.startswith("#")]   # noqa: E731
+    assert body(tmp_path / "api.txt") == body(tmp_path / "cli.txt")                         # bit for bit
+    assert "# estep: probabilities" in (tmp_path / "api.txt").read_text()
+
+
+def test_fit_says_which_sentences_it_leaves_out(dmv_files, capfd):
+    _, gpath, train = dmv_files
+    sents = [s.tokens for s in grind.read_corpus(train, **OPTS)[:10]] + [["FOO", "NOUN"]]
+    grind.fit(gpath, sents, "em", iterations=1)
+    assert "grind.fit: 1 of 11 sentences have no parse and are left out (sentence 11: " in capfd.readouterr().err
+
+
+def test_the_api_names_the_command_line_options_as_the_command_line_does():
+    from grind.api import FLAG_NAMES
+    from grind.cli.train import train
+    from grind.infer.registry import CONFIG_OF
+    fields = {n for c in CONFIG_OF.values() for n in c.names()}
+    differ = {o[2:].replace("-", "_"): p.name for p in train.params for o in getattr(p, "opts", [])
+              if o.startswith("--") and o[2:].replace("-", "_") != p.name and p.name in fields}
+    assert differ == FLAG_NAMES

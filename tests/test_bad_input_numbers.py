@@ -225,3 +225,22 @@ def test_tie_over_a_joint_grammar_needs_a_dmv_in_every_language(tmp_path):
     r = grind("make-structure", "--tie", "V", d1, c1, check=False)
     assert r.returncode == 1 and "the joint grammar's '2' is not one" in r.stderr
     assert "tie:verb" in grind("make-structure", "--tie", "V", d1, d1).stdout
+
+
+@pytest.mark.parametrize("algo", ["em", "vb", "cvb", "gibbs", "hastings"])
+def test_every_algorithm_stops_when_no_sentence_parses(tmp_path, algo):
+    """vb and cvb wrote a grammar with '# objective: 0.0' over no sentence."""
+    (tmp_path / "g.txt").write_text("0.5 S --> S S\n0.25 S --> a\n0.25 S --> b\n")
+    (tmp_path / "c.txt").write_text("c d\nc\n")
+    r = grind("train", "--algo", algo, "--iterations", "3", "--seed", "1", tmp_path / "g.txt", tmp_path / "c.txt",
+              check=False)
+    assert r.returncode == 1 and "no sentence has a parse of positive probability" in r.stderr and not r.stdout
+
+
+def test_map_em_says_when_training_sentences_stop_parsing(tmp_path):
+    """MAP-EM with alpha < 1 zeroes rules; sentences that needed them drop out of the objective, which can fall."""
+    from conftest import sample_dmv
+    C = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
+    d, train = sample_dmv(tmp_path, C)
+    r = grind("train", "--algo", "em", "--alpha", "0.3", "--iterations", "3", *C, d / "g1.txt", train)
+    assert "em step 2: 2 more sentence(s) have no parse of positive probability (667 of 669 parsed)" in r.stderr

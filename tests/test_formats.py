@@ -308,3 +308,11 @@ def test_malt_sentences_run_together_are_warned_about(tmp_path, capsys):
     assert len(sents) == 2
     assert "1 sentence(s) with more than one root (HEAD 0), at line(s) 4: is a blank line missing" in \
         capsys.readouterr().err
+
+
+def test_bracket_eval_with_no_predicted_bracket_says_why_it_is_nan(tmp_path):
+    from conftest import grind
+    (tmp_path / "g.mrg").write_text("(S (NP a) (VP b))\n")
+    (tmp_path / "p.mrg").write_text("(NOPARSE a b)\n")
+    r = grind("eval", "--column", "FORM", tmp_path / "g.mrg", tmp_path / "p.mrg")
+    assert "corpus_f1\tnan" in r.stdout and "no predicted bracket to score (1 of 1 trees NOPARSE)" in r.stderr

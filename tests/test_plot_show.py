@@ -121,3 +121,13 @@ def test_reference_line_is_drawn_in_its_panel():
     assert [ln.get_label() for ln in dev.get_lines()] == ["em", "attach-right"]
     assert list(dev.get_lines()[1].get_ydata()) == [0.33, 0.33]
     assert [ln.get_label() for ln in obj.get_lines()] == ["em"]
+
+
+def test_a_trace_with_a_stopped_column_is_read(tmp_path):
+    """ln and early-stopped runs write why they stopped as text in the last step's 'stopped' cell."""
+    from grind.eval.plot import read_trace
+    f = tmp_path / "ln.trace"
+    f.write_text("step\tobjective\tsentences\tseconds\tstopped\n1\t-10.5\t3\t0.1\t\n"
+                 "2\t-9.25\t6\t0.2\treached the cap of 2 iterations before converging (tolerance 1e-05)\n")
+    t = read_trace(str(f))
+    assert t["objective"] == [-10.5, -9.25] and "stopped" not in t

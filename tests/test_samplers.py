@@ -280,3 +280,16 @@ def test_cli_hastings_on_ewt_sample(ewt_train, tmp_path):
     assert all(0.0 <= a <= 1.0 for a in acc)
     assert [float(b[head.index("temperature")]) for b in body] == [3.0, 1.0]
     assert all(math.isfinite(float(b[head.index("objective")])) for b in body)
+
+
+@pytest.mark.parametrize("algo", ["gibbs", "hastings"])
+def test_a_huge_start_temperature_anneals_to_one(tmp_path, algo):
+    """1e16 + (1 - 1e16) is 0 in floating point: T must still end at 1, never 0 (was a ZeroDivisionError)."""
+    from grind.infer.gibbs import temperature
+    assert [temperature(k, 1e16, 3) for k in (1, 3, 4)] == [1e16, 1.0, 1.0]
+    assert all(1.0 <= temperature(k, 1e300, 1000) < math.inf for k in range(1, 1001))
+    (tmp_path / "g.txt").write_text("0.5 S --> S S\n0.25 S --> a\n0.25 S --> b\n")
+    (tmp_path / "c.txt").write_text("a b a\n" * 5)
+    r = grind("train", "--algo", algo, "--temp-start", "1e16", "--iterations", "3", "--seed", "1",
+              tmp_path / "g.txt", tmp_path / "c.txt")
+    assert "Traceback" not in r.stderr and "# steps: 3" in r.stdout

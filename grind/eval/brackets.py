@@ -95,6 +95,10 @@ def evaluate_files(gold_path, pred_path, spec) -> str:
     except InputError as e:                  # name both files: there may be several PREDICTED files
         names = ["<stdin>" if p == "-" else p for p in (gold_path, pred_path)]
         raise InputError(f"{names[0]} vs {names[1]}: {e}") from None
+    if res["precision"] != res["precision"]:
+        from grind import log
+        log.warn(f"{pred_path}: no predicted bracket to score ({res['noparse']} of {res['sentences']} trees NOPARSE): "
+                 "precision and F1 are undefined, written nan; recall counts every gold bracket as missed")
     return (f"# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"

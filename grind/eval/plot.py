@@ -22,8 +22,13 @@ TITLES = {"objective": "objective", "dev_logprob": "dev log probability", "dev_d
           "dev_perplexity": "dev perplexity", "dev_f1": "dev F1", "dev_parsed": "dev sentences parsed"}
 
 
+#: Trace columns of text, not numbers (why a run stopped): read past, not plotted.
+TEXT_COLUMNS = ("stopped",)
+
+
 def read_trace(path: str) -> dict[str, list[float]]:
-    """Column name -> values (``nan`` where a cell is empty) of a trace file."""
+    """Column name -> values (``nan`` where a cell is empty) of a trace file; the text columns
+    (:data:`TEXT_COLUMNS`) are left out."""
     name = "<stdin>" if path == "-" else path
     header: list[str] | None = None
     cols: dict[str, list[float]] = {}
@@ -37,12 +42,14 @@ def read_trace(path: str) -> dict[str, list[float]]:
             if header[:2] != ["step", "objective"]:
                 raise InputError(f"{name}:{lineno}: not a grind train --trace file (its columns should start "
                                  f"with 'step<TAB>objective', not {s[:40]!r})")
-            cols = {h: [] for h in header}
+            cols = {h: [] for h in header if h not in TEXT_COLUMNS}
             continue
         if len(cells) > len(header):
             raise InputError(f"{name}:{lineno}: {len(cells)} cells, but the header names {len(header)} columns")
         cells += [""] * (len(header) - len(cells))
         for h, c in zip(header, cells):
+            if h in TEXT_COLUMNS:
+                continue
             try:
                 cols[h].append(float(c) if c.strip() else math.nan)
             except ValueError:

@@ -10,6 +10,7 @@ counts of different iterations are never added or completed by mistake.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -83,6 +84,10 @@ class Counts(RuleSet):
         values[: len(self.values)] = self.values
         np.add.at(values, [index[rule_key(*r)] for r in other.rules], other.values)
         return Counts(rules, values, stats, meta)
+
+    def write(self, path) -> None:
+        """Write the counts as ``grind estep`` writes them (:func:`write_counts`)."""
+        write_counts(os.fspath(path), self)
 
     def merge(self, other: Counts) -> Counts:
         """The sum of two counts of one grammar (``self + other``, as ``grind

@@ -42,11 +42,18 @@ def header_lines(**extra) -> list[str]:
     was called from Python, see :func:`set_run_info`), ``# seed: ...`` and
     ``# key: value`` lines."""
     if _run_info["argv"] is None and _run_info["call"] is not None:
-        run = f"# call: {_run_info['call']}"
-    else:
-        argv = _run_info["argv"] or sys.argv
-        run = "# command: " + " ".join(["grind"] + [_quote(a) for a in argv[1:]])
-    lines = [f"# grind {__version__}", run, f"# seed: {_run_info['seed']}"]
+        return _header(f"# call: {_run_info['call']}", _run_info["seed"], extra)
+    argv = _run_info["argv"] or sys.argv
+    return _header("# command: " + " ".join(["grind"] + [_quote(a) for a in argv[1:]]), _run_info["seed"], extra)
+
+
+def call_header_lines(call: str, seed, **extra) -> list[str]:
+    """:func:`header_lines` for what the Python call ``call`` made with ``seed`` (not the last call recorded)."""
+    return _header(f"# call: {call}", seed, extra)
+
+
+def _header(run: str, seed, extra: dict) -> list[str]:
+    lines = [f"# grind {__version__}", run, f"# seed: {seed}"]
     lines += [f"# {k}: {v}" for k, v in extra.items() if v is not None]
     return [ln + "\n" for ln in lines]
 

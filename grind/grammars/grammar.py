@@ -43,6 +43,11 @@ def post_order(kids: dict):
     return post, None
 
 
+#: Header keys :meth:`Grammar.write` does not copy from ``meta``: the file it was read from, and the lines
+#: every header makes itself (version, command or call, seed; weights and start are written from the grammar).
+_NOT_WRITTEN = ("path", "call", "command", "seed", "weights", "start")
+
+
 class Grammar(RuleSet):
     """A list of rules with one weight each (and optional pseudo-counts).
 
@@ -204,17 +209,24 @@ class Grammar(RuleSet):
         then one ``weight [pseudo-count] LHS --> RHS ...`` line per rule."""
         import os
 
-        from grind.formats.textio import header_lines, open_out
+        from grind.formats.textio import call_header_lines, header_lines, open_out
         w = self.weights if weights is None else np.asarray(weights, dtype=np.float64)
         if len(w) != len(self):
             raise ValueError(f"{len(w)} weights for {len(self)} rules")
-        with open_out(os.fspath(path)) as f:
-            f.writelines(header_lines(**{"weights": self.meta.get("weights"), "start": self.start, **header}))
+        meta = self.meta
+        lines = {"weights": meta.get("weights"), "start": self.start,
+                 **{k: v for k, v in meta.items() if k not in _NOT_WRITTEN}, **header}
+        with open_out(os.fspath(path)) as f:         # made by grind.fit: its own call and seed, else the last
+            f.writelines(call_header_lines(meta["call"], meta.get("seed"), **lines) if "call" in meta
+                         else header_lines(**lines))
             f.writelines(self.rule_text(w, self.pseudocounts))
 
     def with_weights(self, weights, meta=None) -> Grammar:
-        """The same rules with new weights (no pseudo-counts)."""
-        return self._sharing(weights, None, dict(meta if meta is not None else self.meta))
+        """The same rules with new weights (no pseudo-counts); without ``meta``, this grammar's, less
+        what made these weights (``call``, ``seed``, ``command``: other weights were not made so)."""
+        if meta is None:
+            meta = {k: v for k, v in self.meta.items() if k not in ("call", "seed", "command")}
+        return self._sharing(weights, None, dict(meta))
 
     def lhs_sums(self, values: np.ndarray) -> np.ndarray:
         """Sum of ``values`` over the rules of each LHS, per nonterminal."""

@@ -358,6 +358,8 @@ class CVB(Algorithm):
             if math.isfinite(z):
                 objective += z
                 parsed += 1
+        if not parsed:
+            raise NumericalError(f"collapsed VB sweep {self.it + 1}: no sentence has a parse of positive probability")
         self._resync()
         self.it += 1
         self.parsed_total += parsed

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grind import log
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig
@@ -59,6 +60,7 @@ class EM(Algorithm):
         self.theta = np.asarray(theta0, dtype=np.float64)
         self.it, self.prev, self.done = 0, None, False
         self.n = len(estep.parser.sentences)
+        self.parsed_before: int | None = None
 
     def update(self):
         """One EM iteration: E-step under theta, MAP M-step; the objective is that of theta before it."""
@@ -67,11 +69,18 @@ class EM(Algorithm):
         if not ok.any():
             raise NumericalError("no sentence has a parse of positive probability")
         loglik = float(logz[ok].sum())
+        parsed = int(ok.sum())
+        if self.parsed_before is not None and parsed < self.parsed_before:
+            log.warn(f"em step {self.it + 1}: {self.parsed_before - parsed} more sentence(s) have no parse of positive "
+                     f"probability ({parsed} of {self.n} parsed): rules they need are now 0 (MAP-EM with alpha < 1 "
+                     "zeroes a rule whose expected count is below 1 - alpha: Johnson, Griffiths & Goldwater 2007, "
+                     "sec. 7); the objective is over the parsed sentences only, so it can fall")
+        self.parsed_before = parsed
         obj = loglik + log_dirichlet_prior(self.g, self.theta, self.prior)
         self.theta = map_estimate(self.g, counts, self.prior, previous=self.theta)
         self.it += 1
         self.observe(obj)
-        return Step(self.it, obj, self.it * self.n, extra={"loglik": loglik, "parsed": int(ok.sum())})
+        return Step(self.it, obj, self.it * self.n, extra={"loglik": loglik, "parsed": parsed})
 
     def weights(self):
         return self.theta

@@ -64,9 +64,10 @@ def collapsed_logprob(grammar, counts, alpha) -> float:
 
 def temperature(k: int, temp_start: float, sweeps: int) -> float:
     """T of sweep k (1-based): linear from temp_start at sweep 1 to 1 at sweep ``sweeps``, 1 after."""
-    if temp_start <= 1.0 or sweeps <= 1:
+    if temp_start <= 1.0 or sweeps <= 1 or k >= sweeps:
         return 1.0
-    return temp_start + (1.0 - temp_start) * min(1.0, (k - 1) / (sweeps - 1))
+    # never below 1: with a huge temp_start the sum cancels in floating point (1e16 + (1 - 1e16) = 0)
+    return max(1.0, temp_start + (1.0 - temp_start) * ((k - 1) / (sweeps - 1)))
 
 
 def schedule(cfg):

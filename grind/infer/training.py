@@ -81,7 +81,13 @@ def prior_vector(grammar, alpha: str | float) -> np.ndarray:
         try:
             a = float(alpha)
         except (TypeError, ValueError):
-            a = _prior_file(grammar, str(alpha))
+            if isinstance(alpha, bool) or not isinstance(alpha, (str, os.PathLike)):
+                raise InputError(f"alpha {alpha!r}: a number, 'NUMBER,LHS=NUMBER,...' or the path of a file of "
+                                 "per-rule pseudo-counts") from None
+            if not os.path.exists(str(alpha)):
+                raise InputError(f"--alpha {alpha}: neither a number, nor NUMBER,LHS=NUMBER,..., nor an existing "
+                                 "file of pseudo-counts") from None
+            a = _prior_file(grammar, os.fspath(alpha))
     a = np.broadcast_to(np.asarray(a, dtype=np.float64), (len(grammar),)).copy()
     if not np.all(a > 0) or not np.all(np.isfinite(a)):
         raise InputError("Dirichlet hyperparameters must be finite and positive")

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from grind import log
+from grind.errors import NumericalError
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig
 from grind.infer.training import Step
@@ -190,6 +191,9 @@ class VB(Algorithm):
                                        f"vb step {self.it + 1}: "))
             extra = {"underflow_lost": len(lost), "underflow_inexact": len(inexact)}
         ok = np.isfinite(logz)
+        if not ok.any():
+            raise NumericalError("no sentence has a parse of positive probability under the VB weights"
+                                 + (" (they underflow: see the warning above)" if len(lost) else ""))
         bound = float(logz[ok].sum()) - kl_dirichlet(self.g, self.alpha_hat, self.prior)
         self.alpha_hat = self.prior + counts
         self.it += 1

@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 
+from grind import log
 from grind.kernels import _dmv
 from grind.grammars.dmv import (CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_grammar, release_dmv_index,  # noqa: F401 (re-export)
                                 split_token)
@@ -208,7 +209,13 @@ class DMVParser(ChartParser):
         gets log Z = -inf and is reported as unparseable."""
         w = self._weight_vector(weights, check=False)
         tiny = (w > 0) & (w < FLUSH)
-        return np.where(tiny, 0.0, w) if tiny.any() else w
+        if not tiny.any():
+            return w
+        if not getattr(self, "_flush_said", False):       # once a parser: a training run calls this every step
+            self._flush_said = True
+            log.warn(f"the DMV kernel reads {int(tiny.sum())} rule weight(s) in (0, {FLUSH:g}) as 0 (its scaled "
+                     "arithmetic cannot mix them with ordinary weights); --kernel cky computes with them exactly")
+        return np.where(tiny, 0.0, w)
 
     def _check(self, logz, idx):
         bad = np.isnan(logz)
