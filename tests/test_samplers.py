@@ -293,3 +293,15 @@ def test_a_huge_start_temperature_anneals_to_one(tmp_path, algo):
     r = grind("train", "--algo", algo, "--temp-start", "1e16", "--iterations", "3", "--seed", "1",
               tmp_path / "g.txt", tmp_path / "c.txt")
     assert "Traceback" not in r.stderr and "# steps: 3" in r.stdout
+
+
+def test_the_collapsed_objective_keeps_its_digits_for_huge_alpha():
+    """gammaln(a + c) - gammaln(a) lost every digit by a ~ 1e14 (the objective went to 0 at alpha 1e20)."""
+    from scipy.special import gammaln
+    from grind.infer.gibbs import log_rising
+    for a in (1e8 + 1, 1e14, 1e20, 1e300):
+        for c in (0, 1, 7, 4000):
+            exact = math.fsum(math.log(a + i) for i in range(c))
+            assert abs(float(log_rising(a, c)) - exact) <= 1e-14 * max(1.0, abs(exact)), (a, c)
+    a, c = np.array([0.5, 1e-3, 1e7, 2.0]), np.array([3.0, 0.0, 10.0, 5.0])
+    assert np.array_equal(log_rising(a, c), gammaln(a + c) - gammaln(a))     # below 1e8: as before, to the bit

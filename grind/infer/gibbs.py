@@ -52,14 +52,31 @@ from grind.infer.training import Step
 
 # ----------------------------------------------------------------------------- shared with hastings
 
+#: Above this alpha, log Gamma(a + c) - log Gamma(a) is taken from Stirling's series (the difference of two
+#: values near a log a loses every digit by a ~ 1e14).
+STIRLING_FROM = 1e8
+
+
+def log_rising(a, c) -> np.ndarray:
+    """log Gamma(a + c) - log Gamma(a) (the log rising factorial), elementwise; for a > STIRLING_FROM
+    c log a + (a + c - 1/2) log1p(c/a) - c + (1/(a + c) - 1/a)/12 (Stirling; the next term is O(c/a^3))."""
+    a, c = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(c, dtype=np.float64))
+    out = np.array(gammaln(a + c) - gammaln(a), dtype=np.float64)
+    big = a > STIRLING_FROM
+    if big.any():
+        ab, cb = a[big], c[big]
+        out[big] = cb * np.log(ab) + (ab + cb - 0.5) * np.log1p(cb / ab) - cb + (1.0 / (ab + cb) - 1.0 / ab) / 12.0
+    return out
+
+
 def collapsed_logprob(grammar, counts, alpha) -> float:
     """log P(t, w | alpha) = sum_A [log B(f_A(t) + alpha_A) - log B(alpha_A)] (JGG Eq. 3)."""
     counts = np.asarray(counts, dtype=np.float64)
     nA = len(grammar.nonterminals)
-    per_rule = gammaln(counts + alpha) - gammaln(alpha)
+    per_rule = log_rising(alpha, counts)
     fa = np.bincount(grammar.lhs, weights=counts, minlength=nA)
     aa = np.bincount(grammar.lhs, weights=alpha, minlength=nA)
-    return math.fsum(per_rule) - math.fsum(gammaln(fa + aa) - gammaln(aa))
+    return math.fsum(per_rule) - math.fsum(log_rising(aa, fa))
 
 
 def temperature(k: int, temp_start: float, sweeps: int) -> float:
