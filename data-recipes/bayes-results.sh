@@ -11,9 +11,14 @@
 #   baselines on the same test sentences, and the share of each run's arcs that equal attach-right's.
 #   Part "single" adds the single-pass algorithms (streaming VB: one pass; stochastic VB: 5 epochs) at
 #   their own budgets, labelled as such.
-# Usage: data-recipes/bayes-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS INITS ALGOS PARTS.
+# Usage: data-recipes/bayes-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS INITS (harmonic and/or uniform) ALGOS PARTS.
 # Finished runs (their .eval exists) are not run again. Prints a TSV summary to stdout.
-set -euo pipefail
+set -eEuo pipefail
+# a failed step's error is in its .log (its stderr): say which, and show the end of the newest log
+exec 3>&2                     # the script's own stderr: a step's may be its .log when the trap runs
+trap 'rc=$?; echo "$(basename "$0"): a step failed (exit $rc); the newest log:" >&3
+      l=$(ls -t "${out:-.}"/*.log "${out:-.}"/*/*.log 2>/dev/null | head -1) || true
+      [[ -n $l ]] && { echo "== $l" >&3; tail -5 "$l" >&3; }; trap - ERR' ERR
 shared=${SHARED:-../shared/data}
 out=${1:-results/bayes}
 mkdir -p "$out"
@@ -35,6 +40,12 @@ declare -A EXTRA=(
   [stochastic]="--batch 500 --epochs 5 --batch-iterations 3 --tau 1 --kappa 0.7"
 )
 run() { echo "+ $*" >&2; "$@"; }
+for init in $INITS; do
+  [[ $init == harmonic || $init == uniform ]] || { echo "bayes-results.sh: INITS takes harmonic and uniform, not '$init'" >&2; exit 2; }
+done
+for a in $ALGOS; do
+  [[ -n ${EXTRA[$a]+x} ]] || { echo "bayes-results.sh: unknown algorithm '$a' in ALGOS (one of: ${!EXTRA[*]})" >&2; exit 2; }
+done
 
 one() {  # init algo alpha seed budget-options -> trains, parses, evaluates (skipped when done)
   local init=$1 a=$2 alpha=$3 seed=$4; shift 4

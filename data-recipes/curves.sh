@@ -3,9 +3,11 @@
 # punctuation removed, <= 10 words), harmonic initialisation, EM and VB (alpha 0.1) for 40
 # iterations each, with held-out directed accuracy (Viterbi) on the test sample every iteration, beside
 # the attach-right baseline's accuracy on the same sentences.
-# Needs matplotlib (pip install 'grind[plot]').  Run from the repository root.
+# Needs matplotlib (pip install 'grind[plot]').  Writes docs/curves.png in the repository and its work files
+# in OUT (default curves-out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python3 -c 'import matplotlib' 2>/dev/null || { echo "curves.sh: needs matplotlib: pip install 'grind[plot]'" >&2; exit 1; }
 out=${OUT:-curves-out}
 mkdir -p "$out" docs
 train=data/ewt/en_ewt-ud-train-sample.conllu.gz

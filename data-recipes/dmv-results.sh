@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The DMV results recorded in README.md (needs ../shared/data). Usage: data-recipes/dmv-results.sh [OUTDIR]
+# The DMV results recorded in README.md (needs ../shared/data). Usage: data-recipes/dmv-results.sh [OUTDIR];
+# env ITERATIONS (default 50; the CHILDES rows run 10).
 # 1. UD English-EWT: EM + harmonic init on train <= 10 (UPOS, punctuation removed), evaluated on test
 #    <= 10 / <= 20 / all with Viterbi and MBR decoding, beside the attach-left/right baselines.
 # 2. Klein & Manning's protocol on the NLTK Penn Treebank sample: train and evaluate on its <= 10 sentences (XPOS).

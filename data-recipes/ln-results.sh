@@ -36,9 +36,15 @@
 #   trained with their own grammar and km-global initialiser, scored on the WSJ10 sample as in part wsj
 #   (WSJPLUS_METHODS, default "mle ln-families-newton"; python3 must import grind, as for wsjsize).
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
-# Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra"
-# prints a TSV summary to stdout.
-set -euo pipefail
+# Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra wsj"
+# (also wsjsize, wsjplus), ORDER (methods, below), LN_ITER, EM_ITER (EM / VB iterations, default 100), JOINT_ITER,
+# ALPHA, PATIENCE, MIXTURES; prints a TSV summary to stdout.  Part extra is run again on every call (no resume).
+set -eEuo pipefail
+# a failed step's error is in its .log (its stderr): say which, and show the end of the newest log
+exec 3>&2                     # the script's own stderr: a step's may be its .log when the trap runs
+trap 'rc=$?; echo "$(basename "$0"): a step failed (exit $rc); the newest log:" >&3
+      l=$(ls -t "${out:-.}"/*.log "${out:-.}"/*/*.log 2>/dev/null | head -1) || true
+      [[ -n $l ]] && { echo "== $l" >&3; tail -5 "$l" >&3; }; trap - ERR' ERR
 shared=${SHARED:-../shared/data}
 out=${1:-results/ln}
 mkdir -p "$out"
@@ -90,6 +96,15 @@ declare -A METHODS=(
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
 MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
 run() { echo "+ $*" >&2; "$@"; }
+ptb_families() {  # --families ptb for the methods that read a family map (ln, sln, mixtures), nothing for EM / VB
+  [[ ${METHODS[$1]} == *"--algo ln"* || ${METHODS[$1]} == *"--algo mixture"* ]] && echo "--families ptb"; true
+}
+for m in $ORDER; do
+  [[ -n ${METHODS[$m]+x} ]] || { echo "ln-results.sh: unknown method '$m' in ORDER (one of: ${!METHODS[*]})" >&2; exit 2; }
+done
+for tb in $TREEBANKS; do
+  [[ -n ${TRAIN[$tb]+x} ]] || { echo "ln-results.sh: unknown treebank '$tb' in TREEBANKS (one of: ${!TRAIN[*]})" >&2; exit 2; }
+done
 acc() { awk -F'\t' '$1 ~ /^(<=10|<=20|all)$/ && !seen[$1]++ {printf "%s%.1f", (n++?"/":""), 100*$4}' "$1"; }
 overlap() { awk -F'\t' '$1 == "all" {printf "%.0f%%", 100*$7; exit}' "$1"; }
 pright() {  # the significance test's p of the directed accuracy (all) against attach-right, or - if not run
@@ -218,7 +233,7 @@ if [[ " $PARTS " == *" wsj "* ]]; then
   for m in $ORDER; do
     o=$d/$m
     done_before wsj "$o.txt" "$m" "$o.tsv" && continue
-    run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" "$ptb" 2>"$o.log"
+    run grind train ${METHODS[$m]} $(ptb_families "$m") --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" "$ptb" 2>"$o.log"
     evaluate wsj "$o.txt" "$m" "$o.tsv"
   done
 fi
@@ -248,7 +263,7 @@ PY
     for m in mle ln-families-newton; do
       o=$out/$tb/$m
       done_before "$tb" "$o.txt" "$m, trained on every ${k}-th sentence" "$o.tsv" && continue
-      run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/$tb/dmv-harmonic.txt" \
+      run grind train ${METHODS[$m]} $(ptb_families "$m") --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$out/$tb/dmv-harmonic.txt" \
           "${TRAIN[$tb]}" 2>"$o.log"
       evaluate "$tb" "$o.txt" "$m, trained on every ${k}-th sentence" "$o.tsv"
     done
@@ -282,7 +297,7 @@ PY
   for m in ${WSJPLUS_METHODS:-mle ln-families-newton}; do
     o=$d/$m
     done_before "$tb" "$o.txt" "$m, trained on WSJ10 sample + EWT <= 10" "$o.tsv" && continue
-    run grind train ${METHODS[$m]} --families ptb --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" \
+    run grind train ${METHODS[$m]} $(ptb_families "$m") --seed 1 $T10 --trace "$o.tsv" -o "$o.txt" "$d/dmv-harmonic.txt" \
         "${TRAIN[$tb]}" 2>"$o.log"
     evaluate "$tb" "$o.txt" "$m, trained on WSJ10 sample + EWT <= 10" "$o.tsv"
   done

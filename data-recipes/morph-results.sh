@@ -65,7 +65,12 @@
 #   BEST_SEEDS="1 2 3" VB=0 GIBBS=0 MAP_ALPHAS=1, then PARTS=validation with the same BEST_ALPHA, STEM_ALPHA, BEST_SEEDS;
 #   the both-priors committees and the validation grid: PARTS="best validation" with those settings and
 #   STEM_GRID="1e-5 1e-10 1e-12 1e-15 1e-17", in the same OUTDIR (finished runs are reused).
-set -euo pipefail
+set -eEuo pipefail
+# a failed step's error is in its .log (its stderr): say which, and show the end of the newest log
+exec 3>&2                     # the script's own stderr: a step's may be its .log when the trap runs
+trap 'rc=$?; echo "$(basename "$0"): a step failed (exit $rc); the newest log:" >&3
+      l=$(ls -t "${out:-.}"/*.log "${out:-.}"/*/*.log 2>/dev/null | head -1) || true
+      [[ -n $l ]] && { echo "== $l" >&3; tail -5 "$l" >&3; }; trap - ERR' ERR
 shared=${SHARED:-../shared/data}
 out=${1:-results/morph}
 mkdir -p "$out"
@@ -331,9 +336,9 @@ def ppls(ps):
     return '%s (%s words parsed)' % (m, '/'.join(sorted(set(p[1] for p in ps))))
 cols = ['morph_P', 'morph_R', 'morph_F', 'exact', 'boundary_P', 'boundary_R', 'boundary_F', 'overlap_one', 'overlap_chars']
 print('\t'.join(['method', 'alpha', 'passes', 'seeds', 'decoder', 'unparsed'] + cols + ['dev perplexity (per char)']))
-fmt = lambda v: 'nan' if v != v else '%.1f' % (100 * v)
+fmt = lambda v: '—' if v != v else '%.1f' % (100 * v)   # — : undefined (no boundary predicted, no word parsed)
 def agg(vals):
-    if len(vals) == 1 or any(v != v for v in vals): return fmt(vals[0]) if len(vals) == 1 else 'nan'
+    if len(vals) == 1 or any(v != v for v in vals): return fmt(vals[0]) if len(vals) == 1 else '—'
     return '%s±%s' % (fmt(st.mean(vals)), fmt(st.stdev(vals)))
 evals = sorted(glob.glob(f'{out}/*.viterbi.eval'))
 if not evals:

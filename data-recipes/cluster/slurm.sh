@@ -35,6 +35,7 @@ for n in "$SHARDS" "$ITERATIONS"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "slurm.sh: SHARDS and ITERATIONS must be positive integers" >&2; exit 2; }
 done
 [[ -r $GRAMMAR && -r $CORPUS ]] || { echo "slurm.sh: cannot read $GRAMMAR or $CORPUS" >&2; exit 1; }
+[[ -n $DRY_RUN ]] || command -v sbatch >/dev/null || { echo "slurm.sh: no sbatch here (SLURM); DRY_RUN=1 prints the jobs" >&2; exit 1; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT/shards" "$OUT/counts" "$OUT/logs"
