@@ -403,3 +403,56 @@ def test_unnamed_temp_file_is_linked_without_a_named_copy(tmp_path, monkeypatch)
     with textio.open_out(str(out)) as f:
         f.write("hi\n")
     assert out.read_text() == "hi\n" and os.listdir(tmp_path) == ["x.txt"]
+
+
+# ----------------------------------------------------------------------------- outputs that are inputs, streams by name
+
+@pytest.fixture
+def small(tmp_path):
+    g = tmp_path / "g.txt"
+    g.write_text("0.5 S --> S S\n0.25 S --> a\n0.25 S --> b\n")
+    c = tmp_path / "c.txt"
+    c.write_text("a b\nb a b\n")
+    return tmp_path, g, c
+
+
+@pytest.mark.parametrize("make", [
+    lambda d, g, c: ["train", "--algo", "em", "--iterations", "1", g, c, "-o", c],
+    lambda d, g, c: ["train", "--algo", "em", "--iterations", "1", g, c, "--trace", g],
+    lambda d, g, c: ["parse", g, c, "-o", g],
+    lambda d, g, c: ["loglik", g, c, "-o", c],
+    lambda d, g, c: ["estep", g, c, "-o", g],
+    lambda d, g, c: ["make-grammar", "cnf", "-n", "1", c, "-o", c],
+    lambda d, g, c: ["init", "--random", "--seed", "1", g, "-o", g],
+])
+def test_a_command_never_writes_a_file_it_reads(small, make):
+    d, g, c = small
+    before = {p: p.read_bytes() for p in (g, c)}
+    r = grind(*make(d, g, c), check=False)
+    assert r.returncode == 2 and "which this command reads: writing it would replace the input" in r.stderr
+    assert {p: p.read_bytes() for p in (g, c)} == before
+
+
+def test_dev_stdout_is_the_stream_not_a_file_to_replace(small):
+    d, g, c = small
+    log = d / "log.txt"
+    log.write_text("PREVIOUS\n")
+    with open(log, "a") as f:
+        subprocess.run([sys.executable, "-m", "grind.cli", "init", "--random", "--seed", "1", str(g), "-o",
+                        "/dev/stdout"], stdout=f, check=True)
+    text = log.read_text()
+    assert text.startswith("PREVIOUS\n# grind ") and "S --> S S" in text
+    r = grind("train", "--algo", "em", "--iterations", "1", g, c, "-o", "/dev/stdout", "--trace", "-", check=False)
+    assert r.returncode == 2 and "name the same file: standard output" in r.stderr
+
+
+def test_a_compressed_checkpoint_name_is_refused_before_the_work(small):
+    d, g, c = small
+    r = grind("train", "--algo", "gibbs", "--iterations", "2", "--checkpoint", d / "ck.npz.gz", g, c, check=False)
+    assert r.returncode == 2 and "a checkpoint is an .npz archive" in r.stderr
+
+
+def test_split_needs_a_prefix_of_files(small):
+    d, g, c = small
+    r = grind("split", "-n", "2", "-o", "-", c, check=False)
+    assert r.returncode == 2 and "shards are files named PREFIX.1EXT" in r.stderr

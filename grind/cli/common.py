@@ -4,6 +4,7 @@ sentences without a parse."""
 from __future__ import annotations
 
 import functools
+import os
 
 from dataclasses import dataclass
 
@@ -99,6 +100,29 @@ class OutputPath(click.ParamType):
             opt = "/".join(param.opts) if param else "output"
             raise InputError(f"{opt} {value}: cannot write: {problem}")
         return value
+
+
+def check_outputs_are_not_inputs(ctx: click.Context) -> None:
+    """A usage error when a file the command writes (a parameter of type :class:`OutputPath`) is a file it
+    reads (any other parameter naming an existing regular file): writing would replace the input before, or
+    instead of, reading it.  Run before every command (``grind.cli.main``)."""
+    from grind.formats.textio import is_special, same_file
+    outs, ins = [], []
+    for p in ctx.command.params:
+        v = ctx.params.get(p.name)
+        values = v if isinstance(v, (list, tuple)) else [v]
+        if isinstance(p.type, OutputPath):
+            outs += [(p, x) for x in values if isinstance(x, str) and x != "-"]
+        else:
+            ins += [(p, x) for x in values if isinstance(x, str) and x != "-" and os.path.isfile(x)
+                    and not is_special(x)]
+    for po, o in outs:
+        for pi, i in ins:
+            if same_file(o, i):
+                what = "/".join(po.opts) if po.opts else po.name
+                src = "/".join(pi.opts) if pi.opts and pi.opts[0].startswith("-") else pi.name.upper()
+                raise click.UsageError(f"{what} {o} is {src} ({i}), which this command reads: writing it would "
+                                       "replace the input; write elsewhere")
 
 
 class FiniteFloatRange(click.FloatRange):

@@ -2,6 +2,7 @@
 signals, broken pipes, exit status) and the registration of every command."""
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
@@ -9,6 +10,7 @@ import click
 from grind import __version__, log
 from grind.errors import GrindError, Terminated, termination
 from grind.formats.textio import StdoutClosed, set_run_info
+from grind.cli.common import check_outputs_are_not_inputs
 from grind.cli.count_cmds import estep, mstep, sum_
 from grind.cli.decode_cmds import baseline, loglik, parse
 from grind.cli.eval_cmd import eval_
@@ -84,6 +86,24 @@ cli.add_command(loglik)
 cli.add_command(eval_)
 cli.add_command(plot)
 cli.add_command(show)
+
+
+def _guard(cmd) -> None:
+    """Every command first checks that it writes none of the files it reads."""
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _guard(sub)
+        return
+    callback = cmd.callback
+
+    @functools.wraps(callback)
+    def checked(*args, **kwargs):
+        check_outputs_are_not_inputs(click.get_current_context())
+        return callback(*args, **kwargs)
+    cmd.callback = checked
+
+
+_guard(cli)
 
 
 # ----------------------------------------------------------------------------- entry point

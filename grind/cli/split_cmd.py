@@ -150,6 +150,10 @@ def split(corpus, k, prefix, spec):
     if corpus == "-":
         if prefix is None:
             raise click.UsageError("a corpus read from stdin needs -o PREFIX")
+    if prefix == "-" or (prefix or "").startswith("/dev/"):
+        raise click.BadParameter(f"{prefix!r}: shards are files named PREFIX.1EXT, PREFIX.2EXT, ...: give a PREFIX "
+                                 "in a directory (e.g. shards/train), not standard output or a device",
+                                 param_hint="'-o' / '--output'")
     if prefix is not None and os.path.basename(prefix) in ("", ".", ".."):
         why = "the PREFIX is empty" if prefix == "" else f"{prefix!r} ends in a directory"
         raise click.BadParameter(f"{why}: shards are named PREFIX.1EXT .., give a PREFIX ending in a file name "

@@ -207,6 +207,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     rng = make_rng(seed)
     if resume and not ckpt:
         raise click.UsageError("--resume needs --checkpoint FILE")
+    if ckpt and ckpt.endswith((".gz", ".xz", ".bz2")):
+        raise click.UsageError(f"--checkpoint {ckpt}: a checkpoint is an .npz archive (compressed already), "
+                               "not a .gz / .xz / .bz2 file: give a name without that suffix")
     _check_distinct_outputs(**{"-o/--output": output, "--trace": trace_path, "--checkpoint": ckpt,
                                "--ln-params": opts.get("ln_params"), "--joint-output": opts.get("joint_output")})
     if resume:
@@ -330,10 +333,11 @@ def index_on_disk(g, grammar_path, corpus, spec, kernel):
 
 def _check_distinct_outputs(**paths):
     """Two output options naming one file would overwrite each other: a usage error."""
-    given = [(k, v) for k, v in paths.items() if v]
+    from grind.formats.textio import stream_name
+    given = [(k, stream_name(v)) for k, v in paths.items() if v]
     for i, (k1, p1) in enumerate(given):
         for k2, p2 in given[i + 1:]:
-            if same_file(p1, p2) or p1 == p2 == "-":
+            if same_file(p1, p2) or p1 == p2 and p1 in ("-", "<stderr>"):
                 raise click.UsageError(f"{k1} and {k2} name the same file: {'standard output' if p2 == '-' else p2}")
 
 

@@ -167,6 +167,33 @@ def output_problem(path: str, regular: bool = False) -> str | None:
     return None
 
 
+#: :func:`stream_name` of the standard error stream.
+STDERR = "<stderr>"
+_STREAMS = {"/dev/stdout": "-", "/dev/fd/1": "-", "/proc/self/fd/1": "-",
+            "/dev/stderr": STDERR, "/dev/fd/2": STDERR, "/proc/self/fd/2": STDERR}
+
+
+def _wait_for_reader(path: str) -> None:
+    """Say so on stderr when ``path`` is a FIFO nobody reads yet (opening it blocks until someone does)."""
+    import errno
+    import stat as st
+    try:
+        if not st.S_ISFIFO(os.stat(path).st_mode):
+            return
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            from grind import log
+            log.info(f"{path}: a FIFO that no process reads yet: waiting for a reader to write the output")
+
+
+def stream_name(path: str) -> str:
+    """``-`` for a name of the standard output (``/dev/stdout``, ``/dev/fd/1``), :data:`STDERR` for one of the
+    standard error, else ``path``: written as the stream itself (appending to what the shell redirected it to),
+    never by opening the name again, which would truncate or replace a redirected file."""
+    return _STREAMS.get(path, path)
+
+
 def same_file(a: str, b: str) -> bool:
     """True when output paths ``a`` and ``b`` name the same regular (or new) file."""
     if "-" in (a, b) or not a or not b:
@@ -368,11 +395,12 @@ def open_out(path: str, binary: bool = False):
     :class:`InputError` ``cannot write PATH: REASON``; a closed stdout pipe
     raises :class:`StdoutClosed`, which the command line exits 0 on quietly.
     """
-    path = os.fspath(path)
-    if path == "-":
-        out = sys.stdout.buffer if binary else sys.stdout
+    path = stream_name(os.fspath(path))
+    if path in ("-", STDERR):
+        std = sys.stdout if path == "-" else sys.stderr
+        out = std.buffer if binary else std
         try:
-            sys.stdout.flush()
+            std.flush()
             yield out
             out.flush()
         except BrokenPipeError:
@@ -385,6 +413,7 @@ def open_out(path: str, binary: bool = False):
     temp, in_body = None, False
     try:
         if is_special(path):
+            _wait_for_reader(path)
             raw = open(path, "wb")
         else:
             temp = _Temp(os.path.realpath(path))
