@@ -208,6 +208,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training
     _check_args(seed, kernel, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience,
                 **{k: options[k] for k in ("batch", "epochs", "model") if k in options})
+    if patience < 1 or eval_every < 0:
+        raise ValueError(f"patience must be >= 1 and eval_every >= 0 (got {patience}, {eval_every})")
     call = _record("fit", seed, algo=algo, alpha=alpha, iterations=iterations, seed=seed, **options)
     rng = np.random.default_rng(seed)
     if options.get("joint"):

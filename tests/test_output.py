@@ -423,7 +423,7 @@ def small(tmp_path):
     lambda d, g, c: ["loglik", g, c, "-o", c],
     lambda d, g, c: ["estep", g, c, "-o", g],
     lambda d, g, c: ["make-grammar", "cnf", "-n", "1", c, "-o", c],
-    lambda d, g, c: ["init", "--random", "--seed", "1", g, "-o", g],
+    lambda d, g, c: ["init", "--harmonic", "--corpus", c, g, "-o", c],
 ])
 def test_a_command_never_writes_a_file_it_reads(small, make):
     d, g, c = small
@@ -431,6 +431,14 @@ def test_a_command_never_writes_a_file_it_reads(small, make):
     r = grind(*make(d, g, c), check=False)
     assert r.returncode == 2 and "which this command reads: writing it would replace the input" in r.stderr
     assert {p: p.read_bytes() for p in (g, c)} == before
+
+
+def test_a_grammar_may_be_rewritten_in_place(small):
+    d, g, c = small
+    grind("make-grammar", "from-file", g, "-o", g)
+    grind("init", "--random", "--seed", "1", g, "-o", g)
+    grind("train", "--algo", "em", "--iterations", "1", g, c, "-o", g)
+    assert g.read_text().splitlines()[1].startswith("# command: grind train")
 
 
 def test_dev_stdout_is_the_stream_not_a_file_to_replace(small):

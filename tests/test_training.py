@@ -44,8 +44,10 @@ def test_alpha_option_checks_every_value(tmp_path):
                      ("nan,S=1", "must be a finite number > 0")):
         r = grind("train", "--algo", "vb", "--alpha", bad, g, g, check=False)
         assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
-    r = grind("mstep", "--alpha", "0,S=-1", g, check=False)
-    assert r.returncode == 2 and "must be a finite number >= 0" in r.stderr
+    r = grind("mstep", "--alpha", "-1", g, check=False)
+    assert r.returncode == 2 and "must be a finite number >= 0" in r.stderr       # mstep's plain 0: no prior
+    r = grind("mstep", "--alpha", "0,S=0.5", g, check=False)
+    assert r.returncode == 2 and "must be a finite number > 0" in r.stderr        # per-LHS values: all > 0
 
 
 @pytest.fixture(scope="module")

@@ -102,10 +102,16 @@ class OutputPath(click.ParamType):
         return value
 
 
+#: Commands whose -o is a grammar made from their GRAMMAR (or mstep's --grammar): that input may be rewritten in
+#: place (the output is written to a temporary file, renamed over it at the end).
+IN_PLACE = {("init", "grammar"), ("train", "grammar"), ("from-file", "grammar"), ("mstep", "grammar_path")}
+
+
 def check_outputs_are_not_inputs(ctx: click.Context) -> None:
     """A usage error when a file the command writes (a parameter of type :class:`OutputPath`) is a file it
-    reads (any other parameter naming an existing regular file): writing would replace the input before, or
-    instead of, reading it.  Run before every command (``grind.cli.main``)."""
+    reads (any other parameter naming an existing regular file), which it would replace by another kind of
+    file -- a corpus by a grammar, a grammar by its parses -- save a grammar's in-place update (:data:`IN_PLACE`).
+    Run before every command (``grind.cli.main``)."""
     from grind.formats.textio import is_special, same_file
     outs, ins = [], []
     for p in ctx.command.params:
@@ -118,6 +124,8 @@ def check_outputs_are_not_inputs(ctx: click.Context) -> None:
                     and not is_special(x)]
     for po, o in outs:
         for pi, i in ins:
+            if po.name == "output" and (ctx.command.name, pi.name) in IN_PLACE:
+                continue
             if same_file(o, i):
                 what = "/".join(po.opts) if po.opts else po.name
                 src = "/".join(pi.opts) if pi.opts and pi.opts[0].startswith("-") else pi.name.upper()
@@ -157,9 +165,10 @@ class AlphaType(click.ParamType):
         except (TypeError, ValueError):
             self.fail(f"{value!r} is neither a number, nor NUMBER,LHS=NUMBER,..., nor an existing file of "
                       f"pseudo-counts", param, ctx)
-        bound = ">= 0" if self.zero_ok else "> 0"
+        zero_ok = self.zero_ok and per_lhs is None        # mstep's 0 (no prior) is one number, not per LHS
+        bound = ">= 0" if zero_ok else "> 0"
         for v in values:
-            if not (math.isfinite(v) and (v >= 0 if self.zero_ok else v > 0)):
+            if not (math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
                 self.fail(f"{value!r}: a Dirichlet hyperparameter must be a finite number {bound}", param, ctx)
         return value
 

@@ -150,9 +150,9 @@ def split(corpus, k, prefix, spec):
     if corpus == "-":
         if prefix is None:
             raise click.UsageError("a corpus read from stdin needs -o PREFIX")
-    if prefix == "-" or (prefix or "").startswith("/dev/"):
+    if prefix == "-":
         raise click.BadParameter(f"{prefix!r}: shards are files named PREFIX.1EXT, PREFIX.2EXT, ...: give a PREFIX "
-                                 "in a directory (e.g. shards/train), not standard output or a device",
+                                 "in a directory (e.g. shards/train), not standard output",
                                  param_hint="'-o' / '--output'")
     if prefix is not None and os.path.basename(prefix) in ("", ".", ".."):
         why = "the PREFIX is empty" if prefix == "" else f"{prefix!r} ends in a directory"

@@ -328,7 +328,7 @@ def _format(path, fmt, lines, chars=False):
         if ln.strip() and not ln.startswith("#"):
             first = ln
             break
-    if chars and first is not None and "\t" in first and not format_from_name(path):
+    if chars and first is not None and 2 <= len(first.rstrip("\r\n").split("\t")) <= 3 and not format_from_name(path):
         return "sigmorphon", itertools.chain(head, it)
     return detect_format(path, first), itertools.chain(head, it)
 
@@ -405,6 +405,9 @@ def _blocks(lines):
         yield start, comments, rows
 
 
+_WARNED_ROOTS: set[str] = set()
+
+
 def _read_treebank(lines, name, fmt, spec):
     column = spec.column or _default_column_error(name)
     if column not in COLUMNS:
@@ -423,7 +426,8 @@ def _read_treebank(lines, name, fmt, spec):
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
             yield s
-    if roots:   # Malt-TAB has no IDs: two sentences run together show only as a second root
+    if roots and name not in _WARNED_ROOTS:   # Malt-TAB has no IDs: sentences run together show as a second root
+        _WARNED_ROOTS.add(name)                 # once a file (split reads it several times)
         log.warn(f"{name}: {len(roots)} sentence(s) with more than one root (HEAD 0), at line(s) "
                  f"{', '.join(map(str, roots[:10]))}{' ...' if len(roots) > 10 else ''}: is a blank line missing "
                  "between sentences?")
@@ -519,7 +523,7 @@ def _gold_heads(toks, name):
     heads = []
     for t in toks:
         h = t[6]
-        if not re.fullmatch(r"[0-9]+", h):
+        if not (h.isascii() and h.isdigit()):
             raise InputError(f"{name}:{t[10]}: HEAD {quote_line(h)} is not a number (digits 0-9)")
         v = int(h)
         if not 0 <= v <= len(toks):

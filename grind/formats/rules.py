@@ -27,7 +27,7 @@ from itertools import chain
 import numpy as np
 
 from grind.errors import InputError, NumericalError
-from grind.formats.textio import open_binary, quote_line, read_lines
+from grind.formats.textio import is_stream, open_binary, quote_line, read_lines
 
 ARROW = "-->"
 #: The ``# weights:`` header of count files (grind estep / sum).
@@ -445,8 +445,9 @@ def _parse_file(path: str, layout: str) -> ParsedRules:
     """A rule file read as :func:`_parse` reads its bytes, but streamed in
     pieces (:func:`_file_pieces`, :func:`_parse_pieces`): only the piece being
     parsed and the arrays of the rules so far are in memory.  Anything the
-    fast path does not take goes to the line reader, which names the problem."""
-    if path == "-":
+    fast path does not take goes to the line reader, which names the problem.  Standard input or a pipe is
+    read once, whole (the line reader then reads those bytes)."""
+    if is_stream(path):
         return _parse(_read_bytes(path), path, layout)
     try:
         fast = _parse_pieces(_file_pieces(path, CHUNK_BYTES), path, layout)
@@ -653,7 +654,7 @@ def read_rules_cached(path: str) -> ParsedRules:
     that does not load, check and match the file's hash is ignored and
     rewritten.  Never for stdin or pipes; without a writable cache directory
     the file is just read."""
-    if path == "-":
+    if is_stream(path):
         return _parse(_read_bytes(path), path, "[weight [pseudocount]]")
     before = _stat(path)
     entry = digest = None

@@ -82,7 +82,7 @@ def open_binary(path: str):
 def is_stream(path: str) -> bool:
     """Standard input (``-``) or anything but a regular file (a pipe, a process substitution
     ``<(...)``, a device): it can be read only once."""
-    return path == "-" or not os.path.isfile(path)
+    return path == "-" or (os.path.exists(path) and not os.path.isfile(path))
 
 
 def read_lines(path: str):
@@ -173,18 +173,22 @@ _STREAMS = {"/dev/stdout": "-", "/dev/fd/1": "-", "/proc/self/fd/1": "-",
             "/dev/stderr": STDERR, "/dev/fd/2": STDERR, "/proc/self/fd/2": STDERR}
 
 
-def _wait_for_reader(path: str) -> None:
-    """Say so on stderr when ``path`` is a FIFO nobody reads yet (opening it blocks until someone does)."""
+def _open_special(path: str):
+    """A FIFO or device opened for writing; a FIFO nobody reads yet is said on stderr before the open blocks."""
     import errno
     import stat as st
-    try:
-        if not st.S_ISFIFO(os.stat(path).st_mode):
-            return
-        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-    except OSError as e:
-        if e.errno == errno.ENXIO:
+    if st.S_ISFIFO(os.stat(path).st_mode):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
             from grind import log
             log.info(f"{path}: a FIFO that no process reads yet: waiting for a reader to write the output")
+        else:
+            os.set_blocking(fd, True)                 # the reader is there: keep this end, never close-and-reopen
+            return os.fdopen(fd, "wb")
+    return open(path, "wb")
 
 
 def stream_name(path: str) -> str:
@@ -413,8 +417,7 @@ def open_out(path: str, binary: bool = False):
     temp, in_body = None, False
     try:
         if is_special(path):
-            _wait_for_reader(path)
-            raw = open(path, "wb")
+            raw = _open_special(path)
         else:
             temp = _Temp(os.path.realpath(path))
             raw = os.fdopen(os.dup(temp.fd), "wb")

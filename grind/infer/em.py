@@ -73,8 +73,9 @@ class EM(Algorithm):
         if self.parsed_before is not None and parsed < self.parsed_before:
             log.warn(f"em step {self.it + 1}: {self.parsed_before - parsed} more sentence(s) have no parse of positive "
                      f"probability ({parsed} of {self.n} parsed): rules they need are now 0 (MAP-EM with alpha < 1 "
-                     "zeroes a rule whose expected count is below 1 - alpha: Johnson, Griffiths & Goldwater 2007, "
-                     "sec. 7); the objective is over the parsed sentences only, so it can fall")
+                     "zeroes a rule whose expected count is below 1 - alpha, Johnson, Griffiths & Goldwater 2007, "
+                     "sec. 7; or a weight underflowed); the objective is over the parsed sentences only, so it can "
+                     "fall")
         self.parsed_before = parsed
         obj = loglik + log_dirichlet_prior(self.g, self.theta, self.prior)
         self.theta = map_estimate(self.g, counts, self.prior, previous=self.theta)

@@ -434,7 +434,8 @@ def run_meta(params: dict, flags: dict, *, grammar, theta0, prior, corpus_fp: st
     try:
         alpha = repr(float(params["alpha"]))
     except (TypeError, ValueError):
-        alpha = f"a file of pseudo-counts {fingerprint_array(prior)}"
+        what = "per-LHS values" if alpha_per_lhs(params["alpha"]) else "a file of pseudo-counts"
+        alpha = f"{what} {fingerprint_array(prior)}"
     opts["--alpha"] = alpha
     if algo in ("gibbs", "hastings") and float(params.get("temp_start") or 1.0) > 1.0:
         # the annealing schedule spans --anneal-sweeps, else --iterations

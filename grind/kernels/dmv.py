@@ -43,6 +43,16 @@ __all__ = ["DMVParser", "is_dmv_grammar"]
 _CHUNK = 1 << 16          # stored rule-table entries built at once (bounds the temporaries)
 _LOOKUP_MAX = 1 << 17     # arc rules looked up in the kernel when the dense table is this small (<= 256 types)
 FLUSH = 1e-200            # smaller weights count as 0 (see DMVParser._weights)
+_flush = {"said": False}
+
+
+def _say_flush(tiny) -> None:
+    """Once a process (training makes a parser per minibatch and calls the kernel every step): that the
+    weights in ``tiny`` (a mask) are read as 0."""
+    if not _flush["said"]:
+        _flush["said"] = True
+        log.warn(f"the DMV kernel reads {int(np.count_nonzero(tiny))} rule weight(s) in (0, {FLUSH:g}) as 0 (its "
+                 "scaled arithmetic cannot mix them with ordinary weights); --kernel cky computes with them exactly")
 
 
 class DMVParser(ChartParser):
@@ -211,10 +221,7 @@ class DMVParser(ChartParser):
         tiny = (w > 0) & (w < FLUSH)
         if not tiny.any():
             return w
-        if not getattr(self, "_flush_said", False):       # once a parser: a training run calls this every step
-            self._flush_said = True
-            log.warn(f"the DMV kernel reads {int(tiny.sum())} rule weight(s) in (0, {FLUSH:g}) as 0 (its scaled "
-                     "arithmetic cannot mix them with ordinary weights); --kernel cky computes with them exactly")
+        _say_flush(tiny)
         return np.where(tiny, 0.0, w)
 
     def _check(self, logz, idx):
@@ -242,9 +249,11 @@ class DMVParser(ChartParser):
         thread and lists the rules the sentences can read; their values are
         taken and the scratch set back to zero there.  Same additions in the
         same order as :meth:`inside_outside`: the same numbers, bit for bit.
-        The kernel reads weights below FLUSH as 0, as :meth:`_weights` makes them."""
+        The kernel reads weights below FLUSH as 0, as :meth:`_weights` makes them (and says so)."""
         idx = self._idx(idx)
         w = self._weight_vector(weights, check=False)
+        if np.any((w > 0) & (w < FLUSH)):
+            _say_flush((w > 0) & (w < FLUSH))
         scratch, mark = self._scratch()
         n = self.lengths[idx]
         cap = int(min(len(self.grammar), int((10 * n + n * n).sum())))
