@@ -46,6 +46,9 @@ def post_order(kids: dict):
 #: Header keys :meth:`Grammar.write` does not copy from ``meta``: the file it was read from, and the lines
 #: every header makes itself (version, command or call, seed; weights and start are written from the grammar).
 _NOT_WRITTEN = ("path", "call", "command", "seed", "weights", "start")
+#: What made a grammar's weights (its run: command or call, seed, algorithm, objective ...): not carried over
+#: to other weights by :meth:`Grammar.with_weights`.
+_RUN_KEYS = ("call", "seed", "command", "algorithm", "alpha", "steps", "objective", "estimate")
 
 
 class Grammar(RuleSet):
@@ -204,9 +207,11 @@ class Grammar(RuleSet):
         """Write the rules with ``weights`` (default: this grammar's) to
         ``path`` (``-`` = stdout; ``.gz``/``.xz``/``.bz2`` compressed; written
         atomically), as grind's commands write grammars: a header (grind
-        version, the command or API call, the seed, ``# weights:`` from
-        ``meta``, ``# start:`` and ``# key: value`` for each of ``header``),
-        then one ``weight [pseudo-count] LHS --> RHS ...`` line per rule."""
+        version, the command or API call -- the grammar's own when
+        :func:`grind.fit` made it, else the last one --, the seed, ``# weights:``
+        from ``meta``, ``# start:``, the other ``# key: value`` lines of ``meta``
+        (e.g. ``# model: treebank``, a fit's algorithm and objective) and one for
+        each of ``header``), then one ``weight [pseudo-count] LHS --> RHS ...`` line per rule."""
         import os
 
         from grind.formats.textio import call_header_lines, header_lines, open_out
@@ -223,9 +228,9 @@ class Grammar(RuleSet):
 
     def with_weights(self, weights, meta=None) -> Grammar:
         """The same rules with new weights (no pseudo-counts); without ``meta``, this grammar's, less
-        what made these weights (``call``, ``seed``, ``command``: other weights were not made so)."""
+        what made its weights (:data:`_RUN_KEYS`: other weights were not made by that call or run)."""
         if meta is None:
-            meta = {k: v for k, v in self.meta.items() if k not in ("call", "seed", "command")}
+            meta = {k: v for k, v in self.meta.items() if k not in _RUN_KEYS}
         return self._sharing(weights, None, dict(meta))
 
     def lhs_sums(self, values: np.ndarray) -> np.ndarray:
