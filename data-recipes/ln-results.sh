@@ -91,6 +91,8 @@ declare -A METHODS=(
   [ln-families-1cycle]="--algo ln $LNI --cov families --ln-cycles 1 --ln-warm"
   [ln-families-newton-1cycle]="--algo ln $LNI --cov families --ln-mstep newton --ln-cycles 1 --ln-warm"
   [ln2-families]="--algo ln --model 2 $LNI --cov families"
+  [ln-families-warm]="--algo ln $LNI --cov families --ln-warm"
+  [ln-families-newton-warm]="--algo ln $LNI --cov families --ln-mstep newton --ln-warm"
   [ln2-families-1cycle]="--algo ln --model 2 $LNI --cov families --ln-cycles 1 --ln-warm"
 )
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
