@@ -93,6 +93,7 @@ declare -A METHODS=(
   [ln2-families]="--algo ln --model 2 $LNI --cov families"
   [ln-families-warm]="--algo ln $LNI --cov families --ln-warm"
   [ln-families-newton-warm]="--algo ln $LNI --cov families --ln-mstep newton --ln-warm"
+  [sln-tievn-newton-warm]="--algo ln $LNI --cov families --tie VN --ln-mstep newton --ln-warm"
   [ln2-families-1cycle]="--algo ln --model 2 $LNI --cov families --ln-cycles 1 --ln-warm"
 )
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
