@@ -10,7 +10,7 @@ from grind import log
 from grind.formats.corpus import peek_format, read_corpus
 from grind.errors import InputError
 from grind.grammars.grammar import PSEUDO_COUNTS
-from grind.formats.textio import output_group, same_file
+from grind.formats.textio import STDERR, is_stream, output_group, same_file, stream_name
 from grind.infer import NAMES
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, OutputPath,
                               FiniteFloatRange, AlphaType, _given, make_rng, write_grammar, read_probabilities, load,
@@ -244,7 +244,6 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif algo in STREAMING:
-        from grind.formats.textio import is_stream
         if is_stream(corpus):
             raise click.UsageError("--algo streaming reads CORPUS twice (its fingerprint for the header and "
                                    "checkpoints, then the training pass) and never holds it: give a file, not "
@@ -333,11 +332,10 @@ def index_on_disk(g, grammar_path, corpus, spec, kernel):
 
 def _check_distinct_outputs(**paths):
     """Two output options naming one file would overwrite each other: a usage error."""
-    from grind.formats.textio import stream_name
     given = [(k, stream_name(v)) for k, v in paths.items() if v]
     for i, (k1, p1) in enumerate(given):
         for k2, p2 in given[i + 1:]:
-            if same_file(p1, p2) or p1 == p2 and p1 in ("-", "<stderr>"):
+            if same_file(p1, p2) or p1 == p2 and p1 in ("-", STDERR):
                 raise click.UsageError(f"{k1} and {k2} name the same file: {'standard output' if p2 == '-' else p2}")
 
 

@@ -107,7 +107,7 @@ def format_from_name(path: str) -> str | None:
     also compressed), else None."""
     for ext, fmt in ((".conllu", "conllu"), (".conllx", "conllx"), (".conll", "conllx"), (".dp", "malt"),
                      (".mrg", "ptb")):
-        if path.endswith(ext) or path.endswith(ext + ".gz") or path.endswith(ext + ".xz"):
+        if _has_ext(path, ext):
             return fmt
     return None
 
@@ -203,10 +203,7 @@ def _sentences(path, spec, lines, stats=None):
     """Generator behind read_corpus / iter_corpus over (lineno, line) pairs.  Sentences outside the
     length limits are left out, counted on stderr and in ``stats["left_out"]``."""
     name = "<stdin>" if path == "-" else path
-    if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
-        fmt = "sigmorphon"
-    else:
-        fmt, lines = _format(path, spec.format, lines, spec.chars)
+    fmt, lines = _format(path, spec.format, lines, spec.chars)
     if spec.format == "auto" and fmt not in ("text", "sigmorphon") and not format_from_name(path):
         log.info(f"{name}: read as {fmt} (--format auto, from its first line; its name does not say)")
     if fmt == "sigmorphon" and not spec.chars:
@@ -319,9 +316,12 @@ def _read_words(lines, name, sigmorphon):
 def _format(path, fmt, lines, chars=False):
     """``(format, lines)``: ``auto`` resolved from the first content line, which
     (with the blank and comment lines before it) is put back in front of ``lines``;
-    with ``chars`` (one word a line) a first line with a TAB is a sigmorphon TSV."""
+    with ``chars`` (one word a line) a ``.tsv`` file, or a first line of 2-3 TAB-separated
+    columns, is a sigmorphon TSV."""
     if fmt != "auto":
         return fmt, lines
+    if chars and _has_ext(path, ".tsv"):
+        return "sigmorphon", lines
     it, head, first = iter(lines), [], None
     for lineno, ln in it:
         head.append((lineno, ln))
@@ -691,13 +691,10 @@ def check_corpus(path: str, spec: CorpusSpec) -> str:
     the reader's), but a line and a sentence at a time; its block format."""
     for _ in read_lines(path):
         pass
-    for _ in iter_corpus(path, spec):
+    stats: dict = {}
+    for _ in iter_corpus(path, spec, stats):
         pass
-    lines = read_lines(path)
-    try:
-        return block_format(path, spec, lines)
-    finally:
-        lines.close()
+    return stats["format"]
 
 
 def peek_format(path: str, spec: CorpusSpec) -> str | None:
@@ -715,8 +712,6 @@ def peek_format(path: str, spec: CorpusSpec) -> str | None:
 def block_format(path: str, spec: CorpusSpec, pairs) -> str:
     """The format :func:`read_corpus` reads ``path`` as (``pairs``: its
     ``(lineno, line)``, read up to the first content line)."""
-    if spec.chars and spec.format == "auto" and _has_ext(path, ".tsv"):
-        return "sigmorphon"
     return _format(path, spec.format, iter(pairs), spec.chars)[0]
 
 

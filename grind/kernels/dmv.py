@@ -252,8 +252,6 @@ class DMVParser(ChartParser):
         The kernel reads weights below FLUSH as 0, as :meth:`_weights` makes them (and says so)."""
         idx = self._idx(idx)
         w = self._weight_vector(weights, check=False)
-        if np.any((w > 0) & (w < FLUSH)):
-            _say_flush((w > 0) & (w < FLUSH))
         scratch, mark = self._scratch()
         n = self.lengths[idx]
         cap = int(min(len(self.grammar), int((10 * n + n * n).sum())))
@@ -263,6 +261,10 @@ class DMVParser(ChartParser):
         values = scratch[rules]
         scratch[rules] = 0.0
         mark[rules] = 0
+        read = w[rules]                       # only the rules read: no pass over all of them on this path
+        tiny = (read > 0) & (read < FLUSH)
+        if tiny.any():
+            _say_flush(tiny)
         self._check(logz, idx)
         return rules, values, logz
 
