@@ -277,6 +277,27 @@ def test_warm_start_bound_never_decreases(kind, tied, model):
     assert st["var_mu_0"].shape[0] == (8 if model == 1 else 1)
 
 
+@pytest.mark.parametrize("mstep", ["plain", "newton"])
+def test_warm_start_does_not_depend_on_the_shard_size(mstep, monkeypatch):
+    """Model I's E-step runs SHARD sentences at a time.  The first E-step of a
+    warm run starts every sentence at the prior, as a cold run does -- not the
+    shards after the first at the zero-filled buffer of the warm state -- so a
+    warm run is the same whatever the shard size."""
+    def run(shard, warm):
+        monkeypatch.setattr(ln, "SHARD", shard)
+        _, _, a, rng = make("dmv", n=8, ln_warm=warm, ln_mstep=mstep)
+        a.iterations = 4
+        return np.array([s.objective for s in train(a, rng)]), a
+
+    cold, _ = run(3, False)
+    one, a1 = run(100, True)
+    three, a3 = run(3, True)
+    assert three[0] == cold[0]
+    np.testing.assert_allclose(three, one, rtol=1e-10)
+    for x, y in zip(a3.mu + a3._vmu + a3._vs2, a1.mu + a1._vmu + a1._vs2):
+        np.testing.assert_allclose(x, y, rtol=1e-8, atol=1e-10)
+
+
 @pytest.mark.parametrize("cycles,mstep,tied", [(1, "plain", False), (3, "plain", True), (1, "newton", False)])
 def test_model2_reuses_the_last_parse_only_when_it_is_the_next_first_parse(cycles, mstep, tied):
     """Model II, warm starts: an iteration's first parse is the previous one's

@@ -839,6 +839,7 @@ class LogisticNormal(Algorithm):
         self.n = len(self.parser.sentences)
         self.warm = bool(cfg.ln_warm)
         self._vmu = self._vs2 = None
+        self._warm_ready = False     # _vmu / _vs2 hold a whole E-step's q(eta) (not one half-way through)
         self._parsed = None          # Model II, warm: (q(eta), structure, F, logz) of the last parse
         self.mstep = cfg.ln_mstep
         if self.mstep not in LN_MSTEPS:
@@ -1002,6 +1003,7 @@ class LogisticNormal(Algorithm):
                 parsed += int(ok.sum())
                 collect(lo, muts, s2s, F, ok)
             M = parsed
+        self._warm_ready = self.warm
         if parsed == 0:
             raise NumericalError("no sentence of the corpus can be parsed")
         extra = {"parsed": parsed}
@@ -1084,8 +1086,10 @@ class LogisticNormal(Algorithm):
 
     def _init(self, lo, B):
         """Warm start (``cfg.ln_warm``): the variational parameters of posteriors
-        lo..lo+B from the last E-step, or None (start at the prior)."""
-        if self.warm and self._vmu is not None:
+        lo..lo+B from the last E-step, or None (start at the prior).  During the
+        first E-step the buffers fill shard by shard: a later shard starts at the
+        prior too, as it would in a run with one shard."""
+        if self.warm and self._warm_ready:
             return [x[lo:lo + B] for x in self._vmu], [x[lo:lo + B] for x in self._vs2]
         return None
 
@@ -1233,6 +1237,7 @@ class LogisticNormal(Algorithm):
             self._vs2 = [np.array(s[f"var_sigma2_{gi}"], dtype=np.float64) for gi in range(G)]
         else:
             self._vmu = self._vs2 = None
+        self._warm_ready = self._vmu is not None
         self._parsed = None
 
     def save(self, path):
