@@ -2,6 +2,7 @@
 equals grind train bit for bit, ``import grind`` is cheap and side-effect free,
 files written from Python record the call."""
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -57,6 +58,38 @@ def test_the_cli_sets_the_blas_thread_variables():
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True).stdout
     assert out.split() == ["1", "1"]
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc"
+                    or tuple(map(int, platform.libc_ver()[1].split(".")[:2])) < (2, 33),
+                    reason="mallopt / mallinfo2 are glibc's (2.33+)")
+def test_ln_training_keeps_freed_blocks_instead_of_mapping_them_afresh():
+    """grind maps every block >= 128 KiB afresh (fix_mmap_threshold); for the
+    logistic normal's ~20 MB temporaries keep_freed_blocks puts them on the heap
+    (glibc's mallinfo2: no mapped block while one is held) and keeps them there
+    when freed (free heap bytes), for the next allocation to reuse."""
+    code = ("import ctypes, sys, numpy as np\n"
+            "from grind.cli.threads import fix_mmap_threshold, keep_freed_blocks\n"
+            "class Info(ctypes.Structure):\n"
+            "    _fields_ = [(f, ctypes.c_size_t) for f in ('arena ordblks smblks hblks hblkhd usmblks fsmblks '\n"
+            "                                              'uordblks fordblks keepcost').split()]\n"
+            "info = ctypes.CDLL(None).mallinfo2\n"
+            "info.restype = Info\n"
+            "fix_mmap_threshold()\n"
+            "print(keep_freed_blocks() if sys.argv[1] == 'keep' else False)\n"
+            "a = np.ones(2_500_000)\n"
+            "print(info().hblkhd >= a.nbytes)\n"
+            "del a\n"
+            "print(info().fordblks >= 2_500_000 * 8)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
+    def run(mode, **extra):
+        return subprocess.run([sys.executable, "-c", code, mode], check=True, env=dict(env, **extra),
+                              capture_output=True, text=True).stdout.split()
+    assert run("fix") == ["False", "True", "False"]       # mapped while held, returned when freed
+    assert run("keep") == ["True", "False", "True"]       # on the heap, kept when freed
+    # a setting in the environment wins: nothing changes
+    assert run("keep", MALLOC_TRIM_THRESHOLD_="131072")[0] == "False"
 
 
 @pytest.fixture(scope="module")
