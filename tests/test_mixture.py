@@ -236,6 +236,23 @@ def test_state_round_trip_with_ln_base():
     assert np.array_equal(m.beta, m2.beta) and m.it == m2.it == 3
 
 
+def test_ln_model2_does_not_reuse_a_parse_made_under_other_coefficients(monkeypatch):
+    """LN model II with one warm cycle reuses the last parse when q(eta) has not
+    moved; under a mixture that parse is also a function of beta, which the
+    C-step moves between iterations: the run must equal one that never reuses."""
+    sents = corpus(seed=7, n=10)
+
+    def run(reuse):
+        _, _, m = make(sents, mix_base="ln", mix_constraints="RA+VAR+SD", model=2, ln_warm=True, ln_cycles=1)
+        if not reuse:
+            monkeypatch.setattr(m.base, "_reusable", lambda init: None)
+        return [s.objective for s in train(m, np.random.default_rng(0))], m
+
+    (b1, m1), (b0, m0) = run(True), run(False)
+    assert b1 == b0
+    np.testing.assert_array_equal(m1.weights(), m0.weights())
+
+
 # ---------------------------------------------------------------- CLI
 
 C = ["--column", "UPOS", "--punct", "ud", "--max-length", "8"]

@@ -156,6 +156,19 @@ def test_sample_chi_square(seed, native):
 
 
 @pytest.mark.parametrize("native", NATIVE)
+def test_samples_do_not_depend_on_the_batching(native):
+    """Each word's derivation is drawn from its own seed (as the compiled kernel
+    draws): batches of 2 words give the samples of one batch of all."""
+    g, words = random_template_grammar(3)
+    rng_words = np.random.default_rng(0).integers(len(words), size=60)
+    big = SegmentParser(g, words, native=native).sample(g.weights, np.random.default_rng(5), rng_words)
+    small = SegmentParser(g, words, native=native, batch=2).sample(g.weights, np.random.default_rng(5), rng_words)
+    assert len({oracle.derivation_key(d) for d in big if d is not None}) > 1
+    for a, b in zip(big, small):
+        assert (a is None and b is None) or np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("native", NATIVE)
 def test_long_word_no_underflow(native):
     word = list("ab" * 150)
     rules = [("Word", ("Stem",)), ("Word", ("Stem", "Suf")), ("Stem", tuple(word)), ("Stem", tuple(word[:-2])),

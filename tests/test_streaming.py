@@ -169,6 +169,21 @@ def test_unparseable_sentences_are_reported_and_skipped(tmp_path, capsys):
     assert np.all(np.isfinite(algo.alpha_hat))
 
 
+def test_a_minibatch_with_no_parse_changes_nothing(tmp_path, capsys):
+    """A first minibatch none of whose sentences parses is reported and leaves
+    alpha_hat at the prior; the next one is then the first to fit, from theta0
+    (it was fitted from the prior, as a later minibatch is)."""
+    sents = corpus()
+    g = dmv_grammar(sents)
+    bad = write(tmp_path, [["a", "zz", "b"]] * 5 + sents, "bad.txt")
+    good = write(tmp_path, sents, "good.txt")
+    a, b = streaming(g, bad, batch=5, k=2), streaming(g, good, batch=5, k=2)
+    ta, tb = train(a, np.random.default_rng(0)), train(b, np.random.default_rng(0))
+    assert "5 of 5 sentences of this minibatch have no parse" in capsys.readouterr().err
+    assert [s.extra["parsed"] for s in ta] == [0] + [s.extra["parsed"] for s in tb]
+    np.testing.assert_array_equal(a.alpha_hat, b.alpha_hat)
+
+
 def test_iter_corpus_is_lazy_and_equals_read_corpus(ewt_train, monkeypatch):
     spec = CorpusSpec(column="UPOS", punct="ud", max_length=10)
     key = lambda ss: [(s.tokens, s.number, s.line, s.heads, s.rows, s.comments) for s in ss]  # noqa: E731

@@ -358,7 +358,9 @@ def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-
     ``cache`` (a dict, valid while ``Sigma`` is unchanged) keeps the
     Sigma_UU^-1 and Sigma_RU Sigma_UU^-1 of each (expert, U).
     ``method="lbfgs"``: scipy's L-BFGS-B on the summed objective (the
-    paper's choice of a quasi-Newton method; slower for large batches)."""
+    paper's choice of a quasi-Newton method; slower for large batches).  Its
+    stopping rule sees the sum, so a posterior's optimum depends, at the
+    optimiser's tolerance (~1e-8 relative), on the others of its shard."""
     shape = np.broadcast_shapes(x0.shape, a.shape)
     if method == "lbfgs":
         ab = [np.broadcast_to(t, shape) for t in (a, b, w)]
@@ -1109,6 +1111,11 @@ class LogisticNormal(Algorithm):
         if all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(q, init[0] + init[1])):
             return F, logz
         return None
+
+    def parser_changed(self) -> None:
+        """The E-step's parser now computes something else for the same weights
+        (a mixture's coefficients moved): the last parse is not reusable."""
+        self._parsed = None
 
     def _keep(self, lo, muts, s2s):
         if not self.warm:

@@ -111,7 +111,8 @@ class StreamingVB(Algorithm):
         if not idx.size:
             _report(sents, [(i, parser.failures[i]) for i in range(len(sents))])
             return base, 0.0, 0
-        local, first = base, self.it == 0
+        # the first minibatch that parses starts from theta0 (Alg. 2); one with no parse leaves alpha_hat at the prior
+        local, first = base, np.array_equal(base, self.prior)
         if first:
             local = base + estep(self.theta0, idx)[0]
         for k in range(self.iterations):

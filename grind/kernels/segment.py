@@ -226,13 +226,16 @@ class SegmentParser(ChartParser):
         """One derivation per word drawn exactly from P(t | w, weights)."""
         w = self._weights(weights)
         idx = self._idx(idx)
+        seeds = rng.integers(2**63, size=len(idx), dtype=np.int64)     # one stream per word
         if self.native:
-            return self._native_decode(w, idx, rng.integers(2**63, size=len(idx), dtype=np.int64))[0]
+            return self._native_decode(w, idx, seeds)[0]
         out = [None] * len(idx)
+        draws = 1 + max(len(slots) for _, slots in self.templates)
         for pos, fw in self._passes(w, idx, backward=False):
-            B = len(pos)
+            # each word's uniforms come from its own seed: the draw does not depend on the batching
+            U = np.array([np.random.default_rng(int(seeds[b])).random(draws) for b in pos])
             ok = np.isfinite(fw.logz)
-            u = rng.random(B)
+            u = U[:, 0]
             cum = np.cumsum(fw.post, axis=1)
             t_of = np.minimum((cum < (u * cum[:, -1])[:, None]).sum(1), len(self.templates) - 1)
             for t, (_, slots) in enumerate(self.templates):
@@ -246,7 +249,7 @@ class SegmentParser(ChartParser):
                 for m in range(k, 0, -1):
                     p = fw.alpha[t][m - 1][bs] * fw.L[bs, slots[m - 1], :, j]     # (nb, n+1) over i
                     c = np.cumsum(p, axis=1)
-                    r = rng.random(bs.size) * c[:, -1]
+                    r = U[bs, 1 + k - m] * c[:, -1]
                     i = np.minimum((c <= r[:, None]).sum(1), fw.n)
                     # guard against landing on a zero cell through rounding
                     i = np.where(p[np.arange(bs.size), i] > 0, i, np.argmax(p > 0, axis=1))
