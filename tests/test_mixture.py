@@ -223,6 +223,17 @@ def test_schedule_i_runs_on_while_the_cap_rises_whatever_the_tolerance():
     assert trace[-1].extra["beta_meanfield"] == pytest.approx(0.95)
 
 
+def test_trace_says_converged_only_where_the_run_stops():
+    """An LN base that calls itself converged while the schedule-I cap still
+    rises runs on, and its trace row does not say 'converged'."""
+    sents = corpus(seed=6, n=8)
+    _, _, m = make(sents, mix_base="ln", mix_constraints="RA", mix_schedule="I", iterations=20, tolerance=1.0,
+                   ln_cycles=1)
+    trace = train(m, np.random.default_rng(0))
+    assert len(trace) == 11
+    assert [("stopped" in st.extra) for st in trace] == [False] * 10 + [True]
+
+
 def test_state_round_trip_with_ln_base():
     sents = corpus(seed=7, n=10)
     _, _, m = make(sents, mix_base="ln", mix_constraints="RA+VAR+SD")

@@ -336,6 +336,7 @@ class Mixture(Algorithm):
         self.L, fallback = self.parser.latest()
         if self.fixed is None and self.bounds(self.it) != self.bounds(self.it - 1):
             self.base.done = False                      # beta moves on: not converged
+            st.extra.pop("stopped", None)               # (nor does the trace say so)
         extra = {f"beta_{n}": float(b) for n, b in zip(self.names, self.beta)}
         extra.update({f"L_{n}": float(v) for n, v in zip(self.names, self.L)})
         extra.update({f"fallback_{n}": int(v) for n, v in zip(self.names[1:], fallback)})
