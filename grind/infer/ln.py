@@ -367,10 +367,16 @@ def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-
         return _optimise_mu_lbfgs(mask, *ab, np.broadcast_to(x0, shape), mu, P, maxiter, gtol)
     D = shape[-1]
     x0 = np.broadcast_to(x0, shape)
-    # only blocks with data or away from the prior mean can move
-    live = ((a != 0).any(-1) | (b != 0).any(-1) | (x0 != mu).any(-1)).reshape(-1)
-    act = np.flatnonzero(live)
+    # a block without data (a = b = 0: J is the prior term alone) has its maximum at mu exactly;
+    # only the others need Newton (with warm starts x0 is rarely mu, so this is most of them)
+    data = ((a != 0).any(-1) | (b != 0).any(-1)).reshape(-1)
     out = np.array(x0, dtype=np.float64, order="C")      # written through reshape views below
+    flat = out.reshape(-1, D)
+    idle = np.flatnonzero(~data)
+    if idle.size:
+        ki = np.broadcast_to(np.arange(shape[-2]), shape[:-1]).reshape(-1)[idle]
+        flat[idle] = np.where(mask[ki], mu[ki], flat[idle])
+    act = np.flatnonzero(data)
     if act.size == 0:
         return out
     kb = np.broadcast_to(np.arange(shape[-2]), shape[:-1]).reshape(-1)[act]
@@ -406,7 +412,6 @@ def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-
                          np.ones((len(r), len(iu)), dtype=bool), maxiter, gtol)
             x[sub] = xu
             x[np.ix_(r, ir)] = mu_b[np.ix_(r, ir)] + (xu - mu_b[sub]) @ got[1].T
-    flat = out.reshape(-1, D)
     flat[act] = np.where(mb, x, flat[act])
     return out
 
