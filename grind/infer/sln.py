@@ -88,6 +88,7 @@ class Group:
                 self.kof[i, pos:pos + d] = k
                 pos += d
         self.mask = self.tgt >= 0
+        self.targets = self.tgt[self.mask]          # flat (K * D) position of each coordinate, in mask order
         #: coordinates of multinomials with >= 2 rules; the others (size-1 multinomials) are
         #: fixed at the prior (:mod:`grind.infer.ln`, "Size-1 multinomials")
         self.live = self.mask & (pk.sizes[self.kof] > 1)
@@ -106,7 +107,7 @@ class Group:
     def scatter(self, y, shape):
         """(..., E, L) -> (..., K, D): each coordinate to its rule (targets are unique in a group)."""
         out = np.zeros(y.shape[:-2] + (shape[0] * shape[1],))
-        out[..., self.tgt[self.mask]] = y[..., self.mask]
+        out[..., self.targets] = y[..., self.mask]
         return out.reshape(y.shape[:-2] + tuple(shape))
 
 
@@ -146,17 +147,20 @@ class Structure:
     def combine(self, xs, power=1):
         """sum over experts of their segments, times |J_k|^-power: with the
         means (power 1) the mean of eta~; with variances (power 2) its variance."""
-        out = 0.0
-        for gr, x in zip(self.groups, xs):
-            out = out + gr.scatter(x, (self.pk.K, self.pk.D))
-        return out * self.inv_n ** power
+        lead = xs[0].shape[:-2]
+        out = np.zeros(lead + (self.pk.K * self.pk.D,))
+        for gr, x in zip(self.groups, xs):         # targets are unique within a group
+            out[..., gr.targets] += x[..., gr.mask]
+        out = out.reshape(lead + (self.pk.K, self.pk.D))
+        out *= self.inv_n ** power
+        return out
 
     def add(self, total, gi, delta, power=1):
         """In place: ``total`` (..., K, D) += group ``gi``'s ``delta`` (..., E, L)
         times |J_k|^-power -- :meth:`combine` after one group changed."""
         gr = self.groups[gi]
         flat = total.reshape(total.shape[:-2] + (-1,))
-        flat[..., gr.tgt[gr.mask]] += (delta * gr.w ** power)[..., gr.mask]
+        flat[..., gr.targets] += (delta * gr.w ** power)[..., gr.mask]
         return total
 
     def describe(self) -> str:
