@@ -46,9 +46,10 @@ def test_hand_worked_two_words():
 def test_baselines_by_hand():
     g, _ = gold_pred(["an an a", "dog"], [])
     base = seg.baseline_rows(g)
-    # one-morph: anana (0,5) wrong, dog (0,3) right: P 1/2, R 1/4, F 1/3; no predicted boundary: P nan
+    # one-morph: anana (0,5) wrong, dog (0,3) right: P 1/2, R 1/4, F 1/3; no predicted boundary: P nan,
+    # F = 2H / (2H + I + D) = 0 / 2 = 0 (conventions: F is defined whenever either side has a boundary)
     check(base["one-morph"], morph_P=0.5, morph_R=0.25, morph_F=1 / 3, exact=0.5,
-          boundary_P=nan, boundary_R=0, boundary_F=nan, overlap_one=1, overlap_chars=0)
+          boundary_P=nan, boundary_R=0, boundary_F=0, overlap_one=1, overlap_chars=0)
     # chars: only (4,5) of anana right: P 1/8, R 1/4, F 1/6; boundaries {1,2,3,4} + {1,2} vs {2,4}: P 2/6, R 1
     check(base["chars"], morph_P=1 / 8, morph_R=0.25, morph_F=1 / 6, exact=0,
           boundary_P=1 / 3, boundary_R=1, boundary_F=0.5, overlap_one=0, overlap_chars=1)
@@ -60,7 +61,7 @@ def test_one_morph_words_have_no_boundaries():
           boundary_P=nan, boundary_R=nan, boundary_F=nan, overlap_one=1, overlap_chars=0)
     g, p = gold_pred(["dog", "cat"], ["do g", "cat"])
     check(seg.score(g, p), morph_P=1 / 3, morph_R=0.5, morph_F=0.4, exact=0.5,
-          boundary_P=0, boundary_R=nan, boundary_F=nan)
+          boundary_P=0, boundary_R=nan, boundary_F=0)
     # a word with no internal gold boundary and none predicted adds nothing to boundary P/R
     g, p = gold_pred(["an an a", "dog"], ["an an a", "dog"])
     g2, p2 = gold_pred(["an an a"], ["an an a"])
@@ -261,7 +262,7 @@ def test_eval_segmentation_end_to_end(morph):
     assert rows["predicted"] == ["3", "0", "0.6000", "0.6000", "0.6000", "0.6667", "0.5000", "0.5000",
                                  "0.5000", "0.3333", "0.6667"]
     assert rows["baseline-one-morph"] == ["3", "0", "0.3333", "0.2000", "0.2500", "0.3333", "nan", "0.0000",
-                                          "nan", "1.0000", "0.3333"]
+                                          "0.0000", "1.0000", "0.3333"]
     assert rows["baseline-chars"] == ["3", "0", "0.6667", "0.8000", "0.7273", "0.6667", "0.6667", "1.0000",
                                       "0.8000", "0.3333", "1.0000"]
     assert out.count("# predicted: ") == 2 and "# 2 predicted files: mean and sample standard deviation" in out

@@ -53,10 +53,14 @@ def test_p_is_two_sided_when_the_first_system_is_worse():
 
 
 def test_undefined_score_gives_undefined_p():
-    none_predicted = A.copy()
-    none_predicted[:, 1] = 0                                  # no predicted boundary anywhere: P undefined
-    fa, fb, p = approximate_randomization(none_predicted, B, f_score(0, 1, 2), np.random.default_rng(0), 10)
+    empty = A.copy()
+    empty[:, 1:3] = 0                                # no boundary predicted or in the gold: F undefined
+    fa, fb, p = approximate_randomization(empty, B, f_score(0, 1, 2), np.random.default_rng(0), 10)
     assert np.isnan(fa) and np.isnan(p)
+    none_predicted = A.copy()
+    none_predicted[:, 0:2] = 0                       # nothing predicted: P undefined, but F = 2H/(2H+I+D) = 0
+    fa, fb, p = approximate_randomization(none_predicted, B, f_score(0, 1, 2), np.random.default_rng(0), 10)
+    assert fa == 0 and not np.isnan(p)
 
 
 SEG_GOLD = "ab dik ova t\nkot e\npes\nne kot e\n"
@@ -77,7 +81,9 @@ def test_eval_segmentation_significance_rows(tmp_path):
     # p against q, q against the two baselines, p against the two baselines; 3 measures each
     assert len(rows) == 5 * 3
     assert rows[(str(p), str(q), "exact")][:3] == ["0.2500", "1.0000", "-0.7500"]
-    assert rows[(str(q), "baseline-one-morph", "boundary_F")][-1] == "nan"    # one-morph has no boundary
+    # one-morph predicts no boundary: its boundary F is 0 (not undefined), so the test has a p
+    assert rows[(str(q), "baseline-one-morph", "boundary_F")][:2] == ["1.0000", "0.0000"]
+    assert rows[(str(q), "baseline-one-morph", "boundary_F")][-1] != "nan"
     assert float(rows[(str(q), "baseline-chars", "exact")][-1]) <= 1.0
     again = grind("eval", "--segmentation", "--significance", "--samples", "200", g, p, q).stdout
     assert again.split("# significance:")[1] == out.split("# significance:")[1]   # reproducible

@@ -17,10 +17,12 @@ pooled over the word types, i.e. micro-averaged):
   with no internal gold boundary and no predicted one adds nothing to either
   (it is counted in ``exact`` and the morph scores only).  When a denominator
   is 0 over the whole file (no predicted boundary at all, or no gold one) the
-  precision (recall) is undefined and written ``nan``, never 0 or 1; F is
-  nan when P or R is.
+  precision (recall) is undefined and written ``nan``, never 0 or 1.
 
-F = 2PR / (P + R) (0 when P = R = 0).
+F = 2PR / (P + R) = 2H / (2H + I + D) (H correct, I predicted only, D gold
+only): 0 when nothing is correct -- also when P is undefined because nothing
+was predicted (the one-morph baseline's boundary F) -- and nan only when
+neither side has anything.
 
 An *unparsed* predicted word (``word<TAB>_``) is scored with zero correct
 morphs, zero predicted morphs and no boundaries: its gold morphs and
@@ -120,8 +122,9 @@ def score(gold: dict, pred: dict, system: str = "predicted") -> dict:
     mp, mr = _div(t["mc"], t["mp"]), _div(t["mc"], t["mg"])
     bp, br = _div(t["bc"], t["bp"]), _div(t["bc"], t["bg"])
     return {"system": system, "words": t["words"], "unparsed": t["unparsed"],
-            "morph_P": mp, "morph_R": mr, "morph_F": _f(mp, mr), "exact": _div(t["exact"], t["words"]),
-            "boundary_P": bp, "boundary_R": br, "boundary_F": _f(bp, br),
+            "morph_P": mp, "morph_R": mr, "morph_F": _f(t["mc"], t["mp"], t["mg"]),
+            "exact": _div(t["exact"], t["words"]),
+            "boundary_P": bp, "boundary_R": br, "boundary_F": _f(t["bc"], t["bp"], t["bg"]),
             "overlap_one": _div(t["same_one"], t["parsed"]), "overlap_chars": _div(t["same_chars"], t["parsed"]),
             "counts": t}
 
@@ -171,10 +174,10 @@ def _div(a, b):
     return a / b if b else float("nan")
 
 
-def _f(p, r):
-    if math.isnan(p) or math.isnan(r):
-        return float("nan")
-    return 2 * p * r / (p + r) if p + r else 0.0
+def _f(correct, predicted, gold):
+    """F = 2H / (2H + I + D) = 2 correct / (predicted + gold): 0 when nothing is correct (a
+    prediction with no boundary at all, where P is undefined), nan only when both sides are empty."""
+    return 2 * correct / (predicted + gold) if predicted + gold else float("nan")
 
 
 def near_baseline_notes(row, base, near: float = NEAR) -> list[str]:
@@ -203,7 +206,8 @@ def definitions(gold_name: str, n_lines: int, n_types: int) -> list[str]:
         "# boundary_P / boundary_R / boundary_F: internal boundaries only (Morpho Challenge / SIGMORPHON): "
         "word-initial and word-final positions are excluded; a word with no internal gold boundary and no "
         "predicted one contributes nothing to boundary P/R; a P (R) with no predicted (gold) boundary in the "
-        "whole file is undefined and written nan, and so is F then\n",
+        "whole file is undefined and written nan; F = 2H / (2H + I + D) (H correct, I predicted only, D gold only) is "
+        "0 when nothing is correct, even where P or R is nan, and nan only when neither side has a boundary\n",
         "# unparsed: predicted words written 'word<TAB>_' (no parse): zero correct and zero predicted morphs, "
         "no boundaries; their gold morphs and boundaries stay in the recall denominators\n",
         "# overlap_one / overlap_chars: parsed predicted words whose segmentation equals the one-morph / "

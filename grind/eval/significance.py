@@ -81,10 +81,11 @@ def ratio(num: int, den: int):
 
 
 def f_score(correct: int, predicted: int, gold: int):
-    """F = 2 sum correct / (sum predicted + sum gold), the harmonic mean of P = correct / predicted and
-    R = correct / gold; nan when either sum is 0 (P or R undefined), as the score tables write it."""
+    """F = 2 sum correct / (sum predicted + sum gold) = 2H / (2H + I + D), the harmonic mean of
+    P = correct / predicted and R = correct / gold where both are defined; 0 when nothing is correct
+    (also when P is undefined: nothing predicted), nan only when both sums are 0, as the score tables write it."""
     def f(s):
         p, g = s[:, predicted], s[:, gold]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where((p > 0) & (g > 0), 2 * s[:, correct] / (p + g), np.nan)
+            return np.where(p + g > 0, 2 * s[:, correct] / (p + g), np.nan)
     return f
