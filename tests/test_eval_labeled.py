@@ -108,6 +108,14 @@ def test_root_bracket_not_counted(root):
     assert res["predicted_brackets"] == 4 and res["labeled_precision"] == pytest.approx(75.0)
 
 
+def test_top_bracket_not_counted_anywhere():
+    """COLLINS.prm's DELETE_LABEL TOP: a TOP node inside the tree is no bracket either."""
+    gold = trees("( (S (NP (DT a) (NN b)) (VP (VBD c))) )")                  # S NP VP
+    pred = trees("(S (TOP (NP (DT a) (NN b))) (VP (VBD c)))")
+    res = evaluate_labeled(gold, pred)["all"]
+    assert res["predicted_brackets"] == 3 and res["matched_brackets"] == 3 and res["exact_match"] == 100
+
+
 def test_root_with_several_children():
     # ("", NP, VP): the empty root dropped, its children's brackets count: NP(0,1) VP(1,2).
     gold = trees("(S (NP (PRP I)) (VP (VBD ran)))")

@@ -97,8 +97,11 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
     if fmt == "ptb" or fmt == "text":
         if significance:
             raise click.UsageError("--significance tests dependency and segmentation scores, not brackets")
-        from grind.eval.brackets import evaluate_files
-        report = "".join(evaluate_files(gold, p, spec) for p in predicted)
+        from grind.eval.brackets import evaluate_files, format_spread as bracket_spread
+        blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1) for p in predicted]
+        report = "".join(text for text, _ in blocks)
+        if len(blocks) > 1:
+            report += bracket_spread([res for _, res in blocks])
     else:
         from grind.eval.dependencies import (baseline_rows, evaluate, format_baselines, format_report,
                                              format_spread, significance_rows)

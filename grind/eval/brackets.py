@@ -18,7 +18,8 @@ from grind.errors import InputError
 from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
 
 CONVENTION = ("unlabeled spans as sets; width-1 spans and the whole-sentence span not counted; "
-              "sentences of length 1 skipped (Kim et al. 2019)")
+              "sentences of length 1 skipped (Kim et al. 2019); a NOPARSE line gets no credit (sentence F1 0, "
+              "also where the gold tree has no span to find; its gold spans stay in the recall denominator)")
 
 
 def span_set(tree) -> set[tuple[int, int]]:
@@ -88,7 +89,9 @@ def prepare_gold(trees, spec):
     return out
 
 
-def evaluate_files(gold_path, pred_path, spec) -> str:
+def evaluate_files(gold_path, pred_path, spec, name: bool = False) -> tuple[str, dict]:
+    """The report block of PRED against GOLD (with ``name``, a ``# predicted:`` line
+    first, for reports of several files) and its scores."""
     gold = prepare_gold(read_trees(gold_path), spec)
     try:
         res = evaluate(gold, read_trees(pred_path))
@@ -99,7 +102,8 @@ def evaluate_files(gold_path, pred_path, spec) -> str:
         from grind import log
         log.warn(f"{pred_path}: no predicted bracket to score ({res['noparse']} of {res['sentences']} trees NOPARSE): "
                  "precision and F1 are undefined, written nan; recall counts every gold bracket as missed")
-    return (f"# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
+    named = f"# predicted: {'<stdin>' if pred_path == '-' else pred_path}\n" if name else ""
+    return (f"{named}# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"
             f"noparse\t{res['noparse']}\n"
@@ -107,4 +111,15 @@ def evaluate_files(gold_path, pred_path, spec) -> str:
             f"corpus_recall\t{res['recall']:.4f}\n"
             f"corpus_f1\t{res['f1']:.4f}\n"
             f"sentence_mean_f1\t{res['sentence_f1']:.4f}\n"
-            f"exact_match\t{res['exact']:.4f}\n")
+            f"exact_match\t{res['exact']:.4f}\n"), res
+
+
+def format_spread(results) -> str:
+    """Mean and sample standard deviation of several predicted files' scores."""
+    import numpy as np
+    out = [f"# {len(results)} predicted files: mean and sample standard deviation\n", "measure\tmean\tsd\n"]
+    for key, label in (("precision", "corpus_precision"), ("recall", "corpus_recall"), ("f1", "corpus_f1"),
+                       ("sentence_f1", "sentence_mean_f1"), ("exact", "exact_match")):
+        x = np.array([r[key] for r in results], dtype=np.float64)
+        out.append(f"{label}\t{x.mean():.4f}\t{x.std(ddof=1):.4f}\n")
+    return "".join(out)

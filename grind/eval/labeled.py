@@ -55,7 +55,7 @@ from grind.formats.trees import leaves, prune, read_trees
 from grind.formats.treebank import base_label
 
 CONVENTION = ("labeled brackets, EVALB COLLINS.prm: function tags stripped, -NONE- deleted, "
-              "punctuation , : `` '' . ignored, ADVP = PRT, root bracket not counted, "
+              "punctuation , : `` '' . ignored, ADVP = PRT, root bracket and TOP brackets not counted, "
               "brackets as a multiset, corpus-level P/R/F1")
 
 #: COLLINS.prm DELETE_LABEL: punctuation tags deleted before spans are computed.
@@ -64,6 +64,8 @@ PUNCT_TAGS = frozenset([",", ":", "``", "''", "."])
 TRACE_TAG = "-NONE-"
 #: Labels of a top node that is not a bracket.
 ROOT_LABELS = frozenset(["ROOT", "TOP", ""])
+#: COLLINS.prm DELETE_LABEL TOP: a TOP bracket is not counted wherever it is.
+DELETED = "TOP"
 #: COLLINS.prm EQ_LABEL ADVP PRT.
 EQUIVALENT = {"PRT": "ADVP"}
 NOPARSE = "NOPARSE"
@@ -118,7 +120,7 @@ def _brackets(node, start: int, top: bool, out: list) -> int:
     for c in node[1:]:
         pos += _brackets(c, pos, root, out)
     label = _key(node[0])
-    if not root and label not in PUNCT_TAGS and label != TRACE_TAG:
+    if not root and label not in PUNCT_TAGS and label != TRACE_TAG and label != DELETED:
         out.append((label, start, pos))
     return pos - start
 
