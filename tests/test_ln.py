@@ -424,6 +424,8 @@ def test_checkpoint_resume_is_bit_identical(tmp_path, warm, tied, mstep):
     c.iterations = 4
     resumed = train(c, rng, checkpoint=ck, resume=True, meta={"algorithm": "ln"})
     assert [s.objective for s in resumed] == [s.objective for s in full]
+    # the first run's "reached the cap of 2 iterations" is not left on the row the resumed run went on from
+    assert [s.extra.get("stopped") for s in resumed] == [s.extra.get("stopped") for s in full]
     for x, y in zip(c.mu + c.Sigma, a.mu + a.Sigma):
         np.testing.assert_array_equal(x, y)
 

@@ -287,7 +287,7 @@ def test_resume_with_a_changed_option_is_an_error(data, tmp_path, capsys):
             (["--alpha", "0.25"], "--alpha", "'0.5'", "'0.25'"),
             (["--seed", "8"], "--seed", "7", "8"),
             (["--kernel", "cky"], "--kernel", "'auto'", "'cky'"),
-            (["--max-length", "3"], "--max-length", "None", "3")]:
+            (["--max-length", "3"], "--max-length", "the default", "3")]:
         a = list(base)
         i = a.index(change[0]) if change[0] in a else len(a) - 2
         a[i:i + (2 if change[0] in a else 0)] = change

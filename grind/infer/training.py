@@ -501,9 +501,16 @@ def check_checkpoint(path, meta, saved=None):
             _differs(path, k, saved.get(k), meta.get(k))
 
 
+#: What a recorded value that is not an option's means, for the refusal message.
+_RECORDED = {"annealing sweeps": "annealing sweeps (--anneal-sweeps, else --iterations: to run longer than the "
+                                 "annealing, resume with --anneal-sweeps set to the checkpoint's value)"}
+
+
 def _differs(path, what, theirs, mine):
-    raise InputError(f"{path}: cannot resume: {what} was {theirs!r} for the checkpoint, this run has {mine!r} "
-                     "(start a new run, or resume with the checkpoint's value)")
+    def shown(v):
+        return "the default" if v is None else repr(v)
+    raise InputError(f"{path}: cannot resume: {_RECORDED.get(what, what)} was {shown(theirs)} for the checkpoint, "
+                     f"this run has {shown(mine)} (start a new run, or resume with the checkpoint's value)")
 
 
 def load_checkpoint(path, algo, rng, meta, with_best=False):
@@ -601,6 +608,8 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
         st = algo.step()
         if st is None:
             break
+        if len(trace) == resumed_at and trace:
+            trace[-1].extra.pop("stopped", None)     # the checkpointed run's end ("reached the cap"): it goes on
         progress.update()
         progress.set_postfix_str(f"objective {st.objective:.6g}")
         st.seconds = time.perf_counter() - t0
@@ -631,8 +640,9 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             saved = len(trace)
     progress.close()
     if resume and len(trace) == resumed_at:
-        log.warn(f"--resume: the checkpoint is at step {trace[-1].step if trace else 0}, where this run ends "
-                 "(--iterations, convergence or early stop): no step run; the checkpoint's state is the result")
+        log.warn(f"--resume: the checkpoint is at step {trace[-1].step if trace else 0}, where this run ends or past "
+                 "it (--iterations, convergence or early stop): no step run; the checkpoint's state, and its trace, "
+                 "are the result")
     if checkpoint and saved != len(trace):
         save_checkpoint(checkpoint, algo, rng, trace, meta, best)
     return trace
