@@ -305,3 +305,19 @@ def test_the_collapsed_objective_keeps_its_digits_for_huge_alpha():
             assert abs(float(log_rising(a, c)) - exact) <= 1e-14 * max(1.0, abs(exact)), (a, c)
     a, c = np.array([0.5, 1e-3, 1e7, 2.0]), np.array([3.0, 0.0, 10.0, 5.0])
     assert np.array_equal(log_rising(a, c), gammaln(a + c) - gammaln(a))     # below 1e8: as before, to the bit
+
+
+@pytest.mark.parametrize("algo", ["gibbs", "hastings"])
+def test_cli_run_ended_before_the_annealing_says_so(tmp_path, algo):
+    """No silent substitution: a run that stops while T > 1 writes a tempered state,
+    and says so on stderr and in the grammar's header; a finished annealing does not."""
+    from conftest import sample_dmv
+    c = ["--column", "UPOS", "--punct", "ud", "--max-length", "6"]
+    d, train_path = sample_dmv(tmp_path, c)
+    common = ["train", "--algo", algo, *c, "--alpha", "0.5", "--seed", "1", "--temp-start", "10",
+              "--anneal-sweeps", "5", d / "g1.txt", train_path]
+    r = grind(*common, "--iterations", "2", "-o", tmp_path / "early.txt")
+    assert "before the annealing" in r.stderr and "at temperature 7.75" in r.stderr     # 10 - 9 (2 - 1) / (5 - 1)
+    assert "# temperature: 7.75 (the annealing had not reached 1)" in (tmp_path / "early.txt").read_text()
+    r = grind(*common, "--iterations", "5", "-o", tmp_path / "done.txt")
+    assert "annealing" not in r.stderr and "# temperature:" not in (tmp_path / "done.txt").read_text()

@@ -55,7 +55,9 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
               help="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly "
                    "perturbed weights.")
 @click.option("--temp-start", type=FiniteFloatRange(1.0), default=1.0, show_default=True,
-              help="Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).")
+              help="Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).  gibbs anneals the "
+                   "joint of trees and theta (theta ~ Dir(f/T + alpha), trees under theta^(1/T)); hastings the "
+                   "collapsed posterior, P(t | alpha)^(1/T).")
 @click.option("--constraints", "mix_constraints", default="RA+VAR+SD", show_default=True,
               help="mixture: prior-knowledge components, '+' intersects, ',' separates components: "
                    "RA RightAttach, AR AllRight, LC LeftChain, VAR VerbAsRoot, NS NounSequence, SD ShortDep (<= 4).")
@@ -117,7 +119,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
               help="Sweeps over which the temperature falls to 1 (default: all --iterations).")
 @click.option("--proposal-batch", type=click.IntRange(1), default=1, show_default=True,
               help="hastings: draw the proposals of this many sentences in one kernel call from the grammar of "
-                   "the other sentences' trees (1: one call per sentence; exact either way).")
+                   "the other sentences' trees (1: one call per sentence; exact either way, but a batch that is "
+                   "a large share of the corpus proposes from little data and can mix far more slowly).")
 @click.option("--tolerance", type=FiniteFloatRange(0), default=None,
               help="Stop when the objective's relative gain is below this.  ln: stop when the variational "
                    "bound's relative change |B_t - B_t-1| / |B_t-1| is at most this [ln default: 1e-5]; the "
@@ -305,6 +308,12 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         info["structure"] = algorithm.st.describe()
     if hasattr(algorithm, "mstep"):
         info["ln_mstep"] = algorithm.mstep
+    t_end = last.extra.get("temperature", 1.0) if last else 1.0
+    if t_end > 1.0:                   # annealing not finished: a tempered state, not a posterior one (said so)
+        info["temperature"] = f"{t_end:.6g} (the annealing had not reached 1)"
+        log.warn(f"the run ended at step {last.step} at temperature {t_end:.4g}, before the annealing (over "
+                 "--anneal-sweeps, else --iterations) reached 1: the written state is a tempered one; continue with "
+                 "--checkpoint FILE --resume and more --iterations to finish it")
     with output_group():              # every output file replaced, or none
         if joint is not None:
             (g1, g2), parser = joint

@@ -32,7 +32,8 @@ this is the sampler above.
 Dirichlet draws with tiny alpha: Gamma(a) underflows to 0 for a << 1, so
 theta is drawn in log space, log X = log Gamma(a + 1) + log(U)/a for a < 1
 (X = Gamma(a+1) U^(1/a) ~ Gamma(a)), and normalised by a per-LHS
-log-sum-exp: theta_r may be 0, never NaN.
+log-sum-exp: theta_r may be 0, never NaN for a normal (not subnormal) alpha;
+a subnormal alpha, where log(U)/a overflows, stops the run with an error.
 """
 from __future__ import annotations
 
