@@ -329,3 +329,4 @@ def test_bracket_eval_of_several_files_names_each_and_gives_the_spread(tmp_path)
     assert f"# predicted: {tmp_path / 'p.mrg'}\n" in out and f"# predicted: {tmp_path / 'q.mrg'}\n" in out
     assert "# 2 predicted files: mean and sample standard deviation" in out
     assert "corpus_f1\t0.7500\t0.3536\n" in out and "exact_match\t0.5000\t0.7071\n" in out
+    assert "gold read as format=ptb (auto-detected)" in out

@@ -98,7 +98,7 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         if significance:
             raise click.UsageError("--significance tests dependency and segmentation scores, not brackets")
         from grind.eval.brackets import evaluate_files, format_spread as bracket_spread
-        blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1) for p in predicted]
+        blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1, read_as=fmt) for p in predicted]
         report = "".join(text for text, _ in blocks)
         if len(blocks) > 1:
             report += bracket_spread([res for _, res in blocks])

@@ -89,9 +89,10 @@ def prepare_gold(trees, spec):
     return out
 
 
-def evaluate_files(gold_path, pred_path, spec, name: bool = False) -> tuple[str, dict]:
+def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None) -> tuple[str, dict]:
     """The report block of PRED against GOLD (with ``name``, a ``# predicted:`` line
-    first, for reports of several files) and its scores."""
+    first, for reports of several files) and its scores; ``read_as``: the format
+    ``--format auto`` detected for GOLD, for the header."""
     gold = prepare_gold(read_trees(gold_path), spec)
     try:
         res = evaluate(gold, read_trees(pred_path))
@@ -103,7 +104,7 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False) -> tuple[str,
         log.warn(f"{pred_path}: no predicted bracket to score ({res['noparse']} of {res['sentences']} trees NOPARSE): "
                  "precision and F1 are undefined, written nan; recall counts every gold bracket as missed")
     named = f"# predicted: {'<stdin>' if pred_path == '-' else pred_path}\n" if name else ""
-    return (f"{named}# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe()}\n"
+    return (f"{named}# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe(read_as)}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"
             f"noparse\t{res['noparse']}\n"
