@@ -259,6 +259,12 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)), call=call, seed=str(seed))
     if trace:
         meta["objective"] = repr(trace[-1].objective)
+    from grind.infer.training import unfinished_annealing
+    t_end = unfinished_annealing(trace)
+    if t_end:                         # as grind train says it
+        meta["temperature"] = f"{t_end:.6g} (the annealing had not reached 1)"
+        log.warn(f"grind.fit: the run ended at step {trace[-1].step} at temperature {t_end:.4g}, before the "
+                 "annealing (over anneal_sweeps, else iterations) reached 1: the grammar is a tempered state")
     trained = g.with_weights(algorithm.weights(), meta)
     return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha, "seed": seed})
 

@@ -249,3 +249,14 @@ def test_the_api_names_the_command_line_options_as_the_command_line_does():
     differ = {o[2:].replace("-", "_"): p.name for p in train.params for o in getattr(p, "opts", [])
               if o.startswith("--") and o[2:].replace("-", "_") != p.name and p.name in fields}
     assert differ == FLAG_NAMES
+
+
+def test_fit_says_when_the_annealing_did_not_finish(dmv_files, capsys):
+    """As grind train: a sampler stopped while T > 1 left a tempered state (warning, meta)."""
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)[:40]
+    res = grind.fit(gpath, sents, "gibbs", alpha=0.5, iterations=2, seed=1, temp_start=10, anneal_sweeps=5)
+    assert res.grammar.meta["temperature"] == "7.75 (the annealing had not reached 1)"
+    assert "before the annealing" in capsys.readouterr().err
+    res = grind.fit(gpath, sents, "gibbs", alpha=0.5, iterations=5, seed=1, temp_start=10, anneal_sweeps=5)
+    assert "temperature" not in res.grammar.meta

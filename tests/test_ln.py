@@ -607,3 +607,22 @@ def test_newton_mstep_warm_bound_never_decreases(kind, tied, model):
 def test_unknown_mstep_is_an_input_error():
     with pytest.raises(InputError, match="M-step"):
         make("dmv", ln_mstep="fast")
+
+
+def test_optimise_mu_sets_blocks_without_data_to_mu_and_broadcasts():
+    """A block with a = b = 0 (no data this cycle) maximises the prior term alone: x = mu
+    exactly, wherever x0 starts (a warm start); a and b given per expert broadcast over
+    the posteriors as if given whole."""
+    rng = np.random.default_rng(3)
+    B, E, L = 4, 2, 3
+    mask = np.ones((E, L), dtype=bool)
+    a, b = rng.uniform(0, 3, (E, L)), rng.uniform(0.1, 2, (E, L))
+    a[1] = b[1] = 0
+    w, mu = np.ones((E, L)), rng.standard_normal((E, L))
+    A = rng.standard_normal((E, L, L))
+    P = A @ np.swapaxes(A, 1, 2) + np.eye(L)
+    x0 = rng.standard_normal((B, E, L))
+    full = ln.optimise_mu(mask, np.broadcast_to(a, (B, E, L)), np.broadcast_to(b, (B, E, L)), w, x0, mu, P)
+    np.testing.assert_array_equal(ln.optimise_mu(mask, a, b, w, x0, mu, P), full)
+    np.testing.assert_array_equal(full[:, 1], np.broadcast_to(mu[1], (B, L)))
+    assert not np.allclose(full[:, 0], mu[0])

@@ -292,7 +292,7 @@ def test_eval_note_near_baseline(tmp_path):
 
 def test_eval_note_for_boundary_f_near_baseline(tmp_path):
     # test_hand_worked_two_words / test_baselines_by_hand: boundary_F .5 = the chars baseline's .5;
-    # morph_F .25 is far from 1/3 and 1/6, one-morph's boundary_F is nan: exactly one note
+    # morph_F .25 is far from 1/3 and 1/6, one-morph's boundary_F is 0: exactly one note
     gold, pred = tmp_path / "g.txt", tmp_path / "p.txt"
     gold.write_text("an an a\ndog\n")
     pred.write_text("an ana\ndo g\n")

@@ -140,8 +140,12 @@ def main(argv=None):
     ap.add_argument("--large", type=int, default=20_000,
                     help="the larger corpus of the Model II rows (0: only --sentences)")
     args = ap.parse_args(argv)
-    from grind.cli.threads import keep_freed_blocks
-    keep_freed_blocks()                     # as `grind train --algo ln` runs
+    from grind.cli.threads import freed_blocks_kept
+    with freed_blocks_kept():               # as `grind train --algo ln` runs; the benchmarks after it as before
+        return _run(args)
+
+
+def _run(args):
     print("[ln bench] ...", file=sys.stderr, flush=True)
     r = measure(args.sentences, args.seed, args.full_sentences)
     print(f"### Logistic-normal variational EM: one iteration (one core)\n\nDMV over {r['tags']} PTB tags, "

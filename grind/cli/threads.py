@@ -5,6 +5,7 @@ threaded with --jobs); BLAS threads only contend for the cores.  An explicit
 setting in the environment wins.  Set by the CLI (and ``make bench``) when it
 starts, before numpy is imported: ``import grind`` itself changes nothing.
 """
+import contextlib
 import os
 
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -36,7 +37,7 @@ def fix_mmap_threshold(size: int = 128 * 1024) -> bool:
     try:
         import ctypes
         return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, size))
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):       # not glibc; TypeError: Windows' CDLL(None)
         return False
 
 
@@ -58,5 +59,20 @@ def keep_freed_blocks(mmap: int = 32 << 20, trim: int = 256 << 20) -> bool:
         import ctypes
         libc = ctypes.CDLL(None)
         return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap)) and bool(libc.mallopt(M_TRIM_THRESHOLD, trim))
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return False
+
+
+@contextlib.contextmanager
+def freed_blocks_kept():
+    """:func:`keep_freed_blocks` inside the block, and the CLI's settings again after it
+    (mmap threshold :func:`fix_mmap_threshold`, glibc's default trim threshold 128 KiB):
+    for a process that goes on to other work, e.g. the benchmarks after the LN one."""
+    changed = keep_freed_blocks()
+    try:
+        yield changed
+    finally:
+        if changed:
+            fix_mmap_threshold()
+            import ctypes
+            ctypes.CDLL(None).mallopt(M_TRIM_THRESHOLD, 128 * 1024)

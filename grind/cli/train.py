@@ -308,8 +308,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         info["structure"] = algorithm.st.describe()
     if hasattr(algorithm, "mstep"):
         info["ln_mstep"] = algorithm.mstep
-    t_end = last.extra.get("temperature", 1.0) if last else 1.0
-    if t_end > 1.0:                   # annealing not finished: a tempered state, not a posterior one (said so)
+    from grind.infer.training import unfinished_annealing
+    t_end = unfinished_annealing(trace)
+    if t_end:                         # a tempered state, not a posterior one: said in the header and on stderr
         info["temperature"] = f"{t_end:.6g} (the annealing had not reached 1)"
         log.warn(f"the run ended at step {last.step} at temperature {t_end:.4g}, before the annealing (over "
                  "--anneal-sweeps, else --iterations) reached 1: the written state is a tempered one; continue with "

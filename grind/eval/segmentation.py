@@ -198,7 +198,7 @@ def definitions(gold_name: str, n_lines: int, n_types: int) -> list[str]:
         f"# gold: {gold_name}: {n_lines} lines, {n_types} word types"
         f"{f' ({dup} duplicate lines counted once)' if dup else ''}\n",
         "# convention: scored over word TYPES (a word listed more than once counts once), counts pooled over "
-        "the words (micro-averaged); F = 2PR/(P+R)\n",
+        "the words (micro-averaged); F = 2PR/(P+R) = 2H/(2H+I+D), 0 when nothing is correct\n",
         "# morph_P / morph_R / morph_F: unlabeled morpheme precision / recall / F (Johnson, Griffiths & "
         "Goldwater 2007): a predicted morph is correct iff its character span (start, end) is a gold morph "
         "span of the same word\n",

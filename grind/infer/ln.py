@@ -369,7 +369,7 @@ def optimise_mu(mask, a, b, w, x0, mu, P, method="newton", maxiter=100, gtol=1e-
     x0 = np.broadcast_to(x0, shape)
     # a block without data (a = b = 0: J is the prior term alone) has its maximum at mu exactly;
     # only the others need Newton (with warm starts x0 is rarely mu, so this is most of them)
-    data = ((a != 0).any(-1) | (b != 0).any(-1)).reshape(-1)
+    data = ((np.broadcast_to(a, shape) != 0).any(-1) | (np.broadcast_to(b, shape) != 0).any(-1)).reshape(-1)
     out = np.array(x0, dtype=np.float64, order="C")      # written through reshape views below
     flat = out.reshape(-1, D)
     idle = np.flatnonzero(~data)

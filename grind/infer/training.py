@@ -565,6 +565,14 @@ def _jsonable(v):
     raise TypeError(type(v))
 
 
+def unfinished_annealing(trace):
+    """The temperature an annealed sampler's run (gibbs, hastings) ended at when the
+    annealing had not reached 1 -- its last state is a tempered one, not a draw from the
+    posterior -- else None.  Said by ``grind train`` and ``grind.fit`` alike."""
+    t = trace[-1].extra.get("temperature", 1.0) if trace else 1.0
+    return t if t > 1.0 else None
+
+
 # ----------------------------------------------------------------------------- the driver
 
 def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_every=0,
