@@ -260,3 +260,24 @@ def test_fit_says_when_the_annealing_did_not_finish(dmv_files, capsys):
     assert "before the annealing" in capsys.readouterr().err
     res = grind.fit(gpath, sents, "gibbs", alpha=0.5, iterations=5, seed=1, temp_start=10, anneal_sweeps=5)
     assert "temperature" not in res.grammar.meta
+
+
+@pytest.mark.parametrize("algo,extra", [("ln", []), ("mixture", []), ("mixture", ["--base", "vb"]), ("vb", [])])
+def test_train_keeps_freed_blocks_for_ln_only(tmp_path, monkeypatch, algo, extra):
+    """grind train calls keep_freed_blocks for ln and mixture over ln (their E-step's large
+    temporaries), and leaves the CLI's malloc settings alone for everything else."""
+    import grind.cli.threads as threads
+    from conftest import sample_dmv
+    from grind.cli.main import main
+    calls = []
+    monkeypatch.setattr(threads, "keep_freed_blocks", lambda *a, **k: calls.append(algo) or True)
+    monkeypatch.setattr(threads, "fix_mmap_threshold", lambda *a, **k: True)
+    c = ["--column", "UPOS", "--punct", "ud", "--max-length", "5"]
+    d, train_path = sample_dmv(tmp_path, c)
+    try:
+        main(["train", "--algo", algo, *extra, *c, "--iterations", "1", "-o", str(tmp_path / "g.txt"),
+              str(d / "g1.txt"), train_path])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    assert (tmp_path / "g.txt").exists()
+    assert calls == ([algo] if algo == "ln" or (algo == "mixture" and not extra) else [])
