@@ -464,3 +464,22 @@ def test_split_needs_a_prefix_of_files(small):
     d, g, c = small
     r = grind("split", "-n", "2", "-o", "-", c, check=False)
     assert r.returncode == 2 and "shards are files named PREFIX.1EXT" in r.stderr
+
+
+def test_a_random_run_without_seed_records_the_seed_it_drew(tmp_path):
+    """A sampler run without --seed draws its seed and records it (header and stderr);
+    --seed with that number repeats the run; a run without random choices records None."""
+    import re
+    from conftest import sample_dmv
+    c = ["--column", "UPOS", "--punct", "ud", "--max-length", "5"]
+    d, train = sample_dmv(tmp_path, c)
+    args = ["train", "--algo", "gibbs", *c, "--alpha", "0.5", "--iterations", "2", d / "g1.txt", train]
+    r = grind(*args, "-o", tmp_path / "a.txt")
+    head = (tmp_path / "a.txt").read_text()
+    m = re.search(r"^# seed: (\d+) \(drawn: no --seed given\)$", head, re.M)
+    assert m and f"--seed {m.group(1)} repeats this run" in r.stderr
+    grind(*args, "--seed", m.group(1), "-o", tmp_path / "b.txt")
+    body = [ln for ln in (tmp_path / "a.txt").read_text().splitlines() if not ln.startswith("#")]
+    assert body == [ln for ln in (tmp_path / "b.txt").read_text().splitlines() if not ln.startswith("#")]
+    grind("train", "--algo", "em", *c, "--iterations", "1", "-o", tmp_path / "e.txt", d / "g1.txt", train)
+    assert "# seed: None\n" in (tmp_path / "e.txt").read_text()

@@ -217,8 +217,19 @@ def is_treebank_grammar(path) -> bool:
     return False
 
 
-def make_rng(seed):
-    set_run_info(seed=seed)
+def make_rng(seed, random: bool = False):
+    """The run's one random generator.  ``random``: this run makes random choices
+    (a sampler, a random initialisation, committee members); without ``--seed`` a
+    seed is then drawn from the system's entropy and recorded (header ``# seed: N
+    (drawn: no --seed given)``, and on stderr), so ``--seed N`` repeats the run.
+    A run without random choices records ``# seed: None``."""
+    shown = seed
+    if seed is None and random:
+        import secrets
+        seed = secrets.randbits(32)
+        shown = f"{seed} (drawn: no --seed given)"
+        log.info(f"no --seed given: drew {seed}; --seed {seed} repeats this run")
+    set_run_info(seed=shown)
     return np.random.default_rng(seed)
 
 

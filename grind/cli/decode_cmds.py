@@ -99,7 +99,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
       grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
       grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
     """
-    rng = make_rng(seed)
+    rng = make_rng(seed, random=ln_path is not None)        # committee members are drawn; the rest is not random
     if segment and ln_path:
         raise click.UsageError("--committee decoding is for DMV grammars, not with --segment")
     if not segment and _given("seg_format"):

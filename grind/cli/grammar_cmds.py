@@ -233,7 +233,7 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
     if n_split > max_rules:
         raise InputError(f"{name}: {base_rules} treebank rules split into {subtypes} subtypes would be {n_split:,} "
                          f"rules, over --max-rules {max_rules:,}")
-    g = split_grammar(g, subtypes, make_rng(seed), noise)
+    g = split_grammar(g, subtypes, make_rng(seed, random=bool(noise) and subtypes > 1), noise)
     log.info(f"{name}: {len(prepared)} trees ({counter['empty']} empty after deleting -NONE-, skipped), "
              f"{len(known)} known words, {counter['replaced']} rare word tokens -> signatures; "
              f"{base_rules} treebank rules, {len(g)} rules with {subtypes} subtypes")
@@ -391,7 +391,7 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
         raise click.UsageError("--jitter is for --random")
     if mode != "harmonic" and corpus_path is not None:
         raise click.UsageError("--corpus is for --harmonic")
-    rng = make_rng(seed)
+    rng = make_rng(seed, random=mode == "random")
     g = read_grammar(grammar, start)
     w = np.ones(len(g))
     if mode == "random":

@@ -207,7 +207,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
       grind train --algo vb --alpha 0.1 --cluster local:8 --column UPOS g1.txt train.conllu > post.txt
     """
     from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training, write_trace
-    rng = make_rng(seed)
+    # a resumed run's generator state comes from the checkpoint: nothing to draw
+    rng = make_rng(seed, random=algo in RANDOM_ALGOS and not resume)
     if resume and not ckpt:
         raise click.UsageError("--resume needs --checkpoint FILE")
     if ckpt and ckpt.endswith((".gz", ".xz", ".bz2")):
@@ -350,6 +351,10 @@ def _check_distinct_outputs(**paths):
         for k2, p2 in given[i + 1:]:
             if same_file(p1, p2) or p1 == p2 and p1 in ("-", STDERR):
                 raise click.UsageError(f"{k1} and {k2} name the same file: {'standard output' if p2 == '-' else p2}")
+
+
+#: Algorithms that make random choices (samplers, CVB's sweep order, stochastic VB's epoch order).
+RANDOM_ALGOS = ("cvb", "gibbs", "hastings", "stochastic")
 
 
 #: Algorithms whose E-step is the driver's ``estep`` over the whole corpus or a minibatch (--cluster runs it).
