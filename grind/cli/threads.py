@@ -34,10 +34,15 @@ def fix_mmap_threshold(size: int = 128 * 1024) -> bool:
     ``MALLOC_MMAP_THRESHOLD_`` in the environment wins."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
+    return _mallopt(M_MMAP_THRESHOLD, size)
+
+
+def _mallopt(param: int, value: int) -> bool:
+    """glibc's ``mallopt(param, value)``; False where there is none (not glibc; Windows' CDLL(None) is a TypeError)."""
     try:
         import ctypes
-        return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, size))
-    except (OSError, AttributeError, TypeError):       # not glibc; TypeError: Windows' CDLL(None)
+        return bool(ctypes.CDLL(None).mallopt(param, value))
+    except (OSError, AttributeError, TypeError):
         return False
 
 
@@ -55,12 +60,7 @@ def keep_freed_blocks(mmap: int = 32 << 20, trim: int = 256 << 20) -> bool:
     ``MALLOC_TRIM_THRESHOLD_`` in the environment wins."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
         return False
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap)) and bool(libc.mallopt(M_TRIM_THRESHOLD, trim))
-    except (OSError, AttributeError, TypeError):
-        return False
+    return _mallopt(M_MMAP_THRESHOLD, mmap) and _mallopt(M_TRIM_THRESHOLD, trim)
 
 
 @contextlib.contextmanager
@@ -74,5 +74,4 @@ def freed_blocks_kept():
     finally:
         if changed:
             fix_mmap_threshold()
-            import ctypes
-            ctypes.CDLL(None).mallopt(M_TRIM_THRESHOLD, 128 * 1024)
+            _mallopt(M_TRIM_THRESHOLD, 128 * 1024)

@@ -118,6 +118,10 @@ class Algorithm:
     def set_state(self, s: dict) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def parser_changed(self) -> None:
+        """The E-step's parser now computes something else for the same weights (a
+        mixture's coefficients moved): an algorithm that keeps a parse to reuse drops it."""
+
     # -- the stopping rule of the batch algorithms
 
     def converged(self, prev, cur) -> bool:

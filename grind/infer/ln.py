@@ -1118,8 +1118,7 @@ class LogisticNormal(Algorithm):
         return None
 
     def parser_changed(self) -> None:
-        """The E-step's parser now computes something else for the same weights
-        (a mixture's coefficients moved): the last parse is not reusable."""
+        """Model II's last parse (:meth:`_reusable`) was made by the parser as it was: drop it."""
         self._parsed = None
 
     def _keep(self, lo, muts, s2s):

@@ -326,8 +326,8 @@ class Mixture(Algorithm):
                 self.beta = c_step(self.L, lo, hi, self.min_other)
             else:
                 self.beta = self._initial_beta(self.it)
-        if not np.array_equal(self.parser.beta, self.beta) and hasattr(self.base, "parser_changed"):
-            self.base.parser_changed()                  # LN model II's reused parse was made under the old beta
+        if not np.array_equal(self.parser.beta, self.beta):
+            self.base.parser_changed()                  # e.g. LN model II's reusable parse was made under the old beta
         self.parser.beta = self.beta
         st = self.base.step()
         if st is None:
