@@ -36,9 +36,13 @@
 #   trained with their own grammar and km-global initialiser, scored on the WSJ10 sample as in part wsj
 #   (WSJPLUS_METHODS, default "mle ln-families-newton"; python3 must import grind, as for wsjsize).
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
+# Function heads: treebank TB-fh (ewt-fh pt-fh tr-fh zh-fh) is TB's train / dev / test re-headed by
+# `grind function-heads` (case, mark, aux, auxpass, cop and their subtypes head their phrases, as in the papers'
+# Penn2Malt-style treebanks), converted once into OUTDIR/converted/; every model and baseline of TB-fh is trained and
+# scored on the converted files.  MIXTB=zh-fh runs part mixture on them (default zh).
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra wsj"
 # (also wsjsize, wsjplus), ORDER (methods, below), LN_ITER, EM_ITER (EM / VB iterations, default 100), JOINT_ITER,
-# ALPHA, PATIENCE, MIXTURES; prints a TSV summary to stdout.  Part extra is run again on every call (no resume).
+# ALPHA, PATIENCE, MIXTURES, MIXTB; prints a TSV summary to stdout.  Part extra is run again on every call (no resume).
 set -eEuo pipefail
 # a failed step's error is in its .log (its stderr): say which, and show the end of the newest log
 exec 3>&2                     # the script's own stderr: a step's may be its .log when the trap runs
@@ -66,7 +70,14 @@ declare -A TEST=(
   [tr]=$shared/UD_Turkish-IMST/tr_imst-ud-test.conllu
   [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-test.conllu
 )
+for tb in ewt pt tr zh; do   # TB-fh: the same files re-headed by grind function-heads (made by prepare)
+  for part in TRAIN DEV TEST; do
+    declare -n arr=$part; arr[$tb-fh]=$out/converted/$tb-fh-${part,,}.conllu
+  done
+done
+unset -n arr
 TREEBANKS=${TREEBANKS-"ewt pt tr zh"}   # set and empty: none (e.g. PARTS=wsj alone)
+MIXTB=${MIXTB:-zh}                      # the treebank of part mixture (zh or zh-fh)
 PARTS=${PARTS:-"main joint mixture extra wsj"}
 ALPHA=${ALPHA:-0.1}
 EM_ITER=${EM_ITER:-100}
@@ -135,6 +146,16 @@ wsj_sample() {  # file: the NLTK PTB sample's .dp files in one file (blank line 
 prepare() {  # tb
   local d=$out/$1
   mkdir -p "$d"
+  if [[ $1 == *-fh ]]; then   # function heads: convert the base treebank's three files once
+    mkdir -p "$out/converted"
+    local part base=${1%-fh} from
+    for part in TRAIN DEV TEST; do
+      declare -n to=$part
+      [[ -s ${to[$1]} ]] && continue
+      from=$part; declare -n src=$from
+      run grind function-heads -o "${to[$1]}" "${src[$base]}" 2>"${to[$1]%.conllu}.log"
+    done
+  fi
   [[ -s $d/dmv-harmonic.txt ]] && return
   run grind make-grammar dmv $T10 -o "$d/dmv0.txt" "${TRAIN[$1]}"
   run grind init --harmonic --corpus "${TRAIN[$1]}" $T10 -o "$d/dmv-harmonic.txt" "$d/dmv0.txt"
@@ -170,41 +191,41 @@ if [[ " $PARTS " == *" joint "* ]]; then
 fi
 
 if [[ " $PARTS " == *" mixture "* ]]; then
-  prepare zh
-  o=$out/zh/mixture-base-ln20      # the unconstrained base at the mixtures' budget (the paper's "LN, mean-field")
-  if ! done_before zh "$o.txt" "LN-I families, 20 iterations (mixture base)" "$o.tsv"; then
+  prepare $MIXTB
+  o=$out/$MIXTB/mixture-base-ln20      # the unconstrained base at the mixtures' budget (the paper's "LN, mean-field")
+  if ! done_before $MIXTB "$o.txt" "LN-I families, 20 iterations (mixture base)" "$o.tsv"; then
     run grind train --algo ln --iterations 20 --cov families --seed 1 $T10 --trace "$o.tsv" \
-        -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
-    evaluate zh "$o.txt" "LN-I families, 20 iterations (mixture base)" "$o.tsv"
+        -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
+    evaluate $MIXTB "$o.txt" "LN-I families, 20 iterations (mixture base)" "$o.tsv"
   fi
   for k in $MIXTURES; do
-    o=$out/zh/mixture-$k
-    done_before zh "$o.txt" "mixture $k" "$o.tsv" && continue
+    o=$out/$MIXTB/mixture-$k
+    done_before $MIXTB "$o.txt" "mixture $k" "$o.tsv" && continue
     run grind train --algo mixture --base ln --cov families --constraints "$k" --seed 1 $T10 --trace "$o.tsv" \
-        -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
-    evaluate zh "$o.txt" "mixture $k" "$o.tsv"
+        -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
+    evaluate $MIXTB "$o.txt" "mixture $k" "$o.tsv"
   done
   for v in "schedule II:--mix-schedule II" "schedule III:--mix-schedule III" "base vb:--base vb --alpha $ALPHA" \
            "base em:--base em"; do   # RA+VAR+SD under the other schedules and bases
-    name=${v%%:*}; o=$out/zh/mixture-RA+VAR+SD-${name// /-}
-    done_before zh "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv" && continue
+    name=${v%%:*}; o=$out/$MIXTB/mixture-RA+VAR+SD-${name// /-}
+    done_before $MIXTB "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv" && continue
     run grind train --algo mixture --cov families --constraints RA+VAR+SD ${v#*:} --seed 1 $T10 --trace "$o.tsv" \
-        -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
-    evaluate zh "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv"
+        -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
+    evaluate $MIXTB "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv"
   done
   if [[ ${MIX_VB:-0} == 1 ]]; then   # every component over the Dirichlet VB base too, beside VB at the same 20 iterations
-    o=$out/zh/mixture-base-vb20
-    if ! done_before zh "$o.txt" "Dirichlet VB, 20 iterations (mixture base vb)" "$o.tsv"; then
+    o=$out/$MIXTB/mixture-base-vb20
+    if ! done_before $MIXTB "$o.txt" "Dirichlet VB, 20 iterations (mixture base vb)" "$o.tsv"; then
       run grind train --algo vb --alpha $ALPHA --iterations 20 --seed 1 $T10 --trace "$o.tsv" \
-          -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
-      evaluate zh "$o.txt" "Dirichlet VB, 20 iterations (mixture base vb)" "$o.tsv"
+          -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
+      evaluate $MIXTB "$o.txt" "Dirichlet VB, 20 iterations (mixture base vb)" "$o.tsv"
     fi
     for k in $MIXTURES; do
-      o=$out/zh/mixture-$k-base-vb
-      done_before zh "$o.txt" "mixture $k, base vb" "$o.tsv" && continue
+      o=$out/$MIXTB/mixture-$k-base-vb
+      done_before $MIXTB "$o.txt" "mixture $k, base vb" "$o.tsv" && continue
       run grind train --algo mixture --base vb --alpha $ALPHA --cov families --constraints "$k" --seed 1 $T10 \
-          --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
-      evaluate zh "$o.txt" "mixture $k, base vb" "$o.tsv"
+          --trace "$o.tsv" -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
+      evaluate $MIXTB "$o.txt" "mixture $k, base vb" "$o.tsv"
     done
   fi
 fi

@@ -1,0 +1,106 @@
+"""``grind function-heads``: a CoNLL treebank re-headed so that function words head their phrases."""
+from __future__ import annotations
+
+import collections
+
+import click
+
+from grind import log
+from grind.errors import InputError
+from grind.formats.corpus import _blocks, _check_ids, _gold_heads, _parse_row, block_format, CorpusSpec
+from grind.formats.function_heads import DEFAULT_RELATIONS, function_heads, is_function_relation
+from grind.formats.textio import header_lines, open_out, read_lines
+from grind.cli.common import output_option
+
+
+@click.command("function-heads")
+@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
+              help="Treebank format (auto: by extension, else a CoNLL file).")
+@click.option("--relations", default=",".join(DEFAULT_RELATIONS), show_default=True,
+              help="Comma-separated relations whose dependent is a function word; a label without ':' also "
+                   "matches its subtypes (case matches case:dec), one with ':' only itself.")
+@output_option
+@click.argument("treebank")
+def function_heads_cmd(treebank, fmt, relations, output):
+    """Write TREEBANK (CoNLL-U or CoNLL-X) with function words as heads.
+
+    UD makes content words heads (an adposition depends on its noun, an
+    auxiliary or copula on its predicate); the treebanks of the DMV papers
+    (Penn Treebank, Chinese Treebank) were converted from phrase structure
+    with head rules that make these function words heads.  Each word whose
+    relation is in --relations (and is not the root) becomes the head of
+    the word it depended on: several function words of one head chain up,
+    the one farthest from it on top (the left one at equal distance); the
+    top takes the phrase's old head and relation, the content word the
+    relation of the function word that now heads it; other dependents stay
+    where they were (Kohita, Noji & Matsumoto 2017; the rule in full:
+    ``pydoc grind.formats.function_heads``).
+
+    \b
+    Only HEAD and DEPREL of word lines change: IDs, the other columns
+    (DEPS included), comment lines, multiword ranges and empty nodes are
+    written as read.  A sentence without heads (HEAD '_') is written
+    unchanged and counted in the header and on stderr.  Convert gold and
+    training files alike, and score every model and baseline on the
+    converted gold; grind eval's convention line then names the file.
+
+    \b
+    Example:
+      grind function-heads zh-ud-test.conllu > zh-test.fh.conllu
+      grind baseline --attach right --column UPOS --punct ud zh-test.fh.conllu > right.conllu
+      grind eval --column UPOS --punct ud zh-test.fh.conllu right.conllu
+    """
+    labels = tuple(r.strip() for r in relations.split(",") if r.strip())
+    if not labels:
+        raise click.BadParameter("give at least one relation", param_hint="'--relations'")
+    name = "<stdin>" if treebank == "-" else treebank
+    lines = read_lines(treebank)
+    if fmt == "auto":
+        head = []
+        for pair in lines:
+            head.append(pair)
+            if pair[1].strip() and not pair[1].startswith("#"):
+                break
+        fmt = block_format(treebank, CorpusSpec(), head)
+        if fmt not in ("conllu", "conllx"):
+            raise InputError(f"{name}: read as {fmt}, not CoNLL-U or CoNLL-X: function-heads needs a treebank "
+                             "with HEAD and DEPREL columns (pass --format conllu if it is one)")
+        lines = _chain(head, lines)
+    blocks: list[str] = []
+    sentences = no_tree = moved = 0
+    by_label: collections.Counter = collections.Counter()
+    for _start, comments, rows in _blocks(lines):
+        toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
+        _check_ids(toks, rows, name)
+        words = [t for t in toks if t[0].isascii() and t[0].isdigit()]
+        sentences += 1
+        heads = _gold_heads(words, name) if words else None
+        if heads is not None:
+            rels = [t[7] for t in words]
+            new_heads, new_rels = function_heads(heads, rels, labels)
+            moved += sum(a != b for a, b in zip(heads, new_heads))
+            by_label.update(r for h, r in zip(heads, rels) if h != 0 and is_function_relation(r, labels))
+            for t, h, r in zip(words, new_heads, new_rels):
+                t[6], t[7] = str(h), r
+        else:
+            no_tree += 1
+        blocks.append("".join(c + "\n" for c in comments) + "".join("\t".join(t[:10]) + "\n" for t in toks) + "\n")
+    if not sentences:
+        raise InputError(f"{name}: no sentences")
+    found = ", ".join(f"{k} {v}" for k, v in sorted(by_label.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+    log.info(f"{name}: {sentences} sentences, {moved} words re-attached; function words by relation: {found}")
+    if no_tree:
+        log.warn(f"{name}: {no_tree} of {sentences} sentences have no heads (HEAD '_'): written unchanged")
+    with open_out(output) as f:
+        f.writelines(header_lines(
+            conversion=f"function heads (Kohita, Noji & Matsumoto 2017): relations {','.join(labels)} "
+                       "(a label without ':' also matches its subtypes)",
+            treebank=f"{name} ({fmt})", sentences=sentences, words_reattached=moved,
+            function_words=found, without_heads=f"{no_tree} (written unchanged)"))
+        f.write("\n")
+        f.writelines(blocks)
+
+
+def _chain(head, rest):
+    yield from head
+    yield from rest

@@ -1,0 +1,158 @@
+"""grind function-heads: UD content heads re-headed so that function words head their phrases."""
+import random
+
+import pytest
+
+from conftest import grind, shared_path
+from grind.formats.function_heads import function_heads, is_function_relation
+
+
+def test_adposition_and_localizer_chain_up_left_outer_at_equal_distance():
+    # 在 桌子 上 放: 在 (case) and 上 (case) both depend on 桌子, which is an nmod of 放
+    assert function_heads([2, 4, 2, 0], ["case", "nmod", "case", "root"]) == \
+        ([4, 3, 1, 0], ["nmod", "case", "case", "root"])
+
+
+def test_auxiliaries_chain_farthest_on_top_and_the_root_moves():
+    # would have been eating: the farthest auxiliary becomes the root
+    assert function_heads([4, 4, 4, 0], ["aux", "aux", "aux", "root"]) == \
+        ([0, 1, 2, 3], ["root", "aux", "aux", "aux"])
+
+
+def test_other_dependents_stay_on_the_content_word():
+    # she(nsubj->4) will(aux->4) quickly(advmod->4) run(root) home(obl->4) after(case->7) dinner(obl->4)
+    heads = [4, 4, 4, 0, 4, 7, 4]
+    rels = ["nsubj", "aux", "advmod", "root", "obl", "case", "obl"]
+    new_heads, new_rels = function_heads(heads, rels)
+    assert new_heads == [4, 0, 4, 2, 4, 4, 6]
+    assert new_rels == ["nsubj", "root", "advmod", "aux", "obl", "obl", "case"]
+
+
+def test_subtypes_match_a_bare_label_and_a_label_with_colon_matches_only_itself():
+    assert is_function_relation("case:dec", {"case"})
+    assert not is_function_relation("case", {"case:dec"})
+    assert not is_function_relation("nmod:case", {"case"})
+    # 我 的 书: the possessive marker heads the possessor
+    assert function_heads([3, 1, 0], ["nmod:poss", "case:dec", "root"]) == \
+        ([2, 3, 0], ["case:dec", "nmod:poss", "root"])
+    assert function_heads([3, 1, 0], ["nmod:poss", "case:dec", "root"], ["case:aspect"]) == \
+        ([3, 1, 0], ["nmod:poss", "case:dec", "root"])
+
+
+def test_a_function_word_with_function_words_of_its_own():
+    # x(0) <- f(case) ; f <- g(mark): g heads f's phrase and takes f's place above x
+    heads, rels = function_heads([0, 1, 2], ["root", "case", "mark"])
+    assert heads == [2, 3, 0] and rels == ["case", "mark", "root"]
+    # c <- mark (next to c) and aux (farther: outer), aux <- cop: cop tops the whole phrase
+    heads, rels = function_heads([0, 1, 1, 3], ["root", "mark", "aux", "cop"])
+    assert heads == [2, 3, 4, 0] and _is_tree(heads)
+    assert rels == ["mark", "aux", "cop", "root"]
+
+
+def _is_tree(heads):
+    n = len(heads)
+    if sum(h == 0 for h in heads) != 1:
+        return False
+    for i in range(1, n + 1):
+        h, steps = heads[i - 1], 0
+        while h:
+            h, steps = heads[h - 1], steps + 1
+            if steps > n:
+                return False
+    return True
+
+
+def test_random_trees_stay_trees_and_only_function_phrases_move():
+    rng = random.Random(5)
+    labels = ["case", "mark", "aux", "cop", "nsubj", "obj", "case:dec"]
+    for _ in range(3000):
+        n = rng.randint(1, 9)
+        order = list(range(1, n + 1))
+        rng.shuffle(order)
+        heads = [0] * n
+        for k, w in enumerate(order[1:], 1):
+            heads[w - 1] = order[rng.randrange(k)]
+        rels = ["root" if h == 0 else rng.choice(labels) for h in heads]
+        new_heads, new_rels = function_heads(heads, rels)
+        assert _is_tree(new_heads), (heads, rels, new_heads)
+        assert sorted(new_rels) == sorted(rels)                      # labels move, none is made up
+        fun = [h != 0 and is_function_relation(r, {"case", "mark", "aux", "auxpass", "cop"})
+               for h, r in zip(heads, rels)]
+        if not any(fun):
+            assert (new_heads, new_rels) == (heads, rels)
+        for i in range(n):        # a word that is no function word and has none stays where it was
+            if not fun[i] and not any(f and heads[j] == i + 1 for j, f in enumerate(fun)):
+                assert new_heads[i] == heads[i]
+
+
+CONLLU = """# sent_id = s1
+1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_
+1\tde\tde\tADP\t_\t_\t3\tcase\t3:case\t_
+2\tle\tle\tDET\t_\t_\t3\tdet\t_\t_
+3\tchat\tchat\tNOUN\t_\t_\t0\troot\t_\t_
+3.1\tx\tx\tNOUN\t_\t_\t_\t_\t3:dep\t_
+
+# sent_id = s2
+1\tno\t_\tX\t_\t_\t_\t_\t_\t_
+2\ttree\t_\tX\t_\t_\t_\t_\t_\t_
+
+"""
+
+
+def test_cli_rewrites_head_and_deprel_only_and_counts_sentences_without_heads(tmp_path):
+    src = tmp_path / "in.conllu"
+    src.write_text(CONLLU)
+    r = grind("function-heads", src)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# grind ") and any(ln.startswith("# command: grind function-heads") for ln in lines)
+    assert "# without_heads: 1 (written unchanged)" in lines
+    assert "# function_words: case 1" in lines and "# words_reattached: 2" in lines
+    body = r.stdout.split("\n\n", 1)[1]
+    assert body.splitlines() == [
+        "# sent_id = s1",
+        "1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_",
+        "1\tde\tde\tADP\t_\t_\t0\troot\t3:case\t_",
+        "2\tle\tle\tDET\t_\t_\t3\tdet\t_\t_",
+        "3\tchat\tchat\tNOUN\t_\t_\t1\tcase\t_\t_",
+        "3.1\tx\tx\tNOUN\t_\t_\t_\t_\t3:dep\t_",
+        "",
+        "# sent_id = s2",
+        "1\tno\t_\tX\t_\t_\t_\t_\t_\t_",
+        "2\ttree\t_\tX\t_\t_\t_\t_\t_\t_",
+        "",
+    ]
+    assert "1 of 2 sentences have no heads" in r.stderr
+    # the output reads back as a treebank: scored against the content heads, only 'le' keeps its head
+    one = tmp_path / "one.conllu"
+    one.write_text(CONLLU.split("\n\n")[0] + "\n\n")
+    out = tmp_path / "out.conllu"
+    grind("function-heads", "-o", out, one)
+    r2 = grind("eval", "--column", "UPOS", "--no-baselines", one, out)
+    assert "\nall\t1\t3\t0.3333\t" in r2.stdout
+
+
+def test_cli_refuses_what_is_not_a_conll_treebank(tmp_path):
+    txt = tmp_path / "plain.txt"
+    txt.write_text("a b c\n")
+    r = grind("function-heads", txt, check=False)
+    assert r.returncode != 0 and "not CoNLL-U or CoNLL-X" in r.stderr and "Traceback" not in r.stderr
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\ta\t_\tX\t_\t_\t2\tcase\t_\t_\n2\tb\t_\tX\t_\t_\t1\troot\t_\t_\n\n")
+    r = grind("function-heads", bad, check=False)
+    assert r.returncode != 0 and "cycle" in r.stderr and f"{bad}:" in r.stderr
+    r = grind("function-heads", "--relations", " , ", bad, check=False)
+    assert r.returncode == 2 and "at least one relation" in r.stderr
+
+
+def test_chinese_gsd_converts_and_attach_right_changes():
+    test = shared_path("UD_Chinese-GSD", "r1.4", "zh-ud-test.conllu")
+    r = grind("function-heads", test)
+    assert "# sentences: 500" in r.stdout and "# without_heads: 0 (written unchanged)" in r.stdout
+    moved = int(next(ln for ln in r.stdout.splitlines() if ln.startswith("# words_reattached:")).split()[-1])
+    assert moved > 1000
+
+
+@pytest.mark.parametrize("rels", [["case"], ["aux", "cop"]])
+def test_no_function_relation_present_is_the_identity(rels):
+    heads, labels = [2, 0, 2], ["nsubj", "root", "obj"]
+    assert function_heads(heads, labels, rels) == (heads, labels)
