@@ -37,9 +37,9 @@
 #   (WSJPLUS_METHODS, default "mle ln-families-newton"; python3 must import grind, as for wsjsize).
 # A finished run (its .eval file exists) is not run again: rerunning the recipe resumes it.
 # Function heads: treebank TB-fh (ewt-fh pt-fh tr-fh zh-fh) is TB's train / dev / test re-headed by
-# `grind function-heads` (case, mark, aux, auxpass, cop and their subtypes head their phrases, as in the papers'
-# Penn2Malt-style treebanks), converted once into OUTDIR/converted/; every model and baseline of TB-fh is trained and
-# scored on the converted files.  MIXTB=zh-fh runs part mixture on them (default zh).
+# `grind function-heads` (words whose relation is case, mark, aux, auxpass, aux:pass or cop head their phrases, as in
+# the papers' Penn2Malt-style treebanks), converted once into OUTDIR/converted/; every model and baseline of TB-fh is
+# trained and scored on the converted files.  MIXTB=zh-fh runs part mixture on them (default zh).
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra wsj"
 # (also wsjsize, wsjplus), ORDER (methods, below), LN_ITER, EM_ITER (EM / VB iterations, default 100), JOINT_ITER,
 # ALPHA, PATIENCE, MIXTURES, MIXTB; prints a TSV summary to stdout.  Part extra is run again on every call (no resume).

@@ -19,24 +19,30 @@ def test_auxiliaries_chain_farthest_on_top_and_the_root_moves():
         ([0, 1, 2, 3], ["root", "aux", "aux", "aux"])
 
 
-def test_other_dependents_stay_on_the_content_word():
-    # she(nsubj->4) will(aux->4) quickly(advmod->4) run(root) home(obl->4) after(case->7) dinner(obl->4)
+def test_a_dependent_a_function_word_separates_from_its_head_moves_to_it():
+    # she(nsubj->4) will(aux->4) quickly(advmod->4) run(root) home(obl->4) after(case->7) dinner(obl->4):
+    # 'she' is cut off from 'run' by 'will' and moves to it; 'quickly' and 'home' stay on 'run'
     heads = [4, 4, 4, 0, 4, 7, 4]
     rels = ["nsubj", "aux", "advmod", "root", "obl", "case", "obl"]
     new_heads, new_rels = function_heads(heads, rels)
-    assert new_heads == [4, 0, 4, 2, 4, 4, 6]
+    assert new_heads == [2, 0, 4, 2, 4, 4, 6]
     assert new_rels == ["nsubj", "root", "advmod", "aux", "obl", "obl", "case"]
+    # two auxiliaries: the subject goes to the outermost one between it and the verb (he would have eaten)
+    assert function_heads([4, 4, 4, 0], ["nsubj", "aux", "aux", "root"])[0] == [2, 0, 2, 3]
+    # a modifier between the two auxiliaries goes to the inner one (would soon have eaten)
+    assert function_heads([4, 4, 4, 0], ["aux", "advmod", "aux", "root"])[0] == [0, 3, 1, 3]
 
 
-def test_subtypes_match_a_bare_label_and_a_label_with_colon_matches_only_itself():
-    assert is_function_relation("case:dec", {"case"})
+def test_labels_match_exactly_and_name_star_adds_the_subtypes():
+    assert is_function_relation("case", {"case"}) and not is_function_relation("case:dec", {"case"})
+    assert is_function_relation("case:dec", {"case:*"}) and is_function_relation("case", {"case:*"})
     assert not is_function_relation("case", {"case:dec"})
-    assert not is_function_relation("nmod:case", {"case"})
-    # 我 的 书: the possessive marker heads the possessor
-    assert function_heads([3, 1, 0], ["nmod:poss", "case:dec", "root"]) == \
+    assert not is_function_relation("nmod:case", {"case:*"})
+    # 我 的 书: with case:dec the possessive marker heads the possessor; by default (exact labels) nothing moves
+    assert function_heads([3, 1, 0], ["nmod:poss", "case:dec", "root"], ["case:*"]) == \
         ([2, 3, 0], ["case:dec", "nmod:poss", "root"])
-    assert function_heads([3, 1, 0], ["nmod:poss", "case:dec", "root"], ["case:aspect"]) == \
-        ([3, 1, 0], ["nmod:poss", "case:dec", "root"])
+    unchanged = ([3, 1, 0], ["nmod:poss", "case:dec", "root"])
+    assert function_heads(*unchanged) == unchanged
 
 
 def test_a_function_word_with_function_words_of_its_own():
@@ -65,6 +71,7 @@ def _is_tree(heads):
 def test_random_trees_stay_trees_and_only_function_phrases_move():
     rng = random.Random(5)
     labels = ["case", "mark", "aux", "cop", "nsubj", "obj", "case:dec"]
+    star = ["case:*", "mark", "aux", "cop"]
     for _ in range(3000):
         n = rng.randint(1, 9)
         order = list(range(1, n + 1))
@@ -73,16 +80,48 @@ def test_random_trees_stay_trees_and_only_function_phrases_move():
         for k, w in enumerate(order[1:], 1):
             heads[w - 1] = order[rng.randrange(k)]
         rels = ["root" if h == 0 else rng.choice(labels) for h in heads]
-        new_heads, new_rels = function_heads(heads, rels)
+        new_heads, new_rels = function_heads(heads, rels, star)
         assert _is_tree(new_heads), (heads, rels, new_heads)
         assert sorted(new_rels) == sorted(rels)                      # labels move, none is made up
-        fun = [h != 0 and is_function_relation(r, {"case", "mark", "aux", "auxpass", "cop"})
-               for h, r in zip(heads, rels)]
+        fun = [h != 0 and is_function_relation(r, star) for h, r in zip(heads, rels)]
         if not any(fun):
             assert (new_heads, new_rels) == (heads, rels)
-        for i in range(n):        # a word that is no function word and has none stays where it was
-            if not fun[i] and not any(f and heads[j] == i + 1 for j, f in enumerate(fun)):
+        for i in range(n):        # a word that is no function word and has none stays where it was,
+            h = heads[i]          # unless one of its head's function words lies between them
+            cut = h and any(f and heads[j] == h and min(i + 1, h) < j + 1 < max(i + 1, h) for j, f in enumerate(fun))
+            if not fun[i] and not cut and not any(f and heads[j] == i + 1 for j, f in enumerate(fun)):
                 assert new_heads[i] == heads[i]
+
+
+def _projective_tree(rng, lo, hi, heads, parent):
+    if lo <= hi:
+        r = rng.randint(lo, hi)
+        heads[r - 1] = parent
+        _projective_tree(rng, lo, r - 1, heads, r)
+        _projective_tree(rng, r + 1, hi, heads, r)
+
+
+def _is_projective(heads):
+    arcs = [(min(i, h), max(i, h)) for i, h in enumerate(heads, 1) if h]
+    return not any(a < c < b < d for a, b in arcs for c, d in arcs)
+
+
+def test_projective_trees_stay_projective_without_nested_function_words():
+    rng = random.Random(3)
+    labels = ["case", "mark", "aux", "cop", "nsubj", "obj", "advmod"]
+    checked = 0
+    for _ in range(8000):
+        n = rng.randint(1, 12)
+        heads = [0] * n
+        _projective_tree(rng, 1, n, heads, 0)
+        rels = ["root" if h == 0 else rng.choice(labels) for h in heads]
+        fun = [h != 0 and r in ("case", "mark", "aux", "cop") for h, r in zip(heads, rels)]
+        if any(fun[i] and heads[i] and fun[heads[i] - 1] for i in range(n)):
+            continue                                   # a function word with function words of its own
+        checked += 1
+        new_heads, _ = function_heads(heads, rels)
+        assert _is_projective(new_heads), (heads, rels, new_heads)
+    assert checked > 2000
 
 
 CONLLU = """# sent_id = s1
@@ -107,6 +146,7 @@ def test_cli_rewrites_head_and_deprel_only_and_counts_sentences_without_heads(tm
     assert lines[0].startswith("# grind ") and any(ln.startswith("# command: grind function-heads") for ln in lines)
     assert "# without_heads: 1 (written unchanged)" in lines
     assert "# function_words: case 1" in lines and "# words_reattached: 2" in lines
+    assert "# several_roots: 0 (sentences with more than one HEAD 0)" in lines
     body = r.stdout.split("\n\n", 1)[1]
     assert body.splitlines() == [
         "# sent_id = s1",
@@ -152,6 +192,21 @@ def test_chinese_gsd_converts_and_attach_right_changes():
     assert moved > 1000
 
 
+def test_a_real_treebank_stays_projective_where_it_was():
+    test = shared_path("UD_English-EWT", "en_ewt-ud-test.conllu")
+    before = after = 0
+    rows: list = []
+    for line in open(test, encoding="utf-8").read().split("\n") + [""]:
+        if line and not line.startswith("#"):
+            c = line.split("\t")
+            if c[0].isdigit():
+                rows.append((int(c[6]), c[7]))
+        elif not line and rows:
+            heads, rels = [h for h, _ in rows], [r for _, r in rows]
+            before += not _is_projective(heads)
+            after += not _is_projective(function_heads(heads, rels)[0])
+            rows = []
+    assert after == before
 @pytest.mark.parametrize("rels", [["case"], ["aux", "cop"]])
 def test_no_function_relation_present_is_the_identity(rels):
     heads, labels = [2, 0, 2], ["nsubj", "root", "obj"]

@@ -17,8 +17,8 @@ from grind.cli.common import output_option
 @click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
               help="Treebank format (auto: by extension, else a CoNLL file).")
 @click.option("--relations", default=",".join(DEFAULT_RELATIONS), show_default=True,
-              help="Comma-separated relations whose dependent is a function word; a label without ':' also "
-                   "matches its subtypes (case matches case:dec), one with ':' only itself.")
+              help="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
+                   "matches NAME's subtypes (case:* matches case:dec).")
 @output_option
 @click.argument("treebank")
 def function_heads_cmd(treebank, fmt, relations, output):
@@ -31,15 +31,18 @@ def function_heads_cmd(treebank, fmt, relations, output):
     relation is in --relations (and is not the root) becomes the head of
     the word it depended on: several function words of one head chain up,
     the one farthest from it on top (the left one at equal distance); the
-    top takes the phrase's old head and relation, the content word the
-    relation of the function word that now heads it; other dependents stay
-    where they were (Kohita, Noji & Matsumoto 2017; the rule in full:
-    ``pydoc grind.formats.function_heads``).
+    top takes the phrase's old head and relation.  A dependent that a
+    function word separates from its head moves to the outermost such
+    function word (a subject to its auxiliary or copula); the others stay.
+    Adapted from Kohita, Noji & Matsumoto (2017); the rule in full:
+    ``pydoc grind.formats.function_heads``.
 
     \b
     Only HEAD and DEPREL of word lines change: IDs, the other columns
-    (DEPS included), comment lines, multiword ranges and empty nodes are
-    written as read.  A sentence without heads (HEAD '_') is written
+    (CoNLL-U DEPS and CoNLL-X PHEAD/PDEPREL included, which then no longer
+    match HEAD), the comment lines of each sentence, multiword ranges and
+    empty nodes are written as read (comment lines that belong to no
+    sentence, such as a file header, are not).  A sentence without heads (HEAD '_') is written
     unchanged and counted in the header and on stderr.  Convert gold and
     training files alike, and score every model and baseline on the
     converted gold; grind eval's convention line then names the file.
@@ -67,7 +70,7 @@ def function_heads_cmd(treebank, fmt, relations, output):
                              "with HEAD and DEPREL columns (pass --format conllu if it is one)")
         lines = _chain(head, lines)
     blocks: list[str] = []
-    sentences = no_tree = moved = 0
+    sentences = no_tree = moved = forests = 0
     by_label: collections.Counter = collections.Counter()
     for _start, comments, rows in _blocks(lines):
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
@@ -77,6 +80,7 @@ def function_heads_cmd(treebank, fmt, relations, output):
         heads = _gold_heads(words, name) if words else None
         if heads is not None:
             rels = [t[7] for t in words]
+            forests += sum(h == 0 for h in heads) > 1
             new_heads, new_rels = function_heads(heads, rels, labels)
             moved += sum(a != b for a, b in zip(heads, new_heads))
             by_label.update(r for h, r in zip(heads, rels) if h != 0 and is_function_relation(r, labels))
@@ -91,12 +95,16 @@ def function_heads_cmd(treebank, fmt, relations, output):
     log.info(f"{name}: {sentences} sentences, {moved} words re-attached; function words by relation: {found}")
     if no_tree:
         log.warn(f"{name}: {no_tree} of {sentences} sentences have no heads (HEAD '_'): written unchanged")
+    if forests:
+        log.warn(f"{name}: {forests} of {sentences} sentences have more than one root (HEAD 0): each root's "
+                 "phrase converted on its own")
     with open_out(output) as f:
         f.writelines(header_lines(
-            conversion=f"function heads (Kohita, Noji & Matsumoto 2017): relations {','.join(labels)} "
-                       "(a label without ':' also matches its subtypes)",
+            conversion=f"function heads (adapted from Kohita, Noji & Matsumoto 2017; pydoc "
+                       f"grind.formats.function_heads): relations {','.join(labels)} (exact; NAME:* = with subtypes)",
             treebank=f"{name} ({fmt})", sentences=sentences, words_reattached=moved,
-            function_words=found, without_heads=f"{no_tree} (written unchanged)"))
+            function_words=found, without_heads=f"{no_tree} (written unchanged)",
+            several_roots=f"{forests} (sentences with more than one HEAD 0)"))
         f.write("\n")
         f.writelines(blocks)
 

@@ -4,50 +4,59 @@ Universal Dependencies annotates *content heads*: an adposition, a
 subordinator, an auxiliary or a copula depends on the content word it goes
 with (``case``, ``mark``, ``aux``, ``cop``).  The treebanks the DMV papers
 evaluate on were converted from phrase structure with head rules that make
-many of these function words heads instead (Collins' rules for the Penn
-Treebank; the Penn2Malt rules for the Chinese Treebank, where a
-preposition heads its PP, a localizer its LCP, DEC/DEG their clause or
-phrase, a modal or copula the VP).  :func:`function_heads` moves a UD tree
-to that convention, so grind can score a model on the same kind of tree
-the papers scored on; the conversion follows the function-head
-transformation of Kohita, Noji & Matsumoto (2017, "Multilingual
-back-and-forth conversion between content and function head for easy
-dependency parsing", EACL), stated here in full.
+these function words heads instead (Collins' rules for the Penn Treebank;
+the Penn2Malt rules for the Chinese Treebank, where a preposition heads its
+PP, a modal or copula its VP, and the subject attaches to the head of the
+VP).  :func:`function_heads` moves a UD tree to that convention, so grind can
+score a model on the kind of tree the papers scored on.  It is adapted from
+the function-head transformation of Kohita, Noji & Matsumoto (2017,
+"Multilingual back-and-forth conversion between content and function head
+for easy dependency parsing", EACL), which promotes adpositions and
+subordinators only, at most one a side, and keeps labels; here auxiliaries
+and copulas are promoted too (as Penn-style head rules do), every function
+word of a head is chained, dependents a function word separates from their
+head move to it, and labels rotate.  The rule in full:
 
-The rule.  A word f is a *function word* of its head c when f's relation
-is one of the chosen labels (``case`` also matches its subtypes such as
-``case:dec``; a label with a colon matches only itself) and f is not the
-root.  Let F(c) = [f1, ..., fk] be c's function words ordered outermost
-first (by decreasing distance from c; at equal distance the left one is
-outer).  Then
+A word f is a *function word* of its head c when f is not the root and its
+relation is one of the chosen labels (exactly; ``NAME:*`` also matches the
+subtypes of NAME).  Let F(c) = [f1, ..., fk] be c's function words ordered
+outermost first (by decreasing distance from c; at equal distance the left
+one is outer).  Then
 
-* f1 takes c's place: it attaches where c's phrase attached (c's head, or
-  the word before it in its own head's chain when c is itself a function
-  word), and each f(i+1) attaches to fi;
-* c attaches to fk, the innermost;
-* every other dependent of c stays on c, and a function word's own
-  dependents stay on it.
+* f1 takes c's place: it attaches where c's phrase attached, and each
+  f(i+1) attaches to fi; c attaches to fk, the innermost;
+* where c's phrase attached: c's head, or, when c is itself a function
+  word, the word before it in its own head's chain;
+* a dependent d of c that is no function word stays on c unless one of
+  c's function words lies between d and c; then d attaches to the
+  outermost of those (the subject of "she will run" attaches to "will",
+  the objects and modifiers after "will" stay on "run");
+* a function word's own dependents stay on it.
 
 When a function word has function words of its own, its phrase is
 re-headed first and the top of that phrase takes its place (recursively).
 Labels rotate along the chain: f1 (the phrase's new head) takes c's
-relation, each f(i+1) takes fi's and c takes fk's, so the labels of a
-sentence are the same multiset as before (grind scores heads only).
+relation, each f(i+1) takes fi's and c takes fk's, so a sentence keeps the
+same multiset of labels (grind scores heads only).
 
-The result is again a tree with one root (a test checks it on random
-trees); it may be non-projective where the content-head tree was not.
+The result is a tree with one root whenever the input is; a projective
+tree stays projective unless a function word has function words of its own
+(both checked by tests on random trees).
 """
 from __future__ import annotations
 
 #: The default function-word relations: UD's adpositions / case markers,
-#: subordinators, auxiliaries (UD v1's ``auxpass`` as well) and copulas.
-DEFAULT_RELATIONS = ("case", "mark", "aux", "auxpass", "cop")
+#: subordinators, auxiliaries (passive ones under UD v1's and v2's names)
+#: and copulas -- the universal labels only: subtypes name language-specific
+#: constructions (UD Chinese r1.4's ``case:aspect`` marks aspect particles,
+#: ``case:suff`` word-internal suffixes) and are added by name when wanted.
+DEFAULT_RELATIONS = ("case", "mark", "aux", "auxpass", "aux:pass", "cop")
 
 
 def is_function_relation(rel: str, labels) -> bool:
-    """True when ``rel`` is one of ``labels``: a label without a colon also
-    matches its subtypes (``case`` matches ``case:dec``)."""
-    return rel in labels or rel.partition(":")[0] in labels
+    """True when ``rel`` is one of ``labels``, or a subtype of a label
+    written ``NAME:*`` (``case:*`` matches ``case`` and ``case:dec``)."""
+    return rel in labels or f"{rel.partition(':')[0]}:*" in labels
 
 
 def function_heads(heads: list[int], rels: list[str], labels=DEFAULT_RELATIONS) -> tuple[list[int], list[str]]:
@@ -78,7 +87,8 @@ def function_heads(heads: list[int], rels: list[str], labels=DEFAULT_RELATIONS) 
             k = chains[h].index(w)
             slot[w] = chains[h][k - 1] if k else slot[h]
         else:
-            slot[w] = h
+            between = [f for f in chains[h] if min(w, h) < f < max(w, h)] if h else []
+            slot[w] = top(between[0]) if between else h
     new_heads, new_rels = list(heads), list(rels)
     for w in range(1, n + 1):
         if chains[w]:
