@@ -11,7 +11,10 @@
 #   baselines on the same test sentences, and the share of each run's arcs that equal attach-right's.
 #   Part "single" adds the single-pass algorithms (streaming VB: one pass; stochastic VB: 5 epochs) at
 #   their own budgets, labelled as such.
-# Usage: data-recipes/bayes-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS INITS (harmonic and/or uniform) ALGOS PARTS.
+#   HEADS=function: train and test re-headed first by `grind function-heads` (function words head their phrases, as
+#   in the papers' Penn-style treebanks; written into OUTDIR/converted/), every run trained and scored on them.
+# Usage: data-recipes/bayes-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS INITS (harmonic and/or uniform) ALGOS PARTS
+# HEADS (content, the default, or function).
 # Finished runs (their .eval exists) are not run again. Prints a TSV summary to stdout.
 set -eEuo pipefail
 # a failed step's error is in its .log (its stderr): say which, and show the end of the newest log
@@ -27,6 +30,16 @@ train=$ewt/en_ewt-ud-train.conllu.xz
 test=$ewt/en_ewt-ud-test.conllu
 C="--column UPOS --punct ud"
 T10="$C --max-length 10"
+HEADS=${HEADS:-content}
+case $HEADS in
+  content) ;;
+  function)
+    mkdir -p "$out/converted"
+    [[ -s $out/converted/train.conllu ]] || grind function-heads -o "$out/converted/train.conllu" "$train"
+    [[ -s $out/converted/test.conllu ]] || grind function-heads -o "$out/converted/test.conllu" "$test"
+    train=$out/converted/train.conllu; test=$out/converted/test.conllu ;;
+  *) echo "bayes-results.sh: HEADS is content or function, not '$HEADS'" >&2; exit 2 ;;
+esac
 PASSES=${PASSES:-100}
 ALPHAS=${ALPHAS:-"0.1 1"}
 SEEDS=${SEEDS:-"1 2 3"}
