@@ -169,6 +169,9 @@ def test_cli_rewrites_head_and_deprel_only_and_counts_sentences_without_heads(tm
     grind("function-heads", "-o", out, one)
     r2 = grind("eval", "--column", "UPOS", "--no-baselines", one, out)
     assert "\nall\t1\t3\t0.3333\t" in r2.stdout
+    assert "; gold heads as annotated in GOLD" in r2.stdout          # the gold's convention is named
+    r3 = grind("eval", "--column", "UPOS", "--no-baselines", out, one)
+    assert "; gold heads: function heads (adapted from Kohita" in r3.stdout
 
 
 def test_cli_refuses_what_is_not_a_conll_treebank(tmp_path):

@@ -123,8 +123,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
                 log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
                          "(HEAD '_'); their words are scored 0")
             runs.append(rows)
-            report += format_report(rows, dependency_convention(spec, gold_sents.format), base, p,
-                                    definitions_too=k == 0)
+            report += format_report(rows, dependency_convention(spec, gold_sents.format) + _gold_heads_note(gold),
+                                    base, p, definitions_too=k == 0)
         if base is not None:
             report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
         if len(runs) > 1:
@@ -216,3 +216,22 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
 def _first_line(path):
     from grind.formats.textio import read_lines
     return next((ln for _, ln in read_lines(path) if ln.strip() and not ln.startswith("#")), None)
+
+
+def _gold_heads_note(path) -> str:
+    """The convention line's word on GOLD's heads: re-headed by grind function-heads (its header says so)
+    or as annotated in the file (a stream cannot be read twice: not looked at)."""
+    from grind.formats.textio import is_stream, read_lines
+    if is_stream(path):
+        return ""
+    lines = read_lines(path)
+    try:
+        for _, ln in lines:
+            if ln.strip() and not ln.startswith("#"):
+                break
+            if ln.startswith("# conversion: function heads"):
+                return "; gold heads: " + ln.split(":", 1)[1].strip()
+    finally:
+        lines.close()
+    return "; gold heads as annotated in GOLD"
+
