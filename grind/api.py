@@ -36,6 +36,7 @@ from grind.formats.counts import Counts
 from grind.formats.rules import PSEUDO_COUNTS
 from grind.formats.textio import set_run_info
 from grind.grammars.grammar import Grammar, as_probabilities, read_grammar as _read_grammar
+from grind.infer import RANDOM_ALGOS
 from grind.infer.registry import ALGORITHMS, CONFIG_OF
 
 __all__ = ["read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep", "Counts", "Grammar",
@@ -210,7 +211,13 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
                 **{k: options[k] for k in ("batch", "epochs", "model") if k in options})
     if patience < 1 or eval_every < 0:
         raise ValueError(f"patience must be >= 1 and eval_every >= 0 (got {patience}, {eval_every})")
-    call = _record("fit", seed, algo=algo, alpha=alpha, iterations=iterations, seed=seed, **options)
+    shown = given = seed
+    if seed is None and algo in RANDOM_ALGOS:          # as grind train: draw the seed and record it
+        import secrets
+        seed = secrets.randbits(32)
+        shown = f"{seed} (drawn: no seed given)"
+        log.info(f"grind.fit: no seed given: drew {seed}; seed={seed} repeats this run")
+    call = _record("fit", shown, algo=algo, alpha=alpha, iterations=iterations, seed=given, **options)
     rng = np.random.default_rng(seed)
     if options.get("joint"):
         raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
@@ -256,7 +263,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
             index.close()             # the spool of the corpus's tokens
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
-    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)), call=call, seed=str(seed))
+    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)), call=call, seed=str(shown))
     if trace:
         meta["objective"] = repr(trace[-1].objective)
     from grind.infer.training import unfinished_annealing

@@ -281,3 +281,18 @@ def test_train_keeps_freed_blocks_for_ln_only(tmp_path, monkeypatch, algo, extra
         assert e.code in (0, None)
     assert (tmp_path / "g.txt").exists()
     assert calls == ([algo] if algo == "ln" or (algo == "mixture" and not extra) else [])
+
+
+def test_a_random_algorithm_without_a_seed_draws_and_records_one(dmv_files, tmp_path):
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)
+    res = grind.fit(gpath, sents, "gibbs", alpha=0.5, iterations=2)
+    drawn = res.options["seed"]
+    assert isinstance(drawn, int)
+    res.grammar.write(tmp_path / "g.txt")
+    head = (tmp_path / "g.txt").read_text().splitlines()
+    assert f"# seed: {drawn} (drawn: no seed given)" in head and "seed=" not in head[1]
+    again = grind.fit(gpath, sents, "gibbs", alpha=0.5, iterations=2, seed=drawn)    # the drawn seed repeats it
+    assert np.array_equal(again.grammar.weights, res.grammar.weights)
+    det = grind.fit(gpath, sents, "vb", alpha=0.5, iterations=2)                     # no random choices: None
+    assert det.options["seed"] is None and det.grammar.meta["seed"] == "None"

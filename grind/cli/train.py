@@ -11,7 +11,7 @@ from grind.formats.corpus import peek_format, read_corpus
 from grind.errors import InputError
 from grind.grammars.grammar import PSEUDO_COUNTS
 from grind.formats.textio import STDERR, is_stream, output_group, same_file, stream_name
-from grind.infer import NAMES
+from grind.infer import NAMES, RANDOM_ALGOS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, OutputPath,
                               FiniteFloatRange, AlphaType, _given, make_rng, write_grammar, read_probabilities, load,
                               known_failures, report_failures, load_trees,
@@ -351,10 +351,6 @@ def _check_distinct_outputs(**paths):
         for k2, p2 in given[i + 1:]:
             if same_file(p1, p2) or p1 == p2 and p1 in ("-", STDERR):
                 raise click.UsageError(f"{k1} and {k2} name the same file: {'standard output' if p2 == '-' else p2}")
-
-
-#: Algorithms that make random choices (samplers, CVB's sweep order, stochastic VB's epoch order).
-RANDOM_ALGOS = ("cvb", "gibbs", "hastings", "stochastic")
 
 
 #: Algorithms whose E-step is the driver's ``estep`` over the whole corpus or a minibatch (--cluster runs it).
