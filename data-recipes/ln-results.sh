@@ -39,7 +39,10 @@
 # Function heads: treebank TB-fh (ewt-fh pt-fh tr-fh zh-fh) is TB's train / dev / test re-headed by
 # `grind function-heads` (words whose relation is case, mark, aux, auxpass, aux:pass or cop head their phrases, as in
 # the papers' Penn2Malt-style treebanks), converted once into OUTDIR/converted/; every model and baseline of TB-fh is
-# trained and scored on the converted files.  MIXTB=zh-fh runs part mixture on them (default zh).
+# trained and scored on the converted files.  zh-ctb: Chinese re-headed with the relations that name the Chinese
+# Treebank's Penn2Malt heads in UD Chinese r1.4 (case, case:dec = DEC/DEG, cop = VC, aux = modal VV, auxpass and
+# aux:caus = LB/BA), leaving out r1.4's mark, which is mostly adverbs and verbs there (AD and VV are dependents in
+# CTB).  MIXTB=zh-fh or zh-ctb runs part mixture on them (default zh).
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra wsj"
 # (also wsjsize, wsjplus), ORDER (methods, below), LN_ITER, EM_ITER (EM / VB iterations, default 100), JOINT_ITER,
 # ALPHA, PATIENCE, MIXTURES, MIXTB; prints a TSV summary to stdout.  Part extra is run again on every call (no resume).
@@ -70,14 +73,15 @@ declare -A TEST=(
   [tr]=$shared/UD_Turkish-IMST/tr_imst-ud-test.conllu
   [zh]=$shared/UD_Chinese-GSD/r1.4/zh-ud-test.conllu
 )
-for tb in ewt pt tr zh; do   # TB-fh: the same files re-headed by grind function-heads (made by prepare)
+declare -A RELATIONS=([zh-ctb]=case,case:dec,cop,aux,auxpass,aux:caus)   # grind function-heads --relations
+for tb in ewt-fh pt-fh tr-fh zh-fh zh-ctb; do   # re-headed by grind function-heads (made by prepare)
   for part in TRAIN DEV TEST; do
-    declare -n arr=$part; arr[$tb-fh]=$out/converted/$tb-fh-${part,,}.conllu
+    declare -n arr=$part; arr[$tb]=$out/converted/$tb-${part,,}.conllu
   done
 done
 unset -n arr
 TREEBANKS=${TREEBANKS-"ewt pt tr zh"}   # set and empty: none (e.g. PARTS=wsj alone)
-MIXTB=${MIXTB:-zh}                      # the treebank of part mixture (zh or zh-fh)
+MIXTB=${MIXTB:-zh}                      # the treebank of part mixture (zh, zh-fh or zh-ctb)
 PARTS=${PARTS:-"main joint mixture extra wsj"}
 ALPHA=${ALPHA:-0.1}
 EM_ITER=${EM_ITER:-100}
@@ -146,14 +150,15 @@ wsj_sample() {  # file: the NLTK PTB sample's .dp files in one file (blank line 
 prepare() {  # tb
   local d=$out/$1
   mkdir -p "$d"
-  if [[ $1 == *-fh ]]; then   # function heads: convert the base treebank's three files once
+  if [[ $1 == *-fh || $1 == zh-ctb ]]; then   # function heads: convert the base treebank's three files once
     mkdir -p "$out/converted"
-    local part base=${1%-fh} from
+    local part base=${1%-*} from
     for part in TRAIN DEV TEST; do
       declare -n to=$part
       [[ -s ${to[$1]} ]] && continue
       from=$part; declare -n src=$from
-      run grind function-heads -o "${to[$1]}" "${src[$base]}" 2>"${to[$1]%.conllu}.log"
+      run grind function-heads ${RELATIONS[$1]:+--relations ${RELATIONS[$1]}} -o "${to[$1]}" "${src[$base]}" \
+          2>"${to[$1]%.conllu}.log"
     done
   fi
   [[ -s $d/dmv-harmonic.txt ]] && return
