@@ -12,7 +12,8 @@
 #   Part "single" adds the single-pass algorithms (streaming VB: one pass; stochastic VB: 5 epochs) at
 #   their own budgets, labelled as such.
 #   HEADS=function: train and test re-headed first by `grind function-heads` (function words head their phrases, as
-#   in the papers' Penn-style treebanks; written into OUTDIR/converted/), every run trained and scored on them.
+#   in the papers' Penn-style treebanks; written into OUTDIR/converted/), every run trained and scored on them
+#   (training reads only the tags: the grammars and parses are those of HEADS=content, the gold trees differ).
 # Usage: data-recipes/bayes-results.sh [OUTDIR]; env PASSES ALPHAS SEEDS INITS (harmonic and/or uniform) ALGOS PARTS
 # HEADS (content, the default, or function).
 # Finished runs (their .eval exists) are not run again. Prints a TSV summary to stdout.
