@@ -244,3 +244,9 @@ def test_map_em_says_when_training_sentences_stop_parsing(tmp_path):
     d, train = sample_dmv(tmp_path, C)
     r = grind("train", "--algo", "em", "--alpha", "0.3", "--iterations", "3", *C, d / "g1.txt", train)
     assert "em step 2: 2 more sentence(s) have no parse of positive probability (667 of 669 parsed)" in r.stderr
+    # a run stopped after step 1 and resumed says it too (the count of parsed sentences is in the checkpoint)
+    ck = tmp_path / "ck.npz"
+    grind("train", "--algo", "em", "--alpha", "0.3", "--iterations", "1", "--checkpoint", ck, *C, d / "g1.txt", train)
+    r = grind("train", "--algo", "em", "--alpha", "0.3", "--iterations", "3", "--checkpoint", ck, "--resume", *C,
+              d / "g1.txt", train)
+    assert "em step 2: 2 more sentence(s) have no parse of positive probability (667 of 669 parsed)" in r.stderr

@@ -89,11 +89,14 @@ class EM(Algorithm):
     mean = weights
 
     def get_state(self):
-        return {"theta": self.theta, "it": self.it, "prev": self.prev, "done": self.done}
+        return {"theta": self.theta, "it": self.it, "prev": self.prev, "done": self.done,
+                "parsed_before": self.parsed_before}
 
     def set_state(self, s):
         self.theta = np.array(s["theta"], dtype=np.float64)
         self.it, self.prev, self.done = int(s["it"]), s["prev"], bool(s["done"])
+        p = s.get("parsed_before")                 # absent in checkpoints of older grinds
+        self.parsed_before = None if p is None else int(p)
 
 
 def run(parser, grammar, theta, iterations=50, tolerance=1e-6, alpha=1.0):
