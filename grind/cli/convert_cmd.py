@@ -42,10 +42,11 @@ def function_heads_cmd(treebank, fmt, relations, output):
     (CoNLL-U DEPS and CoNLL-X PHEAD/PDEPREL included, which then no longer
     match HEAD), the comment lines of each sentence, multiword ranges and
     empty nodes are written as read (comment lines that belong to no
-    sentence, such as a file header, are not).  A sentence without heads (HEAD '_') is written
-    unchanged and counted in the header and on stderr.  Convert gold and
-    training files alike, and score every model and baseline on the
-    converted gold; grind eval's convention line then names the file.
+    sentence, such as a file header, are not).  A sentence without heads
+    (HEAD '_') is written unchanged and counted in the header and on
+    stderr.  Unsupervised training reads only the tokens, so what changes
+    is the gold: score every model and baseline on the converted gold;
+    grind eval's convention line then names the conversion.
 
     \b
     Example:
