@@ -24,22 +24,31 @@ trap 'rc=$?; echo "$(basename "$0"): a step failed (exit $rc); the newest log:" 
       l=$(ls -t "${out:-.}"/*.log "${out:-.}"/*/*.log 2>/dev/null | head -1) || true
       [[ -n $l ]] && { echo "== $l" >&3; tail -5 "$l" >&3; }; trap - ERR' ERR
 shared=${SHARED:-../shared/data}
-out=${1:-results/bayes}
+HEADS=${HEADS:-content}
+[[ $HEADS == content || $HEADS == function ]] ||
+  { echo "bayes-results.sh: HEADS is content or function, not '$HEADS'" >&2; exit 2; }
+if [[ $HEADS == function ]]; then out=${1:-results/bayes-fh}; else out=${1:-results/bayes}; fi
 mkdir -p "$out"
+# an OUTDIR holds the runs of one gold convention (OUTDIR/heads; results without it are content-head ones):
+# its finished runs are not run again, so another convention's would be reported as this one's
+was=content
+[[ -s $out/heads ]] && was=$(cat "$out/heads")
+if [[ $was != "$HEADS" ]] && compgen -G "$out/*.eval" >/dev/null; then
+  echo "bayes-results.sh: $out holds HEADS=$was results, not HEADS=$HEADS: give another OUTDIR" >&2; exit 2
+fi
+echo "$HEADS" > "$out/heads"
 ewt=$shared/UD_English-EWT
 train=$ewt/en_ewt-ud-train.conllu.xz
 test=$ewt/en_ewt-ud-test.conllu
 C="--column UPOS --punct ud"
 T10="$C --max-length 10"
-HEADS=${HEADS:-content}
 case $HEADS in
   content) ;;
-  function)
+  function)   # made once; the results in OUTDIR were scored on these files (OUTDIR/heads)
     mkdir -p "$out/converted"
     [[ -s $out/converted/train.conllu ]] || grind function-heads -o "$out/converted/train.conllu" "$train"
     [[ -s $out/converted/test.conllu ]] || grind function-heads -o "$out/converted/test.conllu" "$test"
     train=$out/converted/train.conllu; test=$out/converted/test.conllu ;;
-  *) echo "bayes-results.sh: HEADS is content or function, not '$HEADS'" >&2; exit 2 ;;
 esac
 PASSES=${PASSES:-100}
 ALPHAS=${ALPHAS:-"0.1 1"}

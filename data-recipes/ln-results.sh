@@ -124,6 +124,8 @@ done
 for tb in $TREEBANKS; do
   [[ -n ${TRAIN[$tb]+x} ]] || { echo "ln-results.sh: unknown treebank '$tb' in TREEBANKS (one of: ${!TRAIN[*]})" >&2; exit 2; }
 done
+[[ $MIXTB == zh || $MIXTB == zh-fh || $MIXTB == zh-ctb ]] ||
+  { echo "ln-results.sh: MIXTB is zh, zh-fh or zh-ctb, not '$MIXTB'" >&2; exit 2; }
 acc() { awk -F'\t' '$1 ~ /^(<=10|<=20|all)$/ && !seen[$1]++ {printf "%s%.1f", (n++?"/":""), 100*$4}' "$1"; }
 overlap() { awk -F'\t' '$1 == "all" {printf "%.0f%%", 100*$7; exit}' "$1"; }
 pright() {  # the significance test's p of the directed accuracy (all) against attach-right, or - if not run
@@ -148,15 +150,24 @@ done_before() {  # tb grammar name trace: print the row of a finished run
 wsj_sample() {  # file: the NLTK PTB sample's .dp files in one file (blank line between files), made once
   [[ -s $1 ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$1"
 }
+conversion_line() {  # relations: the '# conversion:' header line grind function-heads writes with them
+  printf '1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n\n' | grind function-heads ${1:+--relations $1} - 2>/dev/null |
+    grep '^# conversion:'
+}
 prepare() {  # tb
   local d=$out/$1
   mkdir -p "$d"
   if [[ $1 == *-fh || $1 == zh-ctb ]]; then   # function heads: convert the base treebank's three files once
     mkdir -p "$out/converted"
-    local part base=${1%-*} from
+    local part base=${1%-*} from rule
+    rule=$(conversion_line "${RELATIONS[$1]:-}")
     for part in TRAIN DEV TEST; do
       declare -n to=$part
-      [[ -s ${to[$1]} ]] && continue
+      if [[ -s ${to[$1]} ]]; then   # made before: by this grind's rule, or the results there are another gold's
+        grep -qxF -- "$rule" <(head -20 "${to[$1]}") && continue
+        echo "ln-results.sh: ${to[$1]} was converted by another rule than this grind's ($rule): remove" \
+             "$out/converted and $out/$1 and run again" >&2; exit 2
+      fi
       from=$part; declare -n src=$from
       run grind function-heads ${RELATIONS[$1]:+--relations ${RELATIONS[$1]}} -o "${to[$1]}" "${src[$base]}" \
           2>"${to[$1]%.conllu}.log"

@@ -187,6 +187,17 @@ def test_cli_refuses_what_is_not_a_conll_treebank(tmp_path):
     assert r.returncode == 2 and "at least one relation" in r.stderr
 
 
+def test_cli_refuses_to_convert_twice_and_warns_when_nothing_matches(tmp_path):
+    src = tmp_path / "in.conllu"
+    src.write_text(CONLLU.split("\n\n")[0] + "\n\n")
+    once = tmp_path / "once.conllu"
+    grind("function-heads", "-o", once, src)
+    r = grind("function-heads", once, check=False)
+    assert r.returncode == 1 and "already re-headed by grind function-heads" in r.stderr and not r.stdout
+    r = grind("function-heads", "--relations", "nsubj", src)
+    assert "warning" in r.stderr and "no word has a relation in --relations (nsubj)" in r.stderr
+
+
 def test_chinese_gsd_converts_and_attach_right_changes():
     test = shared_path("UD_Chinese-GSD", "r1.4", "zh-ud-test.conllu")
     r = grind("function-heads", test)

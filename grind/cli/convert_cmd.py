@@ -59,17 +59,20 @@ def function_heads_cmd(treebank, fmt, relations, output):
         raise click.BadParameter("give at least one relation", param_hint="'--relations'")
     name = "<stdin>" if treebank == "-" else treebank
     lines = read_lines(treebank)
+    head = []
+    for pair in lines:
+        head.append(pair)
+        if pair[1].strip() and not pair[1].startswith("#"):
+            break
+        if pair[1].startswith("# conversion: function heads"):
+            raise InputError(f"{name}:{pair[0]}: this treebank was already re-headed by grind function-heads "
+                             f"({pair[1].split(':', 1)[1].strip()[:60]}...): convert the original instead")
     if fmt == "auto":
-        head = []
-        for pair in lines:
-            head.append(pair)
-            if pair[1].strip() and not pair[1].startswith("#"):
-                break
         fmt = block_format(treebank, CorpusSpec(), head)
         if fmt not in ("conllu", "conllx"):
             raise InputError(f"{name}: read as {fmt}, not CoNLL-U or CoNLL-X: function-heads needs a treebank "
                              "with HEAD and DEPREL columns (pass --format conllu if it is one)")
-        lines = _chain(head, lines)
+    lines = _chain(head, lines)
     blocks: list[str] = []
     sentences = no_tree = moved = forests = 0
     by_label: collections.Counter = collections.Counter()
@@ -93,7 +96,11 @@ def function_heads_cmd(treebank, fmt, relations, output):
     if not sentences:
         raise InputError(f"{name}: no sentences")
     found = ", ".join(f"{k} {v}" for k, v in sorted(by_label.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
-    log.info(f"{name}: {sentences} sentences, {moved} words re-attached; function words by relation: {found}")
+    if by_label:
+        log.info(f"{name}: {sentences} sentences, {moved} words re-attached; function words by relation: {found}")
+    else:
+        log.warn(f"{name}: no word has a relation in --relations ({','.join(labels)}): the treebank is written "
+                 "unchanged (are its labels UD's?)")
     if no_tree:
         log.warn(f"{name}: {no_tree} of {sentences} sentences have no heads (HEAD '_'): written unchanged")
     if forests:

@@ -25,12 +25,14 @@ one is outer).  Then
 
 * f1 takes c's place: it attaches where c's phrase attached, and each
   f(i+1) attaches to fi; c attaches to fk, the innermost;
-* where c's phrase attached: c's head, or, when c is itself a function
-  word, the word before it in its own head's chain;
+* where c's phrase attached: c's head; or, when c is itself a function
+  word of h, the word before c in h's chain, and where h's phrase
+  attached when c is the outermost;
 * a dependent d of c that is no function word stays on c unless one of
   c's function words lies between d and c; then d attaches to the
-  outermost of those (the subject of "she will run" attaches to "will",
-  the objects and modifiers after "will" stay on "run");
+  outermost of those (to the top of its phrase, when it has function
+  words of its own): the subject of "she will run" attaches to "will",
+  the objects and modifiers after "will" stay on "run";
 * a function word's own dependents stay on it.
 
 When a function word has function words of its own, its phrase is
