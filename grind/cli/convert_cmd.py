@@ -7,7 +7,7 @@ import click
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.corpus import _blocks, _check_ids, _gold_heads, _parse_row, block_format, CorpusSpec
+from grind.formats.corpus import CorpusSpec, block_format, conll_trees
 from grind.formats.function_heads import DEFAULT_RELATIONS, function_heads, is_function_relation
 from grind.formats.textio import header_lines, open_out, read_lines
 from grind.cli.common import output_option
@@ -76,12 +76,9 @@ def function_heads_cmd(treebank, fmt, relations, output):
     blocks: list[str] = []
     sentences = no_tree = moved = forests = 0
     by_label: collections.Counter = collections.Counter()
-    for _start, comments, rows in _blocks(lines):
-        toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
-        _check_ids(toks, rows, name)
+    for comments, toks, heads in conll_trees(lines, name, fmt):
         words = [t for t in toks if t[0].isascii() and t[0].isdigit()]
         sentences += 1
-        heads = _gold_heads(words, name) if words else None
         if heads is not None:
             rels = [t[7] for t in words]
             forests += sum(h == 0 for h in heads) > 1

@@ -433,6 +433,19 @@ def _read_treebank(lines, name, fmt, spec):
                  "between sentences?")
 
 
+def conll_trees(lines, name: str, fmt: str):
+    """``(comment lines, rows, heads)`` per block of a CoNLL-U / CoNLL-X file
+    given as ``(lineno, line)`` pairs: ``rows`` every row (multiword ranges and
+    empty nodes included) as its 10 columns plus its line number, IDs checked;
+    ``heads`` the HEAD column of the word rows as ints (None when it is ``_``
+    on every word: no tree), checked to be a tree.  Errors name file:line."""
+    for _, comments, block in _blocks(lines):
+        rows = [_parse_row(ln, s, name, fmt) for ln, s in block]
+        _check_ids(rows, block, name)
+        words = [r for r in rows if r[0].isascii() and r[0].isdigit()]
+        yield comments, rows, (_gold_heads(words, name) if words else None)
+
+
 def _check_ids(toks, rows, name):
     """CoNLL IDs: tokens 1..n in order; a range ``a-b`` right before token a
     (b >= a, b <= n); empty nodes ``k.m`` (skipped) anywhere.  Errors name file:line."""
