@@ -234,4 +234,3 @@ def _gold_heads_note(path) -> str:
     finally:
         lines.close()
     return "; gold heads as annotated in GOLD"
-
