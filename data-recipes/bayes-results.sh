@@ -46,8 +46,16 @@ case $HEADS in
   content) ;;
   function)   # made once; the results in OUTDIR were scored on these files (OUTDIR/heads)
     mkdir -p "$out/converted"
-    [[ -s $out/converted/train.conllu ]] || grind function-heads -o "$out/converted/train.conllu" "$train"
-    [[ -s $out/converted/test.conllu ]] || grind function-heads -o "$out/converted/test.conllu" "$test"
+    rule=$(printf '1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n\n' | grind function-heads - 2>/dev/null | grep '^# conversion:')
+    for f in train test; do
+      if [[ -s $out/converted/$f.conllu ]]; then    # made by this grind's rule, or OUTDIR's results are another gold's
+        grep -qxF -- "$rule" <(head -20 "$out/converted/$f.conllu") && continue
+        echo "bayes-results.sh: $out/converted/$f.conllu was converted by another rule than this grind's: give" \
+             "another OUTDIR" >&2; exit 2
+      fi
+      [[ $f == train ]] && src=$train || src=$test
+      grind function-heads -o "$out/converted/$f.conllu" "$src"
+    done
     train=$out/converted/train.conllu; test=$out/converted/test.conllu ;;
 esac
 PASSES=${PASSES:-100}

@@ -39,11 +39,12 @@
 # Function heads: treebank TB-fh (ewt-fh pt-fh tr-fh zh-fh) is TB's train / dev / test re-headed by
 # `grind function-heads` (words whose relation is case, mark, aux, auxpass, aux:pass or cop head their phrases, as in
 # the papers' Penn2Malt-style treebanks), converted once into OUTDIR/converted/; every model and baseline of TB-fh is
-# trained and scored on the converted files.  (Training reads only the tags, so TB-fh's grammars and parses are TB's:
-# only the gold trees and the baselines' scores differ; a TB-fh run repeats TB's training.)  zh-ctb: Chinese re-headed with the relations that name the Chinese
-# Treebank's Penn2Malt heads in UD Chinese r1.4 (case, case:dec = DEC/DEG, cop = VC, aux = modal VV, auxpass and
-# aux:caus = LB/BA), leaving out r1.4's mark, which is mostly adverbs and verbs there (AD and VV are dependents in
-# CTB).  MIXTB=zh-fh or zh-ctb runs part mixture on them (default zh).
+# trained and scored on the converted files.  (Training reads only the tags, so TB-fh's grammars and parses are
+# TB's: only the gold trees and the baselines' scores differ; a TB-fh run repeats TB's training.)  zh-ctb: Chinese
+# re-headed with the relations that name the Chinese Treebank's Penn2Malt heads in UD Chinese r1.4 (case, case:dec
+# = DEC/DEG, cop = VC, aux = modal VV, auxpass and aux:caus = LB/BA), leaving out r1.4's mark, which is mostly
+# adverbs and verbs there (AD and VV are dependents in CTB).  MIXTB=zh-fh or zh-ctb runs part mixture on them
+# (default zh).  Converted files made by another rule (an older grind) are refused: remove them and their results.
 # Usage: data-recipes/ln-results.sh [OUTDIR]; env TREEBANKS="ewt pt tr zh" PARTS="main joint mixture extra wsj"
 # (also wsjsize, wsjplus), ORDER (methods, below), LN_ITER, EM_ITER (EM / VB iterations, default 100), JOINT_ITER,
 # ALPHA, PATIENCE, MIXTURES, MIXTB; prints a TSV summary to stdout.  Part extra is run again on every call (no resume).
