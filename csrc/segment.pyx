@@ -9,12 +9,20 @@
 #   alpha_m(j) = sum_i alpha_m-1(i) L_{s_m}(i, j),  alpha_0 = [1, 0, ..]
 #   beta_m-1(i) = sum_j L_{s_m}(i, j) beta_m(j),     beta_k = [.., 0, 1]
 #   log w_t Z_t = log w_t + sum_m log max_{s_m} + log alpha_k(n)
+# Every alpha and beta row is stored divided by its largest entry, whose log
+# is kept (aofs / bofs, summed along the row's chain), so a word whose
+# derivations all have probabilities far below the smallest double (a product
+# of many small weights) keeps its log Z, counts and posteriors.  A word where a
+# value still leaves the double range inside a row (an entry below DBL_MIN times
+# its row's largest, or a product below DBL_MIN) is redone in log space (the
+# *_log functions; w.logmode), so no derivation is ever lost to underflow.
 # WordKernel runs the same forward/backward/count loops for one word, reading
 # only the weights of the rules that word reads (collapsed VB).
 
 from rng cimport grind_rng, grind_rng_seed, grind_uniform
 from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.math cimport log, exp, INFINITY
+from libc.float cimport DBL_MIN
 from libc.stdint cimport int64_t, uint64_t
 
 import numpy as np
@@ -39,8 +47,13 @@ cdef struct Work:
     double *alpha             # nstates x (n+1)
     double *beta
     double *logt              # T
-    double *scale             # T
+    double *base              # T: log w_t + sum_m log max_{s_m}
+    double *aofs              # nstates: log of what alpha row was divided by (cumulative)
+    double *bofs              # nstates: the same for beta rows
+    double *scale             # T: 1 for a template with a derivation, else 0
     int *bp                   # nstates x (n+1)
+    bint logmode              # this word's L, alpha, beta hold logs (the slow path)
+    bint lost                 # a value left the double range in the linear pass
 
 
 cdef int work_new(Work *w, Gram *g) noexcept nogil:
@@ -50,18 +63,58 @@ cdef int work_new(Work *w, Gram *g) noexcept nogil:
     w.alpha = <double *> malloc(g.nstates * n1 * sizeof(double))
     w.beta = <double *> malloc(g.nstates * n1 * sizeof(double))
     w.logt = <double *> malloc(g.T * sizeof(double))
+    w.base = <double *> malloc(g.T * sizeof(double))
+    w.aofs = <double *> malloc(g.nstates * sizeof(double))
+    w.bofs = <double *> malloc(g.nstates * sizeof(double))
     w.scale = <double *> malloc(g.T * sizeof(double))
     w.bp = <int *> malloc(g.nstates * n1 * sizeof(int))
-    return w.L != NULL and w.alpha != NULL and w.beta != NULL and w.bp != NULL
+    return (w.L != NULL and w.logmx != NULL and w.alpha != NULL and w.beta != NULL and w.logt != NULL
+            and w.base != NULL and w.aofs != NULL and w.bofs != NULL and w.scale != NULL and w.bp != NULL)
 
 
 cdef void work_free(Work *w) noexcept nogil:
-    free(w.L); free(w.logmx); free(w.alpha); free(w.beta); free(w.logt); free(w.scale); free(w.bp)
+    free(w.L); free(w.logmx); free(w.alpha); free(w.beta); free(w.logt); free(w.base); free(w.aofs)
+    free(w.bofs); free(w.scale); free(w.bp)
+
+
+#: Above this log factor a posterior is formed in log space: a product of stored values of at least
+#: e^-LINEAR_MAX times it is still a normal double, so every posterior of any weight survives below it.
+DEF LINEAR_MAX = 600.0
+
+
+cdef double normalise(Work *w, double *row, int lo, int hi) noexcept nogil:
+    """Divide row[lo..hi] by its largest entry; return that entry's log (-inf, row left as is, when all are 0).
+    An entry that falls below DBL_MIN sets w.lost."""
+    cdef int j
+    cdef double mx = 0.0, v
+    for j in range(lo, hi + 1):
+        if row[j] > mx:
+            mx = row[j]
+    if mx == 0.0:
+        return -INFINITY
+    for j in range(lo, hi + 1):
+        v = row[j]
+        row[j] = v / mx
+        if v > 0.0 and row[j] < DBL_MIN:
+            w.lost = True
+    return log(mx)
 
 
 cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
-    """Fill L (scaled), alpha (or max-product alpha and bp), logt; return log Z
-    (viterbi: the best log weight)."""
+    """Fill L, alpha (or max-product alpha and bp), logt; return log Z
+    (viterbi: the best log weight).  Linear (scaled) unless a value leaves the
+    double range there; then in log space."""
+    cdef double lz
+    w.lost = False
+    w.logmode = False
+    lz = forward_lin(g, w, q, viterbi)
+    if w.lost:
+        lz = forward_log(g, w, q, viterbi)
+    return lz
+
+
+cdef double forward_lin(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
+    """:func:`forward` with scaled linear values (sets w.lost where that fails)."""
     cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, jmax, bi, r
     cdef const int *kid = g.kid + g.koff[q]
     cdef double *L = w.L
@@ -89,7 +142,10 @@ cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
                 if jmax > n:
                     jmax = n
                 for j in range(i + 1, jmax + 1):
-                    Ls[i * n1 + j] /= mx
+                    x = Ls[i * n1 + j]
+                    Ls[i * n1 + j] = x / mx
+                    if x > 0.0 and Ls[i * n1 + j] < DBL_MIN:
+                        w.lost = True
         else:
             w.logmx[s] = -INFINITY
     top = -INFINITY
@@ -100,10 +156,14 @@ cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
         for i in range(n1):
             a0[i] = 0.0
         a0[0] = 1.0
+        w.aofs[st] = 0.0
         lz = g.logw[t]
         for m in range(k):
             s = g.tslot[g.toff[t] + m]
             lz += w.logmx[s]
+        w.base[t] = lz
+        for m in range(k):
+            s = g.tslot[g.toff[t] + m]
             Ls = L + s * n1 * n1
             a0 = w.alpha + (st + m) * n1
             a1 = a0 + n1
@@ -116,6 +176,8 @@ cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
                     i = 0
                 while i < j:
                     x = a0[i] * Ls[i * n1 + j]
+                    if x < DBL_MIN and a0[i] > 0.0 and Ls[i * n1 + j] > 0.0:
+                        w.lost = True
                     if viterbi:
                         if x > acc:
                             acc = x
@@ -126,9 +188,10 @@ cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
                 a1[j] = acc
                 if viterbi:
                     w.bp[(st + m + 1) * n1 + j] = bi
+            w.aofs[st + m + 1] = w.aofs[st + m] + normalise(w, a1, 1, n)
         x = (w.alpha + (st + k) * n1)[n]
-        if x > 0.0 and lz > -INFINITY:
-            w.logt[t] = lz + log(x)
+        if x > 0.0 and lz > -INFINITY and w.aofs[st + k] > -INFINITY:
+            w.logt[t] = lz + w.aofs[st + k] + log(x)
         else:
             w.logt[t] = -INFINITY
         if w.logt[t] > top:
@@ -140,19 +203,140 @@ cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
         acc += exp(w.logt[t] - top)
     lz = top + log(acc)
     for t in range(g.T):
+        w.scale[t] = 1.0 if w.logt[t] > -INFINITY else 0.0
+    return lz
+
+
+cdef double forward_log(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
+    """:func:`forward` in log space: L, alpha hold logs (-inf for 0), logmx = 0, aofs = 0."""
+    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, jmax, bi, r, lo
+    cdef const int *kid = g.kid + g.koff[q]
+    cdef double *a0
+    cdef double *a1
+    cdef double *Ls
+    cdef double x, acc, best, top, lz
+    w.logmode = True
+    for s in range(S):
+        Ls = w.L + s * n1 * n1
+        w.logmx[s] = 0.0
+        for i in range(n):
+            jmax = i + g.maxlex
+            if jmax > n:
+                jmax = n
+            for j in range(i + 1, jmax + 1):
+                r = g.table[kid[i * n1 + j] * S + s]
+                x = g.w[r] if r >= 0 else 0.0
+                Ls[i * n1 + j] = log(x) if x > 0.0 else -INFINITY
+    top = -INFINITY
+    for t in range(g.T):
         st = g.toff[t] + t
         k = g.toff[t + 1] - g.toff[t]
+        a0 = w.alpha + st * n1
+        for i in range(n1):
+            a0[i] = -INFINITY
+        a0[0] = 0.0
+        w.base[t] = g.logw[t]
+        for m in range(k):
+            w.aofs[st + m] = 0.0
+            s = g.tslot[g.toff[t] + m]
+            Ls = w.L + s * n1 * n1
+            a0 = w.alpha + (st + m) * n1
+            a1 = a0 + n1
+            a1[0] = -INFINITY
+            for j in range(1, n1):
+                lo = j - g.maxlex
+                if lo < 0:
+                    lo = 0
+                best = -INFINITY
+                bi = -1
+                for i in range(lo, j):
+                    x = a0[i] + Ls[i * n1 + j]
+                    if x > best:
+                        best = x
+                        bi = i
+                if viterbi or best == -INFINITY:
+                    a1[j] = best
+                else:
+                    acc = 0.0
+                    for i in range(lo, j):
+                        acc += exp(a0[i] + Ls[i * n1 + j] - best)
+                    a1[j] = best + log(acc)
+                if viterbi:
+                    w.bp[(st + m + 1) * n1 + j] = bi
+        w.aofs[st + k] = 0.0
         x = (w.alpha + (st + k) * n1)[n]
-        w.scale[t] = exp(w.logt[t] - lz) / x if w.logt[t] > -INFINITY else 0.0
+        w.logt[t] = w.base[t] + x if x > -INFINITY and w.base[t] > -INFINITY else -INFINITY
+        if w.logt[t] > top:
+            top = w.logt[t]
+    if top == -INFINITY or viterbi:
+        return top
+    acc = 0.0
+    for t in range(g.T):
+        acc += exp(w.logt[t] - top)
+    lz = top + log(acc)
+    for t in range(g.T):
+        w.scale[t] = 1.0 if w.logt[t] > -INFINITY else 0.0
     return lz
 
 
 cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
+    """Fill beta (after :func:`forward`), in the forward pass's mode; a linear
+    pass that leaves the double range redoes the word in log space."""
+    if not w.logmode:
+        w.lost = False
+        backward_lin(g, w, q)
+        if not w.lost:
+            return
+        forward_log(g, w, q, False)
+    backward_log(g, w, q)
+
+
+cdef void backward_log(Gram *g, Work *w, int q) noexcept nogil:
     cdef int n = g.length[q], n1 = n + 1, i, j, t, m, k, st, s, jmax
     cdef double *b0
     cdef double *b1
     cdef double *Ls
-    cdef double acc
+    cdef double best, acc
+    for t in range(g.T):
+        if w.scale[t] == 0.0:
+            continue
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        b1 = w.beta + (st + k) * n1
+        for i in range(n1):
+            b1[i] = -INFINITY
+        b1[n] = 0.0
+        w.bofs[st + k] = 0.0
+        for m in range(k, 0, -1):
+            s = g.tslot[g.toff[t] + m - 1]
+            Ls = w.L + s * n1 * n1
+            b1 = w.beta + (st + m) * n1
+            b0 = b1 - n1
+            b0[n] = -INFINITY
+            w.bofs[st + m - 1] = 0.0
+            for i in range(n):
+                jmax = i + g.maxlex
+                if jmax > n:
+                    jmax = n
+                best = -INFINITY
+                for j in range(i + 1, jmax + 1):
+                    if Ls[i * n1 + j] + b1[j] > best:
+                        best = Ls[i * n1 + j] + b1[j]
+                if best == -INFINITY:
+                    b0[i] = best
+                    continue
+                acc = 0.0
+                for j in range(i + 1, jmax + 1):
+                    acc += exp(Ls[i * n1 + j] + b1[j] - best)
+                b0[i] = best + log(acc)
+
+
+cdef void backward_lin(Gram *g, Work *w, int q) noexcept nogil:
+    cdef int n = g.length[q], n1 = n + 1, i, j, t, m, k, st, s, jmax
+    cdef double *b0
+    cdef double *b1
+    cdef double *Ls
+    cdef double acc, x
     for t in range(g.T):
         if w.scale[t] == 0.0:
             continue
@@ -162,6 +346,7 @@ cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
         for i in range(n1):
             b1[i] = 0.0
         b1[n] = 1.0
+        w.bofs[st + k] = 0.0
         for m in range(k, 0, -1):
             s = g.tslot[g.toff[t] + m - 1]
             Ls = w.L + s * n1 * n1
@@ -174,8 +359,12 @@ cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
                     jmax = n
                 acc = 0.0
                 for j in range(i + 1, jmax + 1):
-                    acc += Ls[i * n1 + j] * b1[j]
+                    x = Ls[i * n1 + j] * b1[j]
+                    if x < DBL_MIN and Ls[i * n1 + j] > 0.0 and b1[j] > 0.0:
+                        w.lost = True
+                    acc += x
                 b0[i] = acc
+            w.bofs[st + m - 1] = w.bofs[st + m] + normalise(w, b0, 0, n - 1)
 
 
 cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
@@ -184,13 +373,15 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double 
     forward, with log Z ``lz`` finite, and backward; ``counts`` may be NULL)."""
     cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
     cdef const int *kid = g.kid + g.koff[q]
-    cdef double sc, c
+    cdef double sc, c, lf
     cdef double *a
     cdef double *b
     cdef double *Ls
+    if w.logmode:
+        add_counts_log(g, w, q, lz, counts, bounds)
+        return
     for t in range(g.T):
-        sc = w.scale[t]
-        if sc == 0.0:
+        if w.scale[t] == 0.0:
             continue
         st = g.toff[t] + t
         k = g.toff[t + 1] - g.toff[t]
@@ -199,10 +390,22 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double 
         for m in range(k):
             a = w.alpha + (st + m) * n1
             if bounds != NULL and m > 0:
+                # posterior = a * beta * e^lf; for lf above LINEAR_MAX the product of the two stored
+                # (row-normalised) values may be below the double range: multiply in log space
+                lf = w.base[t] + w.aofs[st + m] + w.bofs[st + m] - lz
+                b = w.beta + (st + m) * n1
+                sc = exp(lf)
                 for i in range(1, n):
-                    bounds[i] += a[i] * w.beta[(st + m) * n1 + i] * sc
+                    if lf <= LINEAR_MAX:
+                        bounds[i] += a[i] * b[i] * sc
+                    elif a[i] > 0.0 and b[i] > 0.0:
+                        bounds[i] += exp(log(a[i]) + log(b[i]) + lf)
             if counts == NULL:
                 continue
+            lf = w.base[t] + w.aofs[st + m] + w.bofs[st + m + 1] - lz
+            if lf == -INFINITY:
+                continue
+            sc = exp(lf)
             b = w.beta + (st + m + 1) * n1
             s = g.tslot[g.toff[t] + m]
             Ls = w.L + s * n1 * n1
@@ -213,10 +416,57 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double 
                 if jmax > n:
                     jmax = n
                 for j in range(i + 1, jmax + 1):
-                    c = a[i] * Ls[i * n1 + j] * b[j]
+                    if lf <= LINEAR_MAX:
+                        c = a[i] * Ls[i * n1 + j] * b[j] * sc
+                    elif Ls[i * n1 + j] > 0.0 and b[j] > 0.0:
+                        c = exp(log(a[i]) + log(Ls[i * n1 + j]) + log(b[j]) + lf)
+                    else:
+                        c = 0.0
                     if c > 0.0:
                         r = g.table[kid[i * n1 + j] * g.S + s]
-                        counts[r] += c * sc
+                        counts[r] += c
+
+
+cdef void add_counts_log(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
+    """:func:`add_counts` for a word computed in log space."""
+    cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
+    cdef const int *kid = g.kid + g.koff[q]
+    cdef double lf, x
+    cdef double *a
+    cdef double *b
+    cdef double *Ls
+    for t in range(g.T):
+        if w.scale[t] == 0.0:
+            continue
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        lf = w.base[t] - lz
+        if counts != NULL:
+            counts[g.trule[t]] += exp(w.logt[t] - lz)
+        for m in range(k):
+            a = w.alpha + (st + m) * n1
+            if bounds != NULL and m > 0:
+                b = w.beta + (st + m) * n1
+                for i in range(1, n):
+                    x = a[i] + b[i]
+                    if x > -INFINITY:
+                        bounds[i] += exp(x + lf)
+            if counts == NULL:
+                continue
+            b = w.beta + (st + m + 1) * n1
+            s = g.tslot[g.toff[t] + m]
+            Ls = w.L + s * n1 * n1
+            for i in range(n):
+                if a[i] == -INFINITY:
+                    continue
+                jmax = i + g.maxlex
+                if jmax > n:
+                    jmax = n
+                for j in range(i + 1, jmax + 1):
+                    x = a[i] + Ls[i * n1 + j] + b[j]
+                    if x > -INFINITY:
+                        r = g.table[kid[i * n1 + j] * g.S + s]
+                        counts[r] += exp(x + lf)
 
 
 def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1] logz,
@@ -402,7 +652,7 @@ def decode(dict gram, const int[::1] idx, const uint64_t[::1] seeds, bint viterb
     cdef object keep = _gram(gram, &g)
     cdef Py_ssize_t Q = idx.shape[0], qq
     cdef int q, n, n1, t, st, k, m, s, i, j, jlo, bt, kmax = 0
-    cdef double lz, u, acc, x
+    cdef double lz, u, acc, x, mxl
     cdef double *a
     cdef double *Ls
     cdef int ends[256]
@@ -437,7 +687,7 @@ def decode(dict gram, const int[::1] idx, const uint64_t[::1] seeds, bint viterb
                 u = grind_uniform(&rng)
                 acc = 0.0
                 for t in range(g.T):
-                    x = w.scale[t] * (w.alpha + (g.toff[t] + t + g.toff[t + 1] - g.toff[t]) * n1)[n]
+                    x = exp(w.logt[t] - lz)
                     if x > 0.0:
                         bt = t
                         acc += x
@@ -458,14 +708,19 @@ def decode(dict gram, const int[::1] idx, const uint64_t[::1] seeds, bint viterb
                     jlo = j - g.maxlex
                     if jlo < 0:
                         jlo = 0
+                    mxl = -INFINITY                 # log mode: weights exp(a + L - their largest)
+                    if w.logmode:
+                        for i in range(jlo, j):
+                            if a[i] + Ls[i * n1 + j] > mxl:
+                                mxl = a[i] + Ls[i * n1 + j]
                     acc = 0.0
                     for i in range(jlo, j):
-                        acc += a[i] * Ls[i * n1 + j]
+                        acc += exp(a[i] + Ls[i * n1 + j] - mxl) if w.logmode else a[i] * Ls[i * n1 + j]
                     u = grind_uniform(&rng) * acc
                     acc = 0.0
                     bt = -1
                     for i in range(jlo, j):
-                        x = a[i] * Ls[i * n1 + j]
+                        x = exp(a[i] + Ls[i * n1 + j] - mxl) if w.logmode else a[i] * Ls[i * n1 + j]
                         if x > 0.0:
                             bt = i
                             acc += x

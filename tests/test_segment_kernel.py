@@ -182,6 +182,61 @@ def test_long_word_no_underflow(native):
     assert counts.sum() == pytest.approx(2 + np.exp(math.log(0.5) + 2 * math.log(1e-200) - expect), rel=1e-9)
 
 
+@pytest.mark.parametrize("native", [True])          # the numpy fallback has no log-space second pass
+@pytest.mark.parametrize("seed", range(12))
+def test_derivations_far_below_the_double_range(seed, native):
+    """Every lexical weight but one a slot times 1e-200: most derivations of two or three morphs weigh
+    1e-400 or less, below the smallest double, beside rules of ordinary weight in the same slots (so no
+    per-slot scale saves them).  log Z, counts, boundary posteriors and Viterbi still equal the
+    enumeration's (taken in log space), and samples are derivations; the old per-slot scaling gave -inf
+    (a derivable word reported as unparsable), a log Z missing derivations, or NaN counts."""
+    g, words = random_template_grammar(seed)
+    w = np.array(g.weights, dtype=float)
+    rng = np.random.default_rng(100 + seed)
+    for r, (lhs, rhs) in enumerate(g.rules):
+        if lhs == g.start and len(rhs) == 1:
+            w[r] = 0.0                          # every derivation has two or three morphs
+    for slot in {lhs for lhs, _ in g.rules if lhs != g.start}:
+        rules = [r for r, (lhs, _) in enumerate(g.rules) if lhs == slot]
+        keep = rules[rng.integers(len(rules))]
+        w[[r for r in rules if r != keep]] *= 1e-200
+    seg = SegmentParser(g, words, native=native)
+    counts, logz = seg.inside_outside(w)
+    assert np.isfinite(counts).all()
+    bps = seg.boundary_posteriors(w)
+    vit, vlp = seg.viterbi(w)
+    total = np.zeros(len(g))
+    with np.errstate(divide="ignore"):
+        logw = np.log(w)
+    for s, word in enumerate(words):
+        ds = [(d, x) for d, x in ((d, logw[d[:, 0]].sum()) for d, _ in brute(g, w, word)) if x > -np.inf]
+        if not ds:
+            assert logz[s] == -np.inf
+            continue
+        lw = np.array([x for _, x in ds])
+        lz = np.logaddexp.reduce(lw)
+        assert logz[s] == pytest.approx(lz, rel=TOL)
+        bound = np.zeros(max(0, len(word) - 1))
+        for (d, _), x in zip(ds, lw):
+            p = math.exp(x - lz)
+            total += p * np.bincount(d[:, 0], minlength=len(g))
+            for e in d[1:-1, 2]:
+                bound[e - 1] += p
+        np.testing.assert_allclose(bps[s], bound, atol=1e-9)
+        assert vlp[s] == pytest.approx(lw.max(), rel=TOL)
+        assert oracle.is_derivation_of(g, word, vit[s])
+    np.testing.assert_allclose(counts, total, rtol=1e-9, atol=1e-9)
+    samples = seg.sample(w, np.random.default_rng(seed))
+    for s, word in enumerate(words):
+        assert (samples[s] is None) == (logz[s] == -np.inf)
+        if samples[s] is not None:
+            assert oracle.is_derivation_of(g, word, samples[s])
+    one = [seg.sparse_counts(w, s) for s in range(len(words))]          # the one-word kernel (collapsed VB)
+    for s, (rules, vals, lz) in enumerate(one):
+        assert lz == pytest.approx(logz[s], rel=TOL) or lz == logz[s] == -np.inf
+        assert np.isfinite(vals).all()
+
+
 def test_template_problem_and_select():
     g, words = random_template_grammar(1)
     assert isinstance(make_parser(g, words), SegmentParser)

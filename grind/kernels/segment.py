@@ -17,8 +17,15 @@ none), and beta the mirror-image backward pass.  The lexical rule id of every
 rule, a dict), so a pass costs a gather plus O(n^2) per (template, slot).
 
 Scaling: per word and slot, ``L_s`` is divided by its maximum over the word's
-spans and the logs of those maxima are added back per template, so alpha and
-beta are products of at most k numbers in [0, 1] whose best term is large.
+spans and the logs of those maxima are added back per template; every alpha
+and beta row is divided by its largest entry, whose log is carried along the
+row's chain, and a posterior (alpha x L x beta x the carried factor) is formed
+in log space where the factor is large.  So a word whose derivations all weigh
+far less than the smallest double keeps its log Z, counts and posteriors.  In
+the compiled kernel, a word where a value still leaves the double range inside
+a row (an entry below DBL_MIN times its row's largest) is redone wholly in log
+space; the numpy fallback has no such second pass (it can lose such paths; the
+tests check the compiled kernel there, against log-space enumeration).
 
 Two implementations compute the same quantities: the compiled one
 (csrc/segment.pyx, one nogil loop over the words of a call, used when built)
@@ -441,12 +448,13 @@ class _Pass:
             logw = np.log(w[parser.template_rules])                 # (T,)
         T = len(templates)
         self.alpha, self.beta, self.bp = [], [], []
+        self.aofs, self.bofs, self.base = [], [], np.empty((B, T))
         self.logt = np.empty((B, T))
-        zhat = np.empty((B, T))
         for t, (_, slots) in enumerate(templates):
             a = np.zeros((B, n + 1))
             a[:, 0] = 1.0
-            al, bps = [a], []
+            off = np.zeros(B)
+            al, offs, bps = [a], [off], []
             for s in slots:
                 if semiring == "sum":
                     a = np.einsum("bi,bij->bj", a, L[:, s])
@@ -454,21 +462,26 @@ class _Pass:
                     prod = a[:, :, None] * L[:, s]
                     bps.append(prod.argmax(axis=1))
                     a = prod.max(axis=1)
+                a, off = _normalised(a, off)         # every row divided by its largest entry (csrc/segment.pyx)
                 al.append(a)
+                offs.append(off)
             self.alpha.append(al)
+            self.aofs.append(offs)
             self.bp.append(bps)
-            zhat[:, t] = a[:, n]
+            self.base[:, t] = logw[t] + logmx[:, slots].sum(1)
             with np.errstate(divide="ignore"):
-                self.logt[:, t] = logw[t] + logmx[:, slots].sum(1) + np.log(a[:, n])
+                self.logt[:, t] = self.base[:, t] + off + np.log(a[:, n])
             if backward:
                 b = np.zeros((B, n + 1))
                 b[:, n] = 1.0
-                be = [b]
+                off = np.zeros(B)
+                be, offs = [b], [off]
                 for s in slots[::-1]:
-                    b = np.einsum("bij,bj->bi", L[:, s], b)
+                    b, off = _normalised(np.einsum("bij,bj->bi", L[:, s], b), off)
                     be.append(b)
+                    offs.append(off)
                 self.beta.append(be[::-1])
-        self.zhat = zhat
+                self.bofs.append(offs[::-1])
         lt = self.logt
         top = lt.max(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -476,29 +489,35 @@ class _Pass:
             ok = np.isfinite(self.logz)
             post = np.where(ok[:, None], np.exp(lt - np.where(ok, self.logz, 0.0)[:, None]), 0.0)
         self.post = post                                            # P(template t | word), (B, T)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            self.scale = np.where(post > 0, post / np.where(zhat > 0, zhat, 1.0), 0.0)   # (B, T)
+
+    def _log_factor(self, t, m_alpha, m_beta):
+        """(B,): log of what alpha row m_alpha x beta row m_beta of template t are multiplied by to give
+        posteriors (-inf for a word the template does not derive)."""
+        with np.errstate(invalid="ignore"):
+            x = self.base[:, t] + self.aofs[t][m_alpha] + self.bofs[t][m_beta] - self.logz
+        return np.where((self.post[:, t] > 0) & np.isfinite(x), x, -np.inf)
 
     def lex_marginals(self):
         """(B, S, n+1, n+1): P(slot s's rule spans [i, j)) summed over slot occurrences."""
         M = np.zeros_like(self.L)
         for t, (_, slots) in enumerate(self.parser.templates):
-            sc = self.scale[:, t]
-            if not sc.any():
+            if not self.post[:, t].any():
                 continue
             al, be = self.alpha[t], self.beta[t]
             for m, s in enumerate(slots):
-                M[:, s] += (al[m] * sc[:, None])[:, :, None] * self.L[:, s] * be[m + 1][:, None, :]
+                M[:, s] += _product(self._log_factor(t, m, m + 1), al[m][:, :, None], self.L[:, s],
+                                    be[m + 1][:, None, :])
         return M
 
     def boundaries(self):
         """(B, n+1): P(a slot ends at position i)."""
         P = np.zeros((self.L.shape[0], self.n + 1))
         for t, (_, slots) in enumerate(self.parser.templates):
-            sc = self.scale[:, t]
+            if not self.post[:, t].any():
+                continue
             al, be = self.alpha[t], self.beta[t]
             for m in range(1, len(slots)):
-                P += al[m] * be[m] * sc[:, None]
+                P += _product(self._log_factor(t, m, m), al[m], be[m])
         return P
 
     def backtrace(self, b, t):
@@ -518,3 +537,35 @@ class _Pass:
             i, j = int(ends[m]), int(ends[m + 1])
             d[m + 1] = (self.parser.lex_table[self.kid[b, i, j], s], i, j)
         return d
+
+
+def _normalised(row, off):
+    """``(row / its largest entry per word, off + log of that entry)``; a row of
+    zeros stays zero with offset -inf (the word has no derivation through it)."""
+    mx = row.max(axis=1)
+    with np.errstate(divide="ignore"):
+        return row / np.where(mx > 0, mx, 1.0)[:, None], off + np.log(mx)
+
+
+#: Above this log factor a posterior is formed in log space (as csrc/segment.pyx's LINEAR_MAX).
+LINEAR_MAX = 600.0
+
+
+def _product(lf, *factors):
+    """exp(lf) (per word, shape (B,)) times the product of ``factors`` (each (B, ...)), in log space for the
+    words whose lf is above LINEAR_MAX, where the linear product of the row-normalised values could underflow."""
+    shape = np.broadcast_shapes(*(f.shape for f in factors))
+    lin = lf <= LINEAR_MAX
+    ex = lf.reshape((-1,) + (1,) * (len(shape) - 1))
+    out = np.zeros(shape)
+    prod = factors[0]
+    for f in factors[1:]:
+        prod = prod * f
+    keep = lin.reshape(ex.shape) & np.isfinite(ex)
+    out[lin] = (prod * np.exp(np.where(keep, ex, -np.inf)))[lin]
+    if not lin.all():
+        with np.errstate(divide="ignore"):
+            logs = sum(np.log(np.broadcast_to(f, shape)) for f in factors)
+        big = ~lin
+        out[big] = np.exp(logs + ex)[big]
+    return out
