@@ -185,6 +185,9 @@ def test_parse_segment_boundary_threshold(morph):
     assert body(r.stdout) == ["a b", "abc", "a"]
     r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.65", morph / "g.txt", morph / "c.txt")
     assert body(r.stdout) == ["ab", "abc", "a"] and "--boundary-threshold 0.65" in r.stdout
+    assert "# boundary_threshold: 0.65 (a boundary where its posterior exceeds this)" in r.stdout
+    r = grind("parse", "--segment", "--mbr", morph / "g.txt", morph / "c.txt")       # the default is said too
+    assert "# boundary_threshold: 0.5 (a boundary where its posterior exceeds this)" in r.stdout
     for bad in (["--segment"], ["--mbr"], ["--segment", "--mbr", "--boundary-threshold", "1"]):
         extra = [] if "--boundary-threshold" in bad else ["--boundary-threshold", "0.3"]
         r = grind("parse", *bad, *extra, morph / "g.txt", morph / "c.txt", check=False)

@@ -360,6 +360,9 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
             threshold = np.nextafter(t, -np.inf)         # cut where p >= t
             header = dict(header or {}, boundary_threshold=(
                 f"{t:.6g} (maximum expected boundary F over the corpus: expected F {ef:.4f})"))
+        else:
+            header = dict(header or {}, boundary_threshold=f"{threshold:g} (a boundary where its posterior "
+                                                           "exceeds this)")
         cuts = []
         for i, s in enumerate(sents):
             try:
