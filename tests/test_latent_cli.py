@@ -180,3 +180,13 @@ def test_too_deep_a_tree_is_a_one_line_error(tmp_path):
     deep.write_text("(ROOT (S " + "(NP (DT the) " * d + "(NN dog)" + ")" * d + "))\n")
     r = grind("make-grammar", "treebank", deep, check=False)
     assert r.returncode == 1 and "nested too deeply" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_treebank_grammar_on_stdin_is_refused_not_parsed_as_a_plain_pcfg(tb):
+    """The generic path would parse with split symbols, no unknown-word signatures and no word escapes."""
+    text = (tb / "g2.txt").read_text()
+    for cmd in (["parse", "--column", "FORM"], ["loglik", "--column", "FORM"]):
+        r = grind(*cmd, "-", tb / "dev.mrg", stdin=text, check=False)
+        assert r.returncode == 1 and "a treebank grammar ('# model: treebank') read from standard input" in r.stderr
+        assert not r.stdout and "Traceback" not in r.stderr
+    assert grind("parse", tb / "g2.txt", tb / "dev.mrg").returncode == 0          # as a file it is fine

@@ -262,6 +262,13 @@ def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="th
     from grind.kernels.select import make_parser
     sents = read_corpus_tokens(corpus_path, spec) if tokens_only else read_corpus(corpus_path, spec)
     grammar = read_probabilities(grammar_path, start, command, normalise)
+    from grind.formats.textio import is_stream
+    if grammar.meta.get("model") == "treebank" and is_stream(grammar_path):
+        # is_treebank_grammar cannot peek at a stream: the generic path would parse with split symbols,
+        # no unknown-word signatures and no word escapes -- silently wrong
+        name = "<stdin>" if grammar_path == "-" else grammar_path
+        raise InputError(f"{name}: a treebank grammar ('# model: treebank') read from standard input or a pipe: "
+                         f"{command} reads such a grammar's header before the corpus, so give it as a file")
     try:
         parser = make_parser(grammar, [s.tokens for s in sents], kernel)
     except InputError as e:
