@@ -190,3 +190,13 @@ def test_a_treebank_grammar_on_stdin_is_refused_not_parsed_as_a_plain_pcfg(tb):
         assert r.returncode == 1 and "a treebank grammar ('# model: treebank') read from standard input" in r.stderr
         assert not r.stdout and "Traceback" not in r.stderr
     assert grind("parse", tb / "g2.txt", tb / "dev.mrg").returncode == 0          # as a file it is fine
+
+
+def test_trees_commands_refuse_a_file_without_trees(tb):
+    """estep --trees wrote all-zero counts (exit 0) and train --trees blamed the grammar."""
+    (tb / "empty.mrg").write_text("")
+    (tb / "none.mrg").write_text("( (S (NP-SBJ (-NONE- *))) )\n")
+    for f, why in (("empty.mrg", "no trees"), ("none.mrg", "no trees with words (every one holds only -NONE-)")):
+        for cmd in (["estep", "--trees"], ["train", "--trees", "--algo", "em"]):
+            r = grind(*cmd, tb / "g2.txt", tb / f, check=False)
+            assert r.returncode == 1 and f"{f}: {why}" in r.stderr and not r.stdout, (cmd, r.stderr)

@@ -315,6 +315,8 @@ def read_prepared_trees(trees_path, latent, where=None):
         log.info(f"{name}: {counter['replaced']} word tokens the grammar lacks -> unknown-word signatures"
                  f"{backoff}")
     items = [TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared)]
+    if not items:
+        raise InputError(f"{name}: no trees" + (" with words (every one holds only -NONE-)" if raw else ""))
     return prepared, items, counter, raw
 
 
