@@ -200,3 +200,10 @@ def test_trees_commands_refuse_a_file_without_trees(tb):
         for cmd in (["estep", "--trees"], ["train", "--trees", "--algo", "em"]):
             r = grind(*cmd, tb / "g2.txt", tb / f, check=False)
             assert r.returncode == 1 and f"{f}: {why}" in r.stderr and not r.stdout, (cmd, r.stderr)
+
+
+def test_parse_says_on_stderr_how_many_words_became_signatures(tb):
+    r = grind("parse", tb / "g2.txt", tb / "dev.mrg")                      # 'zebra' is not in the grammar
+    assert "# unknown_words: 1 tokens the grammar lacks" in r.stdout
+    assert "1 word tokens the grammar lacks parsed as their unknown-word signatures" in r.stderr
+

@@ -234,6 +234,8 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                "trees")
     spec = dataclasses.replace(spec, column="FORM")
     g, latent, sents, toks, replaced = _treebank_input(grammar_path, corpus, spec, start, "grind parse")
+    if replaced:
+        log.info(f"{replaced} word tokens the grammar lacks parsed as their unknown-word signatures")
     parser = LatentParser(g, weights=g.probabilities(), latent=latent, prune=prune, threshold=threshold)
     t0 = time.perf_counter()
     results = parser.parse(toks, method=decoder)
