@@ -100,6 +100,24 @@ cdef double normalise(Work *w, double *row, int lo, int hi) noexcept nogil:
     return log(mx)
 
 
+cdef void gather_lexical(Gram *g, Work *w, int q, bint logs) noexcept nogil:
+    """L_s(i, j) = the weight of slot s's lexical rule for the word's span [i, j) (0 if none), or its log."""
+    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, jmax, r
+    cdef const int *kid = g.kid + g.koff[q]
+    cdef double *Ls
+    cdef double x
+    for s in range(S):
+        Ls = w.L + s * n1 * n1
+        for i in range(n):
+            jmax = i + g.maxlex
+            if jmax > n:
+                jmax = n
+            for j in range(i + 1, jmax + 1):
+                r = g.table[kid[i * n1 + j] * S + s]
+                x = g.w[r] if r >= 0 else 0.0
+                Ls[i * n1 + j] = (log(x) if x > 0.0 else -INFINITY) if logs else x
+
+
 cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
     """Fill L, alpha (or max-product alpha and bp), logt; return log Z
     (viterbi: the best log weight).  Linear (scaled) unless a value leaves the
@@ -122,6 +140,7 @@ cdef double forward_lin(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
     cdef double *a1
     cdef double *Ls
     cdef double mx, x, acc, best, top, lz
+    gather_lexical(g, w, q, False)
     for s in range(S):
         Ls = L + s * n1 * n1
         mx = 0.0
@@ -130,11 +149,8 @@ cdef double forward_lin(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
             if jmax > n:
                 jmax = n
             for j in range(i + 1, jmax + 1):
-                r = g.table[kid[i * n1 + j] * S + s]
-                x = g.w[r] if r >= 0 else 0.0
-                Ls[i * n1 + j] = x
-                if x > mx:
-                    mx = x
+                if Ls[i * n1 + j] > mx:
+                    mx = Ls[i * n1 + j]
         if mx > 0.0:
             w.logmx[s] = log(mx)
             for i in range(n):
@@ -196,15 +212,21 @@ cdef double forward_lin(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
             w.logt[t] = -INFINITY
         if w.logt[t] > top:
             top = w.logt[t]
+    return log_total(g, w, top, viterbi)
+
+
+cdef double log_total(Gram *g, Work *w, double top, bint viterbi) noexcept nogil:
+    """log Z = log sum_t exp(logt[t]) (``top``: the largest logt; viterbi: ``top`` itself); marks in
+    w.scale the templates with a derivation."""
+    cdef int t
+    cdef double acc = 0.0
     if top == -INFINITY or viterbi:
         return top
-    acc = 0.0
     for t in range(g.T):
         acc += exp(w.logt[t] - top)
-    lz = top + log(acc)
     for t in range(g.T):
         w.scale[t] = 1.0 if w.logt[t] > -INFINITY else 0.0
-    return lz
+    return top + log(acc)
 
 
 cdef double forward_log(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
@@ -216,17 +238,9 @@ cdef double forward_log(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
     cdef double *Ls
     cdef double x, acc, best, top, lz
     w.logmode = True
+    gather_lexical(g, w, q, True)
     for s in range(S):
-        Ls = w.L + s * n1 * n1
         w.logmx[s] = 0.0
-        for i in range(n):
-            jmax = i + g.maxlex
-            if jmax > n:
-                jmax = n
-            for j in range(i + 1, jmax + 1):
-                r = g.table[kid[i * n1 + j] * S + s]
-                x = g.w[r] if r >= 0 else 0.0
-                Ls[i * n1 + j] = log(x) if x > 0.0 else -INFINITY
     top = -INFINITY
     for t in range(g.T):
         st = g.toff[t] + t
@@ -268,15 +282,7 @@ cdef double forward_log(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
         w.logt[t] = w.base[t] + x if x > -INFINITY and w.base[t] > -INFINITY else -INFINITY
         if w.logt[t] > top:
             top = w.logt[t]
-    if top == -INFINITY or viterbi:
-        return top
-    acc = 0.0
-    for t in range(g.T):
-        acc += exp(w.logt[t] - top)
-    lz = top + log(acc)
-    for t in range(g.T):
-        w.scale[t] = 1.0 if w.logt[t] > -INFINITY else 0.0
-    return lz
+    return log_total(g, w, top, viterbi)
 
 
 cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
@@ -284,19 +290,22 @@ cdef void backward(Gram *g, Work *w, int q) noexcept nogil:
     pass that leaves the double range redoes the word in log space."""
     if not w.logmode:
         w.lost = False
-        backward_lin(g, w, q)
+        backward_pass(g, w, q, False)
         if not w.lost:
             return
         forward_log(g, w, q, False)
-    backward_log(g, w, q)
+    backward_pass(g, w, q, True)
 
 
-cdef void backward_log(Gram *g, Work *w, int q) noexcept nogil:
+cdef void backward_pass(Gram *g, Work *w, int q, bint logspace) noexcept nogil:
+    """beta rows: linear, each divided by its largest entry (bofs; sets w.lost
+    where a value leaves the double range), or logs (``logspace``)."""
     cdef int n = g.length[q], n1 = n + 1, i, j, t, m, k, st, s, jmax
     cdef double *b0
     cdef double *b1
     cdef double *Ls
-    cdef double best, acc
+    cdef double acc, x, best
+    cdef double zero = -INFINITY if logspace else 0.0
     for t in range(g.T):
         if w.scale[t] == 0.0:
             continue
@@ -304,67 +313,40 @@ cdef void backward_log(Gram *g, Work *w, int q) noexcept nogil:
         k = g.toff[t + 1] - g.toff[t]
         b1 = w.beta + (st + k) * n1
         for i in range(n1):
-            b1[i] = -INFINITY
-        b1[n] = 0.0
+            b1[i] = zero
+        b1[n] = 0.0 if logspace else 1.0
         w.bofs[st + k] = 0.0
         for m in range(k, 0, -1):
             s = g.tslot[g.toff[t] + m - 1]
             Ls = w.L + s * n1 * n1
             b1 = w.beta + (st + m) * n1
             b0 = b1 - n1
-            b0[n] = -INFINITY
-            w.bofs[st + m - 1] = 0.0
+            b0[n] = zero
             for i in range(n):
                 jmax = i + g.maxlex
                 if jmax > n:
                     jmax = n
-                best = -INFINITY
-                for j in range(i + 1, jmax + 1):
-                    if Ls[i * n1 + j] + b1[j] > best:
-                        best = Ls[i * n1 + j] + b1[j]
-                if best == -INFINITY:
-                    b0[i] = best
-                    continue
-                acc = 0.0
-                for j in range(i + 1, jmax + 1):
-                    acc += exp(Ls[i * n1 + j] + b1[j] - best)
-                b0[i] = best + log(acc)
-
-
-cdef void backward_lin(Gram *g, Work *w, int q) noexcept nogil:
-    cdef int n = g.length[q], n1 = n + 1, i, j, t, m, k, st, s, jmax
-    cdef double *b0
-    cdef double *b1
-    cdef double *Ls
-    cdef double acc, x
-    for t in range(g.T):
-        if w.scale[t] == 0.0:
-            continue
-        st = g.toff[t] + t
-        k = g.toff[t + 1] - g.toff[t]
-        b1 = w.beta + (st + k) * n1
-        for i in range(n1):
-            b1[i] = 0.0
-        b1[n] = 1.0
-        w.bofs[st + k] = 0.0
-        for m in range(k, 0, -1):
-            s = g.tslot[g.toff[t] + m - 1]
-            Ls = w.L + s * n1 * n1
-            b1 = w.beta + (st + m) * n1
-            b0 = b1 - n1
-            b0[n] = 0.0
-            for i in range(n):
-                jmax = i + g.maxlex
-                if jmax > n:
-                    jmax = n
-                acc = 0.0
-                for j in range(i + 1, jmax + 1):
-                    x = Ls[i * n1 + j] * b1[j]
-                    if x < DBL_MIN and Ls[i * n1 + j] > 0.0 and b1[j] > 0.0:
-                        w.lost = True
-                    acc += x
-                b0[i] = acc
-            w.bofs[st + m - 1] = w.bofs[st + m] + normalise(w, b0, 0, n - 1)
+                if logspace:
+                    best = -INFINITY
+                    for j in range(i + 1, jmax + 1):
+                        if Ls[i * n1 + j] + b1[j] > best:
+                            best = Ls[i * n1 + j] + b1[j]
+                    if best == -INFINITY:
+                        b0[i] = best
+                        continue
+                    acc = 0.0
+                    for j in range(i + 1, jmax + 1):
+                        acc += exp(Ls[i * n1 + j] + b1[j] - best)
+                    b0[i] = best + log(acc)
+                else:
+                    acc = 0.0
+                    for j in range(i + 1, jmax + 1):
+                        x = Ls[i * n1 + j] * b1[j]
+                        if x < DBL_MIN and Ls[i * n1 + j] > 0.0 and b1[j] > 0.0:
+                            w.lost = True
+                        acc += x
+                    b0[i] = acc
+            w.bofs[st + m - 1] = 0.0 if logspace else w.bofs[st + m] + normalise(w, b0, 0, n - 1)
 
 
 cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
