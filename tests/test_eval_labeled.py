@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from conftest import grind
 from grind.cli.main import cli
 from grind.errors import InputError
 from grind.eval.labeled import REPORT_KEYS, base_label, evaluate_labeled, evaluate_labeled_files
@@ -265,3 +266,12 @@ def test_cli_labeled_yield_mismatch_names_files(tmp_path):
     result = CliRunner().invoke(cli, ["eval", "--labeled", str(g), str(p)])
     assert isinstance(result.exception, InputError)
     assert str(g) in str(result.exception) and "tree 1" in str(result.exception)
+
+
+def test_an_empty_gold_tree_file_is_an_error_not_a_score_of_zero(tmp_path):
+    """eval --labeled and unlabeled bracket eval printed all-zero scores with exit 0."""
+    (tmp_path / "empty.mrg").write_text("")
+    (tmp_path / "one.mrg").write_text("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))\n")
+    for extra in (["--labeled"], []):
+        r = grind("eval", *extra, tmp_path / "empty.mrg", tmp_path / "one.mrg", check=False)
+        assert r.returncode == 1 and "empty.mrg: no trees in GOLD: nothing to score" in r.stderr and not r.stdout

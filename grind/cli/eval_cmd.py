@@ -150,6 +150,8 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
         raise click.UsageError("--labeled has no baselines")
     gold_name = "<stdin>" if gold == "-" else gold
     gold_trees = read_trees(gold)
+    if not gold_trees:
+        raise InputError(f"{'<stdin>' if gold == '-' else gold}: no trees in GOLD: nothing to score")
     report = ""
     for p in predicted:
         name = "<stdin>" if p == "-" else p

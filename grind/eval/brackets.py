@@ -93,7 +93,10 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None)
     """The report block of PRED against GOLD (with ``name``, a ``# predicted:`` line
     first, for reports of several files) and its scores; ``read_as``: the format
     ``--format auto`` detected for GOLD, for the header."""
-    gold = prepare_gold(read_trees(gold_path), spec)
+    raw = read_trees(gold_path)
+    if not raw:
+        raise InputError(f"{'<stdin>' if gold_path == '-' else gold_path}: no trees in GOLD: nothing to score")
+    gold = prepare_gold(raw, spec)
     try:
         res = evaluate(gold, read_trees(pred_path))
     except InputError as e:                  # name both files: there may be several PREDICTED files

@@ -10,8 +10,9 @@ pooled over the word types, i.e. micro-averaged):
   word, so in ``anana`` = ``an an a`` the two ``an`` are different morphs;
   P = correct / predicted morphs, R = correct / gold morphs.
 * exact -- words whose predicted spans are exactly the gold spans / words.
-* boundary_P / boundary_R / boundary_F -- the Morpho Challenge / SIGMORPHON
-  convention: only *internal* boundaries (after character i, 0 < i < len)
+* boundary_P / boundary_R / boundary_F -- the Morpho Challenge boundary
+  convention (Creutz; not SIGMORPHON 2022's official metric, which scores
+  morph strings and edit distance): only *internal* boundaries (after character i, 0 < i < len)
   count, word-initial and word-final positions never; P = correct predicted
   boundaries / predicted boundaries, R = correct / gold boundaries.  A word
   with no internal gold boundary and no predicted one adds nothing to either
@@ -203,7 +204,8 @@ def definitions(gold_name: str, n_lines: int, n_types: int) -> list[str]:
         "Goldwater 2007): a predicted morph is correct iff its character span (start, end) is a gold morph "
         "span of the same word\n",
         "# exact: words whose predicted segmentation is exactly the gold one / words\n",
-        "# boundary_P / boundary_R / boundary_F: internal boundaries only (Morpho Challenge / SIGMORPHON): "
+        "# boundary_P / boundary_R / boundary_F: internal boundaries only (Morpho Challenge; not SIGMORPHON "
+        "2022's official morph-string metric): "
         "word-initial and word-final positions are excluded; a word with no internal gold boundary and no "
         "predicted one contributes nothing to boundary P/R; a P (R) with no predicted (gold) boundary in the "
         "whole file is undefined and written nan; F = 2H / (2H + I + D) (H correct, I predicted only, D gold only) is "
