@@ -14,8 +14,10 @@
 # derivations all have probabilities far below the smallest double (a product
 # of many small weights) keeps its log Z, counts and posteriors.  A word where a
 # value still leaves the double range inside a row (an entry below DBL_MIN times
-# its row's largest, or a product below DBL_MIN) is redone in log space (the
-# *_log functions; w.logmode), so no derivation is ever lost to underflow.
+# its row's largest, or a product below DBL_MIN), or whose posteriors would need
+# a factor above e^LINEAR_MAX, is redone in log space (forward_log,
+# backward_pass(logspace), add_counts_log; w.logmode), so no derivation is ever
+# lost to underflow.
 # WordKernel runs the same forward/backward/count loops for one word, reading
 # only the weights of the rules that word reads (collapsed VB).
 
@@ -77,8 +79,8 @@ cdef void work_free(Work *w) noexcept nogil:
     free(w.bofs); free(w.scale); free(w.bp)
 
 
-#: Above this log factor a posterior is formed in log space: a product of stored values of at least
-#: e^-LINEAR_MAX times it is still a normal double, so every posterior of any weight survives below it.
+#: A word whose posteriors need a factor above e^LINEAR_MAX is counted in log space: below it, a product of
+#: stored values of at least e^-LINEAR_MAX times a posterior is still a normal double.
 DEF LINEAR_MAX = 600.0
 
 
@@ -133,8 +135,7 @@ cdef double forward(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
 
 cdef double forward_lin(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
     """:func:`forward` with scaled linear values (sets w.lost where that fails)."""
-    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, jmax, bi, r
-    cdef const int *kid = g.kid + g.koff[q]
+    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, jmax, bi
     cdef double *L = w.L
     cdef double *a0
     cdef double *a1
@@ -231,12 +232,11 @@ cdef double log_total(Gram *g, Work *w, double top, bint viterbi) noexcept nogil
 
 cdef double forward_log(Gram *g, Work *w, int q, bint viterbi) noexcept nogil:
     """:func:`forward` in log space: L, alpha hold logs (-inf for 0), logmx = 0, aofs = 0."""
-    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, jmax, bi, r, lo
-    cdef const int *kid = g.kid + g.koff[q]
+    cdef int n = g.length[q], n1 = n + 1, S = g.S, s, i, j, t, m, k, st, bi, lo
     cdef double *a0
     cdef double *a1
     cdef double *Ls
-    cdef double x, acc, best, top, lz
+    cdef double x, acc, best, top
     w.logmode = True
     gather_lexical(g, w, q, True)
     for s in range(S):
@@ -349,16 +349,36 @@ cdef void backward_pass(Gram *g, Work *w, int q, bint logspace) noexcept nogil:
             w.bofs[st + m - 1] = 0.0 if logspace else w.bofs[st + m] + normalise(w, b0, 0, n - 1)
 
 
+cdef bint linear_factors_fit(Gram *g, Work *w, double lz, bint bounds) noexcept nogil:
+    """Every factor a linear posterior is formed with (exp(base + aofs + bofs - lz) for a (template,
+    slot) pair) is at most e^LINEAR_MAX, so a product of stored values that matters is a normal double."""
+    cdef int t, st, k, m
+    for t in range(g.T):
+        if w.scale[t] == 0.0:
+            continue
+        st = g.toff[t] + t
+        k = g.toff[t + 1] - g.toff[t]
+        for m in range(k):
+            if w.base[t] + w.aofs[st + m] + w.bofs[st + m + 1] - lz > LINEAR_MAX:
+                return False
+            if bounds and m > 0 and w.base[t] + w.aofs[st + m] + w.bofs[st + m] - lz > LINEAR_MAX:
+                return False
+    return True
+
+
 cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
     """Add word q's expected rule counts to ``counts`` and, unless ``bounds``
     is NULL, P(a slot ends at i) for 0 < i < n to ``bounds[i]`` (after
     forward, with log Z ``lz`` finite, and backward; ``counts`` may be NULL)."""
     cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
     cdef const int *kid = g.kid + g.koff[q]
-    cdef double sc, c, lf
+    cdef double sc, c
     cdef double *a
     cdef double *b
     cdef double *Ls
+    if not w.logmode and not linear_factors_fit(g, w, lz, bounds != NULL):
+        forward_log(g, w, q, False)              # a posterior's factor is too large to form in linear space
+        backward_pass(g, w, q, True)
     if w.logmode:
         add_counts_log(g, w, q, lz, counts, bounds)
         return
@@ -372,22 +392,15 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double 
         for m in range(k):
             a = w.alpha + (st + m) * n1
             if bounds != NULL and m > 0:
-                # posterior = a * beta * e^lf; for lf above LINEAR_MAX the product of the two stored
-                # (row-normalised) values may be below the double range: multiply in log space
-                lf = w.base[t] + w.aofs[st + m] + w.bofs[st + m] - lz
+                sc = exp(w.base[t] + w.aofs[st + m] + w.bofs[st + m] - lz)     # posterior = a * beta * sc
                 b = w.beta + (st + m) * n1
-                sc = exp(lf)
                 for i in range(1, n):
-                    if lf <= LINEAR_MAX:
-                        bounds[i] += a[i] * b[i] * sc
-                    elif a[i] > 0.0 and b[i] > 0.0:
-                        bounds[i] += exp(log(a[i]) + log(b[i]) + lf)
+                    bounds[i] += a[i] * b[i] * sc
             if counts == NULL:
                 continue
-            lf = w.base[t] + w.aofs[st + m] + w.bofs[st + m + 1] - lz
-            if lf == -INFINITY:
+            sc = exp(w.base[t] + w.aofs[st + m] + w.bofs[st + m + 1] - lz)
+            if sc == 0.0:
                 continue
-            sc = exp(lf)
             b = w.beta + (st + m + 1) * n1
             s = g.tslot[g.toff[t] + m]
             Ls = w.L + s * n1 * n1
@@ -398,15 +411,10 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double 
                 if jmax > n:
                     jmax = n
                 for j in range(i + 1, jmax + 1):
-                    if lf <= LINEAR_MAX:
-                        c = a[i] * Ls[i * n1 + j] * b[j] * sc
-                    elif Ls[i * n1 + j] > 0.0 and b[j] > 0.0:
-                        c = exp(log(a[i]) + log(Ls[i * n1 + j]) + log(b[j]) + lf)
-                    else:
-                        c = 0.0
+                    c = a[i] * Ls[i * n1 + j] * b[j]
                     if c > 0.0:
                         r = g.table[kid[i * n1 + j] * g.S + s]
-                        counts[r] += c
+                        counts[r] += c * sc
 
 
 cdef void add_counts_log(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:

@@ -19,13 +19,14 @@ rule, a dict), so a pass costs a gather plus O(n^2) per (template, slot).
 Scaling: per word and slot, ``L_s`` is divided by its maximum over the word's
 spans and the logs of those maxima are added back per template; every alpha
 and beta row is divided by its largest entry, whose log is carried along the
-row's chain, and a posterior (alpha x L x beta x the carried factor) is formed
-in log space where the factor is large.  So a word whose derivations all weigh
-far less than the smallest double keeps its log Z, counts and posteriors.  In
-the compiled kernel, a word where a value still leaves the double range inside
-a row (an entry below DBL_MIN times its row's largest) is redone wholly in log
-space; the numpy fallback has no such second pass (it can lose such paths; the
-tests check the compiled kernel there, against log-space enumeration).
+row's chain.  So a word whose derivations all weigh far less than the smallest
+double keeps its log Z, counts and posteriors.  In the compiled kernel, a word
+where a value still leaves the double range inside a row (an entry below
+DBL_MIN times its row's largest), or whose posteriors need a factor above
+e^600, is redone wholly in log space.  The numpy fallback forms such a
+word's posteriors in log space but has no log-space second pass (it can lose
+paths of the first kind; the tests check the compiled kernel there, against
+log-space enumeration).
 
 Two implementations compute the same quantities: the compiled one
 (csrc/segment.pyx, one nogil loop over the words of a call, used when built)
