@@ -369,19 +369,21 @@ cdef bint linear_factors_fit(Gram *g, Work *w, double lz, bint bounds) noexcept 
 cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
     """Add word q's expected rule counts to ``counts`` and, unless ``bounds``
     is NULL, P(a slot ends at i) for 0 < i < n to ``bounds[i]`` (after
-    forward, with log Z ``lz`` finite, and backward; ``counts`` may be NULL)."""
+    forward, with log Z ``lz`` finite, and backward; ``counts`` may be NULL).
+    A posterior is alpha x L x beta times exp(lf) (the row scales' logs and
+    the template's base less log Z): a product in linear mode, a sum of logs
+    in log mode (where the row scales are 0)."""
     cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
     cdef const int *kid = g.kid + g.koff[q]
-    cdef double sc, c
+    cdef double sc, c, lf
     cdef double *a
     cdef double *b
     cdef double *Ls
+    cdef bint lg
     if not w.logmode and not linear_factors_fit(g, w, lz, bounds != NULL):
         forward_log(g, w, q, False)              # a posterior's factor is too large to form in linear space
         backward_pass(g, w, q, True)
-    if w.logmode:
-        add_counts_log(g, w, q, lz, counts, bounds)
-        return
+    lg = w.logmode
     for t in range(g.T):
         if w.scale[t] == 0.0:
             continue
@@ -392,71 +394,31 @@ cdef void add_counts(Gram *g, Work *w, int q, double lz, double *counts, double 
         for m in range(k):
             a = w.alpha + (st + m) * n1
             if bounds != NULL and m > 0:
-                sc = exp(w.base[t] + w.aofs[st + m] + w.bofs[st + m] - lz)     # posterior = a * beta * sc
+                lf = w.base[t] + w.aofs[st + m] + w.bofs[st + m] - lz
+                sc = exp(lf)
                 b = w.beta + (st + m) * n1
                 for i in range(1, n):
-                    bounds[i] += a[i] * b[i] * sc
+                    bounds[i] += exp(a[i] + b[i] + lf) if lg else a[i] * b[i] * sc
             if counts == NULL:
                 continue
-            sc = exp(w.base[t] + w.aofs[st + m] + w.bofs[st + m + 1] - lz)
-            if sc == 0.0:
+            lf = w.base[t] + w.aofs[st + m] + w.bofs[st + m + 1] - lz
+            sc = exp(lf)
+            if sc == 0.0 and not lg:
                 continue
             b = w.beta + (st + m + 1) * n1
             s = g.tslot[g.toff[t] + m]
             Ls = w.L + s * n1 * n1
             for i in range(n):
-                if a[i] == 0.0:
+                if a[i] == (-INFINITY if lg else 0.0):
                     continue
                 jmax = i + g.maxlex
                 if jmax > n:
                     jmax = n
                 for j in range(i + 1, jmax + 1):
-                    c = a[i] * Ls[i * n1 + j] * b[j]
+                    c = exp(a[i] + Ls[i * n1 + j] + b[j] + lf) if lg else a[i] * Ls[i * n1 + j] * b[j] * sc
                     if c > 0.0:
                         r = g.table[kid[i * n1 + j] * g.S + s]
-                        counts[r] += c * sc
-
-
-cdef void add_counts_log(Gram *g, Work *w, int q, double lz, double *counts, double *bounds) noexcept nogil:
-    """:func:`add_counts` for a word computed in log space."""
-    cdef int n = g.length[q], n1 = n + 1, t, st, k, m, s, i, j, jmax, r
-    cdef const int *kid = g.kid + g.koff[q]
-    cdef double lf, x
-    cdef double *a
-    cdef double *b
-    cdef double *Ls
-    for t in range(g.T):
-        if w.scale[t] == 0.0:
-            continue
-        st = g.toff[t] + t
-        k = g.toff[t + 1] - g.toff[t]
-        lf = w.base[t] - lz
-        if counts != NULL:
-            counts[g.trule[t]] += exp(w.logt[t] - lz)
-        for m in range(k):
-            a = w.alpha + (st + m) * n1
-            if bounds != NULL and m > 0:
-                b = w.beta + (st + m) * n1
-                for i in range(1, n):
-                    x = a[i] + b[i]
-                    if x > -INFINITY:
-                        bounds[i] += exp(x + lf)
-            if counts == NULL:
-                continue
-            b = w.beta + (st + m + 1) * n1
-            s = g.tslot[g.toff[t] + m]
-            Ls = w.L + s * n1 * n1
-            for i in range(n):
-                if a[i] == -INFINITY:
-                    continue
-                jmax = i + g.maxlex
-                if jmax > n:
-                    jmax = n
-                for j in range(i + 1, jmax + 1):
-                    x = a[i] + Ls[i * n1 + j] + b[j]
-                    if x > -INFINITY:
-                        r = g.table[kid[i * n1 + j] * g.S + s]
-                        counts[r] += exp(x + lf)
+                        counts[r] += c
 
 
 def inside_outside(dict gram, const int[::1] idx, double[::1] counts, double[::1] logz,
