@@ -45,8 +45,9 @@ if [ ! -d "$ptb" ]; then echo "latent-results.sh: $ptb not found (set SHARED)" >
 mkdir -p "$out"
 split() {  # split NAME FIRST LAST
   [ -s "$out/$1.mrg" ] && return
-  for i in $(seq -f %04g "$2" "$3"); do cat "$ptb/wsj_$i.mrg"; echo; done > "$out/$1.mrg.tmp"
-  mv "$out/$1.mrg.tmp" "$out/$1.mrg"
+  local tmp="$out/$1.mrg.tmp.$$"  # per process: the README's runs start several of these at once
+  for i in $(seq -f %04g "$2" "$3"); do cat "$ptb/wsj_$i.mrg"; echo; done > "$tmp"
+  mv "$tmp" "$out/$1.mrg"
 }
 split train 1 159
 split dev 160 179

@@ -275,3 +275,23 @@ def test_an_empty_gold_tree_file_is_an_error_not_a_score_of_zero(tmp_path):
     for extra in (["--labeled"], []):
         r = grind("eval", *extra, tmp_path / "empty.mrg", tmp_path / "one.mrg", check=False)
         assert r.returncode == 1 and "empty.mrg: no trees in GOLD: nothing to score" in r.stderr and not r.stdout
+
+
+def test_a_tree_of_only_traces_is_skipped_by_parse_and_eval_and_counted(tmp_path):
+    """A PTB tree holding only -NONE- elements was dropped by grind parse without a word, so the parse
+    file had one tree fewer than the gold and grind eval --labeled refused the pair."""
+    g = tmp_path / "gold.mrg"
+    g.write_text("( (S (NP (DT the) (NN dog)) (VP (VBD barked))) )\n( (-NONE- *U*) )\n"
+                 "( (S (NP (NN cat)) (VP (VBD sat))) )\n")
+    grind("make-grammar", "treebank", "-o", tmp_path / "tb.txt", g)
+    r = grind("parse", "-o", tmp_path / "p.mrg", tmp_path / "tb.txt", g)
+    assert "skipped 1 tree(s) without words (only -NONE- elements), at line(s) 2" in r.stderr
+    text = (tmp_path / "p.mrg").read_text()
+    assert "# left_out: 1 trees without words, only -NONE- elements (not written)" in text
+    assert sum(not ln.startswith("#") for ln in text.splitlines()) == 2
+    r = grind("eval", "--labeled", g, tmp_path / "p.mrg")
+    assert "skipped 1 gold and 0 predicted trees without words" in r.stderr
+    assert "# skipped: 1 gold and 0 predicted trees without words (only -NONE- elements), not scored" in r.stdout
+    assert "all_sentences\t2" in r.stdout.splitlines()
+    res = score(["(S (NP (PRP I)) (VP (VBD ran)))", "(X (-NONE- *))"], ["(S (NP (PRP I)) (VP (VBD ran)))"])
+    assert res["all"]["labeled_f1"] == 100.0 and res["wordless"] == (1, 0)

@@ -198,9 +198,12 @@ def kernel_option(f):
 
 def left_out(sents, what: str = "not written") -> str | None:
     """The ``# left_out:`` header value for a corpus read by read_corpus (None when its length limits
-    dropped nothing), so that an output never silently holds fewer sentences than its input."""
-    n = getattr(sents, "left_out", 0)
-    return f"{n} sentences outside the length limits ({what})" if n else None
+    dropped nothing and it had no PTB tree without words), so that an output never silently holds fewer
+    sentences than its input."""
+    n, w = getattr(sents, "left_out", 0), getattr(sents, "wordless", 0)
+    parts = ([f"{n} sentences outside the length limits ({what})"] if n else []) + \
+        ([f"{w} trees without words, only -NONE- elements ({what})"] if w else [])
+    return "; ".join(parts) or None
 
 
 def is_treebank_grammar(path) -> bool:

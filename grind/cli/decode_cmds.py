@@ -260,6 +260,7 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
              + (f", {st.get('pruned_share', 0):.1%} of chart items pruned" if prune else ""))
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), unparsed=unparsed,
+                                  left_out=left_out(sents),
                                   unknown_words=f"{replaced} tokens the grammar lacks -> unknown-word signatures",
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "

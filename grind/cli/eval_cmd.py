@@ -159,6 +159,9 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
             res = evaluate_labeled(gold_trees, read_trees(p))
         except InputError as e:
             raise InputError(f"{gold_name} vs {name}: {e}") from None
+        if any(res["wordless"]):
+            log.warn(f"{gold_name} vs {name}: skipped {res['wordless'][0]} gold and {res['wordless'][1]} predicted "
+                     "trees without words (only -NONE- elements): not scored")
         if res["all"]["noparse"]:
             log.warn(f"{name}: {res['all']['noparse']} of {res['all']['sentences']} predicted trees are NOPARSE; "
                      "scored with no bracket")

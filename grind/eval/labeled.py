@@ -183,15 +183,31 @@ def _block(rows: list) -> dict:
 def evaluate_labeled(gold_trees, pred_trees, cutoff: int = 40) -> dict:
     """Scores of ``pred_trees`` against ``gold_trees``: ``{"all": block,
     f"<={cutoff}": block}``, each block a dict with the keys :data:`REPORT_KEYS`."""
-    if len(gold_trees) != len(pred_trees):
-        raise InputError(f"{len(gold_trees)} gold trees but {len(pred_trees)} predicted trees")
-    rows = [_sentence(k, g, p) for k, (g, p) in enumerate(zip(gold_trees, pred_trees), 1)]
-    return {"all": _block(rows), f"<={cutoff}": _block([r for r in rows if r["length"] <= cutoff])}
+    gold = [(k, t) for k, t in enumerate(gold_trees, 1) if _has_words(t)]
+    pred = [t for t in pred_trees if _has_words(t)]
+    if len(gold) != len(pred):
+        raise InputError(f"{len(gold_trees)} gold trees but {len(pred_trees)} predicted trees"
+                         + (" (not counting trees without words)" if len(gold) < len(gold_trees) or
+                            len(pred) < len(pred_trees) else ""))
+    rows = [_sentence(k, g, p) for (k, g), p in zip(gold, pred)]
+    return {"all": _block(rows), f"<={cutoff}": _block([r for r in rows if r["length"] <= cutoff]),
+            "wordless": (len(gold_trees) - len(gold), len(pred_trees) - len(pred))}
+
+
+def _has_words(tree) -> bool:
+    """Whether ``tree`` keeps a word once its ``-NONE-`` elements are deleted (grind parse writes no tree for
+    one that does not, as it has no sentence to parse)."""
+    t = prune(tree, _is_trace)
+    return t is not None and bool(leaves(t))
 
 
 def format_report(res: dict, cutoff: int = 40) -> str:
     """The ``# convention:`` line and ``key<TAB>value`` lines of :func:`evaluate_labeled`'s result."""
     lines = [f"# convention: {CONVENTION}; length cutoff {cutoff} (words without -NONE-, punctuation included)"]
+    gold_wl, pred_wl = res.get("wordless", (0, 0))
+    if gold_wl or pred_wl:
+        lines.append(f"# skipped: {gold_wl} gold and {pred_wl} predicted trees without words (only -NONE- "
+                     "elements), not scored")
     for prefix, block in (("all", res["all"]), (f"le{cutoff}", res[f"<={cutoff}"])):
         for key in REPORT_KEYS:
             v = block[key]

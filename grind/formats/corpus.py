@@ -151,16 +151,17 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> Corpus:
     """
     stats: dict = {}
     out = Corpus(_sentences(path, spec or CorpusSpec(), list(read_lines(path)), stats))
-    out.left_out, out.format = stats["left_out"], stats["format"]
+    out.left_out, out.format, out.wordless = stats["left_out"], stats["format"], stats.get("wordless", 0)
     return out
 
 
 class Corpus(list["Sentence"]):
     """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped;
-    ``format`` = the format the file was read as."""
+    ``format`` = the format the file was read as; ``wordless`` = PTB trees holding only ``-NONE-``."""
 
     left_out: int = 0
     format: str = ""
+    wordless: int = 0
 
 
 def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
@@ -175,6 +176,7 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     if is_stream(path):
         whole = read_corpus(path, spec)
         sents, stats["left_out"], stats["format"] = iter(whole), whole.left_out, whole.format
+        stats["wordless"] = whole.wordless
     else:
         for _ in read_lines(path):
             pass
@@ -182,7 +184,7 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     seen: dict[str, str] = {}
     out = Corpus(Sentence([seen.setdefault(t, t) for t in s.tokens], s.number, s.line, gold_morphs=s.gold_morphs)
                  for s in sents)
-    out.left_out, out.format = stats["left_out"], stats["format"]
+    out.left_out, out.format, out.wordless = stats["left_out"], stats["format"], stats.get("wordless", 0)
     return out
 
 
@@ -225,7 +227,7 @@ def _sentences(path, spec, lines, stats=None):
                              "plain text: use a CoNLL or Malt-TAB file, or leave out --punct")
         sents = _read_text(lines, name, tabs_ok=spec.format == "text")
     elif fmt == "ptb":
-        sents = _read_ptb(lines, name, spec)
+        sents = _read_ptb(lines, name, spec, stats)
     else:
         sents = _read_treebank(lines, name, fmt, spec)
     kept, left_out, seen = 0, 0, set()
@@ -351,12 +353,13 @@ def _read_text(lines, name="the corpus", tabs_ok=True):
             yield Sentence(toks, number, lineno)
 
 
-def _read_ptb(lines, name, spec):
-    """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped.  A word not
-    under a preterminal is an InputError naming the line of its tree."""
+def _read_ptb(lines, name, spec, stats=None, warn=True):
+    """Bracketed trees: FORM = word, XPOS = preterminal tag; -NONE- traces dropped, and a tree left
+    without words skipped, counted on stderr (``warn``) and in ``stats["wordless"]``.  A word not under
+    a preterminal is an InputError naming the line of its tree."""
     from grind.formats.trees import TRACE_TAGS, parse_trees, preterminals
     column = spec.column or _default_column_error(name)
-    number = 0
+    number, wordless = 0, []
     for first, text in _ptb_groups(lines):
         starts: list[int] = []
         for tree in parse_trees(text, name, starts, first):
@@ -366,6 +369,13 @@ def _read_ptb(lines, name, spec):
             rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", line] for i, (t, w) in enumerate(tagged, 1)]
             if rows:
                 yield _make_sentence(rows, number, line, [], column, spec.punct, name)
+            else:
+                wordless.append(line)
+    if stats is not None:
+        stats["wordless"] = len(wordless)
+    if wordless and warn:
+        log.warn(f"{name}: skipped {len(wordless)} tree(s) without words (only -NONE- elements), at line(s) "
+                 f"{', '.join(map(str, wordless[:10]))}{' ...' if len(wordless) > 10 else ''}")
 
 
 def _ptb_groups(lines):
@@ -766,7 +776,7 @@ def iter_blocks(path: str, spec: CorpusSpec, fmt: str, pairs):
             group.append((lineno, s))
             depth += s.count("(") - s.count(")")
             if depth <= 0:
-                sents = list(_read_ptb([(n, t + "\n") for n, t in group], name, spec))
+                sents = list(_read_ptb([(n, t + "\n") for n, t in group], name, spec, warn=False))
                 yield Block([t for _, t in comments + group], sents)
                 comments, group, depth = [], [], 0
     else:
