@@ -114,6 +114,20 @@ def test_treebank_grammar_relative_frequencies_and_escaping():
     assert L.encode(tb[2])[0] is not None and "-LRB-" in L.known_words()
 
 
+def test_words_spelled_like_the_arrow_or_a_subtype_are_escaped(tmp_path):
+    """A word '-->' made a grammar file grind could not read back ('more than one -->'); a word spelled
+    like a subtype (NN@1) would read as a nonterminal of the split grammar."""
+    (tmp_path / "w.mrg").write_text("( (S (NP (SYM -->) (NN NN@1)) (VP (VBD ran))) )\n"
+                                    "( (S (NP (NN NN@1)) (VP (VBD -->))) )\n")
+    for h in ("1", "2"):
+        g = tmp_path / f"g{h}.txt"
+        grind("make-grammar", "treebank", "--subtypes", h, "--seed", "1", "-o", g, tmp_path / "w.mrg")
+        rules = [ln for ln in g.read_text().splitlines() if not ln.startswith("#")]
+        assert any(ln.endswith(" --> \\-->") for ln in rules) and any(ln.endswith(" --> \\NN@1") for ln in rules)
+        out = grind("parse", g, tmp_path / "w.mrg").stdout
+        assert "(SYM -->) (NN NN@1)" in out and "(VBD -->)" in out
+
+
 def test_split_h1_is_the_treebank_pcfg_and_h2_refines_it():
     tb, _, _ = prepare(trees(), rare=0)
     g = treebank_grammar(tb)

@@ -36,6 +36,7 @@ from collections import Counter
 import numpy as np
 
 from grind.errors import InputError
+from grind.formats.rules import ARROW
 from grind.formats.treebank import ROOT
 from grind.grammars.grammar import Grammar
 
@@ -62,9 +63,12 @@ ESCAPE = "\\"
 
 def escape_word(word: str, labels) -> str:
     """A word as a grammar terminal: behind :data:`ESCAPE` when it is spelled
-    like one of the base symbols ``labels`` (or starts with the escape), since
-    in the rule format a symbol that has rules is a nonterminal."""
-    return ESCAPE + word if word in labels or word.startswith(ESCAPE) else word
+    like one of the base symbols ``labels`` or a subtype of one (``NN@1``),
+    like the rule arrow ``-->``, or starts with the escape, since in the rule
+    format a symbol that has rules is a nonterminal and an arrow splits a rule."""
+    base, at, k = word.rpartition("@")
+    symbol_like = word in labels or word == ARROW or (bool(at) and k.isdigit() and base in labels)
+    return ESCAPE + word if symbol_like or word.startswith(ESCAPE) else word
 
 
 def unescape_word(terminal: str) -> str:
