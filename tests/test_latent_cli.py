@@ -86,7 +86,7 @@ def test_parse_writes_unsplit_unbinarised_trees_and_eval_scores_them(tb, decoder
           tb / "train.mrg")
     grind("parse", decoder, "-o", tb / "p.trees", tb / "t.txt", tb / "dev.mrg")
     text = open(tb / "p.trees").read()
-    assert "# unknown_words: 1 tokens" in text                     # 'zebra'
+    assert "# unknown_words: 1 word tokens" in text                # 'zebra'
     trees = read_trees(str(tb / "p.trees"))
     assert len(trees) == 2 and trees[0][0] == "ROOT"
     assert "@" not in text.split("\n", 20)[-1] and "zebra" in text
@@ -204,6 +204,28 @@ def test_trees_commands_refuse_a_file_without_trees(tb):
 
 def test_parse_says_on_stderr_how_many_words_became_signatures(tb):
     r = grind("parse", tb / "g2.txt", tb / "dev.mrg")                      # 'zebra' is not in the grammar
-    assert "# unknown_words: 1 tokens the grammar lacks" in r.stdout
+    assert "# unknown_words: 1 word tokens the grammar lacks parsed as their unknown-word signatures" in r.stdout
     assert "1 word tokens the grammar lacks parsed as their unknown-word signatures" in r.stderr
+
+
+def test_parse_and_loglik_count_backoffs_and_name_a_word_whose_signature_has_no_rule(tmp_path):
+    """Backoffs to a coarser signature were not counted; a word whose signature the grammar lacks was
+    reported as 'no derivation' by loglik and by its signature alone by parse."""
+    (tmp_path / "tr.mrg").write_text("( (S (NP (NN dog)) (VP (VBD barked))) )\n( (S (NP (NN cat)) (VP (VBD sat))) )\n"
+                                     "( (S (NP (NN dog)) (VP (VBD sat))) )\n")
+    (tmp_path / "te.mrg").write_text("( (S (NP (NN cat)) (VP (VBD zipped))) )\n( (S (NP (NN dog)) (VP (VBD sat))) )\n")
+    grind("make-grammar", "treebank", "--rare", "0", "-o", tmp_path / "r0.txt", tmp_path / "tr.mrg")
+    why = ("sentence 1 (line 1) has no parse: word 'zipped' at position 2 is unknown and the grammar has no rule "
+           "for its signature <UNK-LC-ed> nor a coarser one")
+    r = grind("parse", tmp_path / "r0.txt", tmp_path / "te.mrg")
+    assert why in r.stderr and "(NOPARSE cat zipped)" in r.stdout
+    assert ("# unknown_words: 1 word tokens the grammar lacks parsed as their unknown-word signatures; 1 with no "
+            "signature rule in the grammar (their sentences have no parse)") in r.stdout
+    r = grind("loglik", tmp_path / "r0.txt", tmp_path / "te.mrg")
+    assert why in r.stderr and "# parsed: 1" in r.stdout and "column=FORM" in r.stdout
+    grind("make-grammar", "treebank", "--rare", "1", "-o", tmp_path / "r1.txt", tmp_path / "tr.mrg")
+    (tmp_path / "te2.mrg").write_text("( (S (NP (NN cat)) (VP (VBD zipping))) )\n")
+    r = grind("parse", tmp_path / "r1.txt", tmp_path / "te2.mrg")    # 'zipping': <UNK-LC-ing> -> <UNK-LC>
+    assert "(1 backed off to a coarser signature the grammar has)" in r.stdout.split("# output")[0]
+    assert "# unparsed: 1" in r.stdout      # only NN has a <UNK-LC> rule; VBD's backoff is still no parse
 

@@ -182,28 +182,50 @@ def _member(path, g, first_path):
 
 
 def _treebank_input(grammar_path, corpus, spec, start, command):
-    """A treebank grammar, its latent view, and the corpus's words (``spec`` with --column FORM) as its
-    terminals, as grind parse reads them: escaped, an unknown word replaced by its signature.  Returns
-    ``(g, latent, sents, terminals, replaced)``."""
+    """A treebank grammar, its latent view, and the corpus's words as its terminals, as grind parse reads
+    them: escaped, an unknown word replaced by its signature (backed off to a coarser one the grammar has).
+    Returns ``(g, latent, sents, terminals, unknown)``: ``unknown`` counts ``replaced`` tokens, ``backoff``
+    (a coarser signature) and ``unlexed`` (a signature the grammar has no rule for either), and names in
+    ``failures`` (sentence index -> reason) the sentences such a token leaves without a parse."""
     import dataclasses
 
     from grind.cli.common import read_probabilities
-    from grind.formats.treebank import unknown_token
+    from grind.formats.treebank import signature, unknown_token
     from grind.grammars.latent import LatentGrammar
+    if spec.column not in (None, "FORM") or spec.punct != "none":
+        raise click.UsageError("a treebank grammar reads every sentence's words as they are (--column FORM, no "
+                               "--punct)")
     sents = read_corpus(corpus, dataclasses.replace(spec, column="FORM"))
     g = read_probabilities(grammar_path, start, command)
     latent = LatentGrammar(g)
     known = latent.known_words()
-    replaced, toks = 0, []
-    for s in sents:
+    unknown: dict = {"replaced": 0, "backoff": 0, "unlexed": 0, "failures": {}}
+    toks = []
+    for k, s in enumerate(sents):
         row = []
         for i, w in enumerate(s.tokens):
             if w not in known:
-                w = unknown_token(w, i == 0, known)
-                replaced += 1
+                sig = unknown_token(w, i == 0, known)
+                unknown["replaced"] += 1
+                unknown["backoff"] += sig != signature(w, i == 0)
+                if sig not in known:
+                    unknown["unlexed"] += 1
+                    unknown["failures"].setdefault(k, f"word {w!r} at position {i + 1} is unknown and the grammar "
+                                                      f"has no rule for its signature {sig} nor a coarser one")
+                w = sig
             row.append(latent.terminal(w))
         toks.append(row)
-    return g, latent, sents, toks, replaced
+    return g, latent, sents, toks, unknown
+
+
+def _unknown_words(unknown: dict, verb: str) -> str:
+    """What :func:`_treebank_input` did with unknown words, for stderr and the ``# unknown_words:`` header."""
+    out = f"{unknown['replaced']} word tokens the grammar lacks {verb} as their unknown-word signatures"
+    if unknown["backoff"]:
+        out += f" ({unknown['backoff']} backed off to a coarser signature the grammar has)"
+    if unknown["unlexed"]:
+        out += f"; {unknown['unlexed']} with no signature rule in the grammar (their sentences have no parse)"
+    return out
 
 
 def _treebank_logz(grammar_path, corpus, spec, start, kernel):
@@ -213,11 +235,11 @@ def _treebank_logz(grammar_path, corpus, spec, start, kernel):
     from grind.kernels.latent_parse import LatentParser
     if kernel != "auto":
         raise click.UsageError("a treebank grammar is scored by its own kernel: leave out --kernel")
-    g, latent, sents, toks, replaced = _treebank_input(grammar_path, corpus, spec, start, "grind loglik")
-    if replaced:
-        log.info(f"{replaced} words the grammar lacks scored as their unknown-word signatures")
+    g, latent, sents, toks, unknown = _treebank_input(grammar_path, corpus, spec, start, "grind loglik")
+    if unknown["replaced"]:
+        log.info(_unknown_words(unknown, "scored"))
     logz = LatentParser(g, weights=g.probabilities(), latent=latent, prune=False).logz(toks)
-    return g, sents, types.SimpleNamespace(failures={}), logz
+    return g, sents, types.SimpleNamespace(failures=unknown["failures"]), logz
 
 
 def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold):
@@ -225,28 +247,28 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     import time
 
     from grind.formats.trees import format_tree, map_leaves
+    import dataclasses
+
     from grind.formats.treebank import debinarise
     from grind.kernels.latent_parse import LatentParser
-    import dataclasses
-    if spec.column not in (None, "FORM") or spec.punct != "none" or spec.min_length > 1 or spec.max_length is not None:
-        raise click.UsageError("a treebank grammar parses every sentence's words as they are (--column FORM, no "
-                               "--punct, no length limits), so that grind eval --labeled can align them with the gold "
-                               "trees")
+    if spec.min_length > 1 or spec.max_length is not None:
+        raise click.UsageError("a treebank grammar parses every sentence (no length limits), so that grind eval "
+                               "--labeled can align the parses with the gold trees")
+    g, latent, sents, toks, unknown = _treebank_input(grammar_path, corpus, spec, start, "grind parse")
     spec = dataclasses.replace(spec, column="FORM")
-    g, latent, sents, toks, replaced = _treebank_input(grammar_path, corpus, spec, start, "grind parse")
-    if replaced:
-        log.info(f"{replaced} word tokens the grammar lacks parsed as their unknown-word signatures")
+    if unknown["replaced"]:
+        log.info(_unknown_words(unknown, "parsed"))
     parser = LatentParser(g, weights=g.probabilities(), latent=latent, prune=prune, threshold=threshold)
     t0 = time.perf_counter()
     results = parser.parse(toks, method=decoder)
     seconds = time.perf_counter() - t0
     unparsed = 0
     lines = []
-    for s, res in zip(sents, results):
+    for k, (s, res) in enumerate(zip(sents, results)):
         tree = res.tree
         if tree is None:
             unparsed += 1
-            why = res.reason or "no derivation has positive probability"
+            why = unknown["failures"].get(k) or res.reason or "no derivation has positive probability"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
             lines.append(format_tree(("NOPARSE", *s.tokens)))
@@ -261,7 +283,7 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), unparsed=unparsed,
                                   left_out=left_out(sents),
-                                  unknown_words=f"{replaced} tokens the grammar lacks -> unknown-word signatures",
+                                  unknown_words=_unknown_words(unknown, "parsed"),
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
                                            "without pruning") if prune else "none (exhaustive)",
@@ -439,11 +461,13 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
     Example:
       grind loglik --summary --column UPOS --punct ud g.txt dev.conllu
     """
+    import dataclasses
     import math
 
     from grind.errors import NumericalError
     if is_treebank_grammar(grammar):
         g, sents, parser, logz = _treebank_logz(grammar, corpus, spec, start, kernel)
+        spec = dataclasses.replace(spec, column="FORM")
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
         _, logz = parser.inside_outside(g.probabilities())
