@@ -330,3 +330,18 @@ def test_eval_reads_segmentations_nfc_normalised(tmp_path):
     rows = [ln.split("\t") for ln in grind("eval", "--segmentation", nfd, nfc).stdout.splitlines()
             if ln.startswith("predicted")]
     assert rows[0][6] == "1.0000"                                   # exact: the same word, the same cut
+
+
+def test_eval_skips_and_counts_multi_word_rows_as_train_and_parse_do(tmp_path):
+    """A SIGMORPHON row with a space in its word (skipped with a warning by --chars readers, so absent
+    from grind's predictions) made eval stop with "morph 2 'harp' does not start with '@@'"."""
+    gold, pred = tmp_path / "gold.tsv", tmp_path / "pred.tsv"
+    gold.write_text("mouth harpist\tmouth harp @@ist\t010\nabdikovat\tab @@dik @@ovat\t100\n", encoding="utf-8")
+    pred.write_text("ab dik ovat\n", encoding="utf-8")
+    r = grind("eval", "--segmentation", gold, pred)
+    assert f"{gold}: skipped 1 row(s) whose word has whitespace in it" in r.stderr
+    assert f"# skipped: {gold}: 1 multi-word row(s) (whitespace in the word), not scored" in r.stdout
+    row = next(ln.split("\t") for ln in r.stdout.splitlines() if ln.startswith("predicted"))
+    assert row[1] == "1" and row[6] == "1.0000"
+    with pytest.raises(InputError, match="has whitespace in it"):
+        read_segmentations(str(gold))

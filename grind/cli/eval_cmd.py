@@ -189,16 +189,29 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
         raise click.UsageError("--segmentation reads segmentation files: the corpus options do not apply")
     if not baselines and _given("baselines"):
         raise click.UsageError("--segmentation always reports the one-morph and every-character baselines")
-    gold_records = read_segmentations(gold)
+    def read(path, name):
+        skipped: list[int] = []
+        records = read_segmentations(path, skipped)
+        if skipped:
+            log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry, "
+                     "as grind train/parse --chars skip them), at line(s) "
+                     f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
+            notes.append(f"# skipped: {name}: {len(skipped)} multi-word row(s) (whitespace in the word), not scored\n")
+        return records
+
+    notes: list[str] = []
     gold_name = "<stdin>" if gold == "-" else gold
+    gold_records = read(gold, gold_name)
     gold_types = seg.word_types(gold_records, gold_name)
     seg.check_gold(gold_types, gold_name)
     base = seg.baseline_rows(gold_types)
-    report = "".join(seg.definitions(gold_name, len(gold_records), len(gold_types)))
+    report = "".join(seg.definitions(gold_name, len(gold_records), len(gold_types))) + "".join(notes)
     rows, preds = [], {}
     for p in predicted:
         name = "<stdin>" if p == "-" else p
-        pred = seg.word_types(read_segmentations(p), name)
+        notes.clear()
+        pred = seg.word_types(read(p, name), name)
+        report += "".join(notes)
         preds[_unique_name(p, preds)] = pred
         try:
             seg.check_same_words(gold_types, pred, gold_name, name)

@@ -73,8 +73,10 @@ def format_segmentation(word: str, morphs, fmt: str = "plain") -> str:
     raise ValueError(fmt)
 
 
-def read_segmentations(path: str) -> list[Segmentation]:
-    """Every segmented word of ``path`` in file order (see the module doc)."""
+def read_segmentations(path: str, skipped: list | None = None) -> list[Segmentation]:
+    """Every segmented word of ``path`` in file order (see the module doc).  A SIGMORPHON row whose word
+    has whitespace in it (a multi-word entry such as ``mouth harpist``, which ``--chars`` readers skip)
+    is skipped and its line appended to ``skipped`` when that is given, else an InputError."""
     name = "<stdin>" if path == "-" else path
     out, header, first = [], True, None      # first: (line, format) of the first segmented word
     for lineno, raw in read_lines(path):
@@ -85,6 +87,13 @@ def read_segmentations(path: str) -> list[Segmentation]:
         where = f"{name}:{lineno}"
         if not line.strip():
             raise InputError(f"{where}: empty line (one segmented word a line)")
+        word = line.split("\t")[0]
+        if "\t" in line and any(c.isspace() for c in word) and word.strip():
+            if skipped is None:
+                raise InputError(f"{where}: the word {word!r} has whitespace in it (a multi-word entry; a word "
+                                 "must be one token)")
+            skipped.append(lineno)
+            continue
         seg = parse_line(line, where, lineno)
         if seg.morphs is not None:
             fmt = "sigmorphon" if "\t" in line else "plain"
