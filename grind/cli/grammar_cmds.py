@@ -234,7 +234,8 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
         raise InputError(f"{name}: {base_rules} treebank rules split into {subtypes} subtypes would be {n_split:,} "
                          f"rules, over --max-rules {max_rules:,}")
     g = split_grammar(g, subtypes, make_rng(seed, random=bool(noise) and subtypes > 1), noise)
-    log.info(f"{name}: {len(prepared)} trees ({counter['empty']} empty after deleting -NONE-, skipped), "
+    empty = f" ({counter['empty']} holding only -NONE- elements skipped)" if counter["empty"] else ""
+    log.info(f"{name}: {len(prepared)} trees{empty}, "
              f"{len(known)} known words, {counter['replaced']} rare word tokens -> signatures; "
              f"{base_rules} treebank rules, {len(g)} rules with {subtypes} subtypes")
     write_grammar(output, g, g.weights, "probabilities" if subtypes > 1 else "probabilities (relative frequencies)",
