@@ -335,7 +335,7 @@ def test_model2_reuses_the_last_parse_only_when_it_is_the_next_first_parse(cycle
         assert parses1[0] == cycles + 1 and np.any(parses1[1:] == cycles + 1)
 
 
-def test_families_covariance_and_shipped_files():
+def test_families_covariance_and_shipped_files(tmp_path, capsys):
     for name in ("upos", "ptb"):
         fam = ln.read_families(name)
         assert len(set(fam.values())) == 15
@@ -355,6 +355,16 @@ def test_families_covariance_and_shipped_files():
     assert c(plain, S, "S --> Y_VERB", "S --> Y_AUX") == 0.5
     with pytest.raises(InputError):
         ln.initial_covariance(g, plain, "families", None)
+    # a mapping for another tag set covered nothing and silently gave the identity; an empty file too
+    with pytest.raises(InputError, match="none of the grammar's 5 tags"):
+        ln.initial_covariance(g, plain, "families", "ptb")
+    empty = tmp_path / "empty.fam"
+    empty.write_text("# nothing\n")
+    with pytest.raises(InputError, match="no 'TAG FAMILY' lines"):
+        ln.read_families(str(empty))
+    capsys.readouterr()
+    ln.initial_covariance(g, plain, "families", {"NOUN": "n", "PROPN": "n", "VERB": "v"})
+    assert "2 of the grammar's 5 tags have no family in the mapping (ADJ, AUX)" in capsys.readouterr().err
     # a shared expert over L'_VERB and L'_AUX: 0.5 also across its segments
     st = tie_structure(g, pk, "V", ln.read_families("upos"))
     S1 = ln.initial_covariance(g, st, "families", "upos")

@@ -36,4 +36,6 @@ def read_families(path: str) -> dict:
         if tag in fam:
             raise InputError(f"{path}:{lineno}: tag {tag!r} is already in family {fam[tag]}")
         fam[tag] = s[1]
+    if not fam:
+        raise InputError(f"{path}: no 'TAG FAMILY' lines: an empty tag-family mapping")
     return fam

@@ -566,6 +566,17 @@ def initial_covariance(grammar, st, kind: str = "identity", families=None) -> li
         raise InputError("covariance initialisation 'families' needs a family file")
     fam = read_families(families) if isinstance(families, str) else dict(families)
     deps = rule_dependents(grammar)
+    tags = {d for d in deps if d is not None}
+    where = f" {families!r}" if isinstance(families, str) else ""
+    if not tags & fam.keys():
+        raise InputError(f"--cov families: none of the grammar's {len(tags)} tags ({', '.join(sorted(tags)[:8])}"
+                         f"{' ...' if len(tags) > 8 else ''}) is in the tag-family mapping{where}, so the covariance "
+                         "would be the identity: is the mapping for another tag set (ptb for a UPOS grammar)?")
+    missing = sorted(tags - fam.keys())
+    if missing:
+        log.warn(f"--cov families: {len(missing)} of the grammar's {len(tags)} tags have no family in the mapping"
+                 f"{where} ({', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}): their coordinates "
+                 "start uncorrelated with every other")
     pk = st.pk
     flat_fam = np.array([fam.get(deps[r]) if r >= 0 and deps[r] is not None else None
                          for r in pk.rows.ravel()], dtype=object)
