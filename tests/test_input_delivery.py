@@ -58,6 +58,19 @@ def test_what_cannot_read_a_pipe_twice_says_so(dmv):
     assert "directed" in r.stdout
 
 
+def test_standard_input_given_for_two_inputs_is_an_error(dmv):
+    """The second reader of '-' read an exhausted stream: --families - after GRAMMAR - gave an empty
+    mapping and an untied logistic normal with exit 0 (CLI audit)."""
+    d, text = dmv
+    g = (d / "g1.txt").read_text()
+    why = "'-' (standard input) is given for two inputs of this command"
+    for cmd in (["make-structure", "--tie", "V", "--families", "-", "-"],
+                ["train", "--algo", "ln", "--tie", "V", "--families", "-", *C, "-", d / "train.conllu"]):
+        r = grind(*cmd, stdin=g, check=False)
+        assert r.returncode == 1 and why in r.stderr and not r.stdout, (cmd, r.stderr)
+    assert grind("parse", *C, d / "g1.txt", "-", stdin=text).stdout      # one reader of '-' is fine
+
+
 def test_a_sigmorphon_tsv_on_stdin_is_detected_with_chars():
     tsv = (REPO / "data" / "morph" / "ces-dev-sample.tsv").read_text(encoding="utf-8")
     r = grind("make-grammar", "morph", "--chars", "--max-morph-length", "3", "-", stdin=tsv)

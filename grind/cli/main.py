@@ -9,7 +9,7 @@ import click
 
 from grind import __version__, log
 from grind.errors import GrindError, Terminated, termination
-from grind.formats.textio import StdoutClosed, set_run_info
+from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.common import check_outputs_are_not_inputs
 from grind.cli.convert_cmd import function_heads_cmd
 from grind.cli.count_cmds import estep, mstep, sum_
@@ -69,6 +69,7 @@ def cli(quiet):
     (Mark Johnson's format); count files use the same rule keys.
     """
     log.set_quiet(quiet)
+    guard_stdin()
 
 
 # ----------------------------------------------------------------------------- the commands

@@ -17,7 +17,6 @@ import json
 import math
 import os
 import stat
-import sys
 import tempfile
 import time
 import zlib
@@ -27,7 +26,7 @@ from itertools import chain
 import numpy as np
 
 from grind.errors import InputError, NumericalError
-from grind.formats.textio import is_stream, open_binary, quote_line, read_lines
+from grind.formats.textio import is_stream, open_binary, quote_line, read_lines, stdin_bytes
 
 ARROW = "-->"
 #: The ``# weights:`` header of count files (grind estep / sum).
@@ -338,7 +337,7 @@ def _read_bytes(path: str) -> bytes | None:
     """The bytes of ``path`` decompressed (``-`` = stdin), or None when the
     compressed data are bad (the line reader then reports it as before)."""
     if path == "-":
-        return sys.stdin.buffer.read()
+        return stdin_bytes().read()
     return _decompress(_raw_bytes(path), path)
 
 

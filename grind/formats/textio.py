@@ -62,10 +62,31 @@ def _quote(a: str) -> str:
     return a if a and all(c.isalnum() or c in "-_./=:,+@%" for c in a) else repr(a)
 
 
+#: Within one CLI command (:func:`guard_stdin`): whether standard input has been opened already.
+_stdin_guard: dict | None = None
+
+
+def guard_stdin() -> None:
+    """From here on (the CLI calls this as each command starts), a second input given as ``-`` is an
+    InputError instead of reading an exhausted stream as an empty file."""
+    global _stdin_guard
+    _stdin_guard = {"used": False}
+
+
+def stdin_bytes():
+    """``sys.stdin.buffer``, once per guarded command (:func:`guard_stdin`)."""
+    if _stdin_guard is not None:
+        if _stdin_guard["used"]:
+            raise InputError("'-' (standard input) is given for two inputs of this command, but it can be read "
+                             "only once: give all but one of them as files")
+        _stdin_guard["used"] = True
+    return sys.stdin.buffer
+
+
 def open_binary(path: str):
     """A byte stream for ``path`` (``-`` = stdin; ``.gz``/``.xz``/``.bz2`` decompressed)."""
     if path == "-":
-        return sys.stdin.buffer
+        return stdin_bytes()
     try:
         if path.endswith(".gz"):
             return gzip.open(path, "rb")
