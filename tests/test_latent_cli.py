@@ -55,6 +55,21 @@ def test_estep_shards_sum_and_mstep_equal_one_em_iteration(tb):
     assert m.meta["model"] == "treebank" and t.meta["model"] == "treebank" and t.meta["subtypes"] == "2"
 
 
+def test_every_command_that_writes_a_grammar_keeps_the_treebank_header(tb):
+    """init, make-grammar from-file and mstep without --grammar dropped '# model: treebank' and the rest, so
+    parse read the grammar as a plain PCFG and every sentence came out NOPARSE (CLI audit)."""
+    grind("make-grammar", "treebank", "--rare", "0", "--markov", "1", "-o", tb / "m1.txt", tb / "train.mrg")
+    grind("init", "--random", "--seed", "2", "-o", tb / "i.txt", tb / "g2.txt")
+    grind("make-grammar", "from-file", "-o", tb / "f.txt", tb / "m1.txt")
+    grind("estep", "--trees", "-o", tb / "c.counts", tb / "m1.txt", tb / "train.mrg")
+    grind("mstep", "-o", tb / "m.txt", tb / "c.counts")
+    for name, markov in (("i.txt", "0"), ("f.txt", "1"), ("m.txt", "1")):
+        g = read_grammar(str(tb / name))
+        assert g.meta.get("model") == "treebank" and g.meta.get("markov") == markov, name
+        out = grind("parse", tb / name, tb / "train.mrg").stdout
+        assert "NOPARSE" not in out and out.count("(ROOT") == 6, name
+
+
 @pytest.mark.parametrize("algo", ["em", "vb"])
 def test_train_trees_objective_never_decreases(tb, algo):
     grind("train", "--trees", "--algo", algo, "--iterations", "15", "--tolerance", "0", "--trace", tb / "tr.tsv",

@@ -65,6 +65,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
       grind estep g.txt shard.1.txt > c1.txt; grind estep g.txt shard.2.txt > c2.txt
       grind sum c1.txt c2.txt | grind mstep --grammar g.txt - > g.next.txt
     """
+    from grind.grammars.latent import treebank_meta
     from grind.infer.training import ShardedEstep
     if on_trees:
         check_tree_options("vb" if algo == "vb" else "em", spec, {})
@@ -106,7 +107,8 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
-    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "corpus": what}
+    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "corpus": what,
+            **treebank_meta(g)}
     out = Counts.of(g, counts, stats, meta)
     # The counts share the grammar's rule table; the rest (weights, parser, its scratch vectors, the
     # sentences) goes before the file is written.
@@ -189,7 +191,7 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
       done    # g1.txt: the initialisation; g3.txt: grind train's grammar
     """
     from grind.formats.counts import check_same_grammar
-    from grind.grammars.latent import treebank_meta
+    from grind.grammars.latent import TREEBANK_META, treebank_meta
     from grind.infer.em import log_dirichlet_prior, map_estimate
     from grind.infer.training import prior_vector
     name = "<stdin>" if counts == "-" else counts
@@ -257,9 +259,10 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         if made_with and "loglik" in c.stats:
             objective = c.stats["loglik"] + log_dirichlet_prior(g, theta_prev, prior)
         extra["estimate"] = f"MAP alpha={alpha}"
+    tb_meta = {k: c.meta[k] for k in TREEBANK_META if k in c.meta} if c.meta.get("model") == "treebank" else {}
     write_grammar(output, g, weights, kind, algorithm=name_of, alpha=alpha, steps=steps,
                   objective=None if objective is None else repr(objective), corpus=c.meta.get("corpus"),
-                  **extra, **treebank_meta(g))
+                  **extra, **(treebank_meta(g) if grammar_path else tb_meta))
 
 
 def _made_with(c: Counts, g: Grammar, name: str, grammar_path: str, algo: str) -> bool:

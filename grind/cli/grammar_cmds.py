@@ -8,6 +8,7 @@ from grind import log
 from grind.formats.corpus import read_corpus, read_corpus_tokens
 from grind.errors import InputError
 from grind.grammars.grammar import read_grammar
+from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
                               make_rng, write_grammar, OneChoiceCommand)
@@ -294,7 +295,7 @@ def make_from_file(grammar, start, output):
         raise InputError(f"{name}: unary rules of positive weight form a cycle: {' --> '.join(cyc)} "
                          "(a chart parser cannot sum over unboundedly many derivations; remove a rule of it "
                          "or give it weight 0)")
-    write_grammar(output, g, g.weights, g.meta.get("weights", "as read"))
+    write_grammar(output, g, g.weights, g.meta.get("weights", "as read"), **treebank_meta(g))
 
 
 @click.command("make-structure")
@@ -402,7 +403,7 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     elif _given("variant"):
         raise click.UsageError("--variant is for --harmonic")
     extra = {"harmonic_variant": variant} if mode == "harmonic" else {}
-    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra)
+    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, **treebank_meta(g))
 
 
 def harmonic_weights(g, corpus_path, spec, variant="km-global"):

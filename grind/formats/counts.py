@@ -25,7 +25,8 @@ STATS = ("sentences", "parsed", "words", "loglik")
 #: exp(psi(alpha_hat) - psi(sum)) of a grammar of pseudo-counts), the
 #: fingerprint of the weights of the grammar it was made with, and the corpus
 #: options (the options only, not the file: the shards of one corpus have the same).
-META = ("estep", "estep-weights", "corpus")
+META = ("estep", "estep-weights", "corpus",
+        "model", "subtypes", "markov", "rare", "preparation")   # the last five: a treebank grammar's (estep --trees)
 #: The META lines that count files added up must agree on (all of them).
 MUST_AGREE = META
 
