@@ -116,8 +116,9 @@ declare -A METHODS=(
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
 MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
 run() { echo "+ $*" >&2; "$@"; }
-ptb_families() {  # --families ptb for the methods that read a family map (ln, sln, mixtures), nothing for EM / VB
-  [[ ${METHODS[$1]} == *"--algo ln"* || ${METHODS[$1]} == *"--algo mixture"* ]] && echo "--families ptb"; true
+ptb_families() {  # --families ptb for the methods that read a family map (--cov families, --tie, mixtures)
+  [[ ${METHODS[$1]} == *"--cov families"* || ${METHODS[$1]} == *"--tie "* || ${METHODS[$1]} == *"--algo mixture"* ]] &&
+    echo "--families ptb"; true
 }
 for m in $ORDER; do
   [[ -n ${METHODS[$m]+x} ]] || { echo "ln-results.sh: unknown method '$m' in ORDER (one of: ${!METHODS[*]})" >&2; exit 2; }

@@ -46,6 +46,13 @@ def test_sum_refuses_counts_read_with_different_corpus_options(files):
     assert not (files / "sum.txt").exists()
 
 
+def test_sum_warns_when_a_file_is_given_twice(files):
+    grind("estep", "-o", files / "c1.txt", files / "g.txt", files / "c.txt")
+    (files / "link.txt").symlink_to(files / "c1.txt")
+    r = grind("sum", "-o", files / "sum.txt", files / "c1.txt", files / "link.txt")
+    assert f"{files / 'link.txt'} (argument 2) is the file of argument 1: its counts are added twice" in r.stderr
+
+
 def test_sum_of_split_shards_keeps_the_corpus_line(files):
     grind("split", "-n", "2", "--max-length", "5", "-o", files / "s", files / "c.txt")
     for i in (1, 2):

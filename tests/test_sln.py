@@ -340,3 +340,16 @@ def test_tie_warmup_cli(tmp_path):
     assert "never takes over" in r.stderr and "experts (0 shared)" in r.stdout
     bad = grind("train", "--algo", "ln", "--tie-warmup", "2", g1, c1, check=False)
     assert bad.returncode == 2 and "--tie-warmup needs --tie" in bad.stderr
+
+
+@pytest.mark.parametrize("extra, why", [
+    (["--joint-output", "jo.txt"], "--joint-output is the second language's grammar of --joint"),
+    (["--tie-what", "choose"], "--tie-what needs --tie"),
+    (["--families", "ptb"], "--families is read by --cov families and --tie"),
+    (["--checkpoint-every", "3"], "--checkpoint-every needs --checkpoint FILE"),
+])
+def test_options_that_would_do_nothing_are_usage_errors(tmp_path, extra, why):
+    """Each was accepted and ignored (--joint-output left a stale file in place; CLI audit)."""
+    g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
+    bad = grind("train", "--algo", "ln", "--iterations", "1", *extra, g1, c1, check=False, cwd=tmp_path)
+    assert bad.returncode == 2 and why in bad.stderr and not (tmp_path / "jo.txt").exists()

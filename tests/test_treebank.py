@@ -195,3 +195,9 @@ def test_every_training_tree_round_trips():
     for t in ts:
         c = clean(t)
         assert debinarise(binarise(c)) == c
+
+
+def test_noise_without_subtypes_is_a_usage_error(tmp_path):
+    (tmp_path / "t.mrg").write_text("( (S (NP (NN dog)) (VP (VBD ran))) )\n")
+    r = grind("make-grammar", "treebank", "--noise", "0.1", tmp_path / "t.mrg", check=False)
+    assert r.returncode == 2 and "--noise randomises the split of --subtypes H > 1" in r.stderr

@@ -9,6 +9,8 @@ different iterations and ``mstep`` refuses counts of another grammar.
 """
 from __future__ import annotations
 
+import os
+
 import click
 import numpy as np
 
@@ -133,6 +135,12 @@ def sum_(counts, output):
       grind sum c1.txt c2.txt c3.txt > c.txt
     """
     from grind.formats.counts import add_mismatch, check_same_grammar
+    seen: dict = {}
+    for k, path in enumerate(counts, 1):
+        real = os.path.realpath(path) if path != "-" else "-"
+        if real in seen:
+            log.warn(f"{path} (argument {k}) is the file of argument {seen[real]}: its counts are added twice")
+        seen.setdefault(real, k)
     total = read_counts(counts[0])
     first = total
     for path in counts[1:]:

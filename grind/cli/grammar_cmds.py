@@ -225,6 +225,9 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
     from grind.formats.treebank import prepare
     from grind.grammars.latent import split_grammar, split_size, treebank_grammar
     name = "<stdin>" if trees == "-" else trees
+    if subtypes == 1 and _given("noise"):
+        raise click.UsageError("--noise randomises the split of --subtypes H > 1; the treebank PCFG (H = 1) has "
+                               "no noise")
     prepared, known, counter = prepare(read_trees(trees), name, markov_h, rare=rare)
     if not prepared:
         raise InputError(f"{name}: no tree with a word (after deleting -NONE- elements)")

@@ -211,6 +211,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     rng = make_rng(seed, random=algo in RANDOM_ALGOS and not resume)
     if resume and not ckpt:
         raise click.UsageError("--resume needs --checkpoint FILE")
+    if checkpoint_every and not ckpt:
+        raise click.UsageError("--checkpoint-every needs --checkpoint FILE")
     if ckpt and ckpt.endswith((".gz", ".xz", ".bz2")):
         raise click.UsageError(f"--checkpoint {ckpt}: a checkpoint is an .npz archive (compressed already), "
                                "not a .gz / .xz / .bz2 file: give a name without that suffix")
@@ -528,6 +530,12 @@ def _check_ln_options(algo, opts, dev_path):
         raise click.UsageError("--ln-init brings its own expert structure; leave out --tie")
     if opts.get("tie_warmup") is not None and not opts.get("tie"):
         raise click.UsageError("--tie-warmup needs --tie")
+    if opts.get("joint_output") and not opts.get("joint"):
+        raise click.UsageError("--joint-output is the second language's grammar of --joint GRAMMAR2 CORPUS2")
+    if _given("tie_what") and not opts.get("tie"):
+        raise click.UsageError("--tie-what needs --tie V|N|VN|A")
+    if algo == "ln" and _given("families") and opts.get("ln_cov") != "families" and not opts.get("tie"):
+        raise click.UsageError("--families is read by --cov families and --tie V|N|VN|A; give one of them")
     if opts.get("joint"):
         if not opts.get("joint_output"):
             raise click.UsageError("--joint needs --joint-output FILE for the second language's grammar")
