@@ -188,3 +188,14 @@ def test_checkpoint_is_written_once_per_step(tmp_path, monkeypatch, every, saved
     algo = Counter(3)
     training.train(algo, np.random.default_rng(0), checkpoint=ck, checkpoint_every=every, resume=True)
     assert got == [] and algo.x[0] == 3
+
+
+def test_split_refuses_two_shard_names_of_one_file(files):
+    """Two shard names linked to one file: exit 0 and one shard's sentences lost (CLI audit)."""
+    d = files / "sp"
+    d.mkdir()
+    (d / "s.1.txt").symlink_to("common")
+    (d / "s.2.txt").symlink_to("common")
+    r = grind("split", "-n", "2", "-o", d / "s", files / "c.txt", check=False)
+    one_line_error(r, d / "s.2.txt", "it is the file of shard", d / "s.1.txt")
+    assert not (d / "common").exists()

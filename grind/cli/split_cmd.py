@@ -176,6 +176,9 @@ def split(corpus, k, prefix, spec):
         problem = output_problem(p, regular=True)
         if corpus != "-" and _same_path(p, corpus):
             problem = f"it is the corpus {corpus} itself (give another -o PREFIX)"
+        other = next((q for q in paths[:paths.index(p)] if _same_path(p, q)), None)
+        if other is not None:
+            problem = f"it is the file of shard {other} too (symbolic links?): one shard would overwrite the other"
         if problem:
             raise InputError(f"{p}: cannot write: {problem}")
     costs, kept, groups = block_costs(blocks(), spec)
