@@ -267,3 +267,15 @@ def test_heldout_directed_accuracy_counts_the_words_of_unparsed_sentences_wrong(
     out = heldout(parser, theta, dev)
     assert out["dev_parsed"] == 2
     assert right == 3 and out["dev_directed"] == 3 / 6
+
+
+@pytest.mark.parametrize("algo", ["em", "vb", "cvb", "gibbs", "hastings"])
+def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, algo):
+    """The grammar said nothing of training sentences the length limits dropped or that had no parse
+    (a CNF grammar cannot parse a one-word sentence); only stderr did (CLI audit)."""
+    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n1 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
+    (tmp_path / "c.txt").write_text("a b\nb\nb a\na b a b a b\n")
+    out = grind("train", "--algo", algo, "--iterations", "2", "--seed", "1", "--max-length", "4",
+                tmp_path / "g.txt", tmp_path / "c.txt").stdout
+    assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
+    assert "# unparsed: 1 of 3 sentences without a parse in the last step (left out of its counts)" in out

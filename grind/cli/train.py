@@ -14,7 +14,7 @@ from grind.formats.textio import STDERR, is_stream, output_group, same_file, str
 from grind.infer import NAMES, RANDOM_ALGOS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, OutputPath,
                               FiniteFloatRange, AlphaType, _given, make_rng, write_grammar, read_probabilities, load,
-                              known_failures, report_failures, load_trees,
+                              known_failures, report_failures, load_trees, left_out,
                               TREES_TEXT, check_tree_options)
 
 #: --algo choices; the classes are :data:`grind.infer.registry.ALGORITHMS` (imported when one runs).
@@ -240,14 +240,15 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     if cluster is not None:
         _check_cluster_options(cluster, algo, cfg, jobs)
     joint = index = sents = None
+    failed0 = 0
     if on_trees:
         check_tree_options(algo, spec, opts)
         g, sents, parser = load_trees(grammar, corpus, start, "grind train", normalise=True)
-        report_failures(sents, parser, known_failures(parser, len(sents)), "trees")
+        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)), "trees")
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif opts.get("joint"):
         g, sents, parser, joint = load_joint(grammar, corpus, opts["joint"], spec, start, kernel)
-        report_failures(sents, parser, known_failures(parser, len(sents)))
+        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif algo in STREAMING:
         if is_stream(corpus):
@@ -264,7 +265,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True,
                                 tokens_only=True)
-        report_failures(sents, parser, known_failures(parser, len(sents)))
+        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z)), len(sents)
     prior = prior_vector(g, alpha)
     read_as = getattr(sents, "format", None) or getattr(index, "format", None) or peek_format(corpus, spec)
@@ -303,7 +304,13 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
     info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,
-                corpus=corpus_text)
+                corpus=corpus_text, left_out=left_out(sents, "not trained on") if sents is not None else None)
+    parsed = last.extra.get("parsed") if last else None
+    what = "trees" if on_trees else "sentences"
+    if isinstance(parsed, (int, np.integer)) and algorithm.batches is None and isinstance(n, int) and parsed < n:
+        info["unparsed"] = f"{n - parsed} of {n} {what} without a parse in the last step (left out of its counts)"
+    elif failed0:
+        info["unparsed"] = f"{failed0} of {n} {what} without a parse under the initial grammar (left out)"
     if on_trees:
         from grind.grammars.latent import treebank_meta
         info.update(treebank_meta(g))

@@ -200,7 +200,7 @@ class Gibbs(TreeSampler):
         self.it += 1
         extra = {"temperature": T} if self.temp_start > 1 else {}
         return Step(self.it, collapsed_logprob(self.g, self.counts, self.prior),
-                    self.it * len(self.ok), extra=extra)
+                    self.it * len(self.ok), extra={**extra, "parsed": len(self.ok)})
 
     def _resample_trees(self, weights):
         """t_i ~ P(t | w_i, weights) for all parseable sentences in one kernel call

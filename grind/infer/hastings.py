@@ -240,7 +240,7 @@ class Hastings(TreeSampler):
             order, N = self.rng.permutation(self.ok), self.proposal_batch
             accepted = sum(self._resample_batch(order[k:k + N]) for k in range(0, len(order), N))
         self.it += 1
-        extra = {"acceptance": accepted / len(self.ok), "temperature": T}
+        extra = {"acceptance": accepted / len(self.ok), "temperature": T, "parsed": len(self.ok)}
         return Step(self.it, collapsed_logprob(self.g, self.counts, self.prior), self.it * len(self.ok),
                     extra=extra)
 
