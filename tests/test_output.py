@@ -80,6 +80,17 @@ def test_the_command_line_in_headers_quotes_arguments_with_spaces(monkeypatch):
 
 # ----------------------------------------------------------------------------- where the bytes go
 
+def test_a_conll_output_read_again_does_not_carry_its_header_along(tmp_path, dmv):
+    """parse and baseline wrote their header right above the first sentence, so the next command read it as
+    that sentence's comments and wrote it again under its own (a stale '# decoder:' line; CLI audit)."""
+    grind("parse", *SHORT, "-o", tmp_path / "p.conllu", dmv, TRAIN)
+    grind("baseline", "--attach", "right", *SHORT, "-o", tmp_path / "b.conllu", tmp_path / "p.conllu")
+    grind("parse", *SHORT, "-o", tmp_path / "p2.conllu", dmv, tmp_path / "b.conllu")
+    for name in ("p.conllu", "b.conllu", "p2.conllu"):
+        text = (tmp_path / name).read_text()
+        assert text.count("# grind ") == 1 and text.count("# command:") == 1, name
+
+
 @pytest.mark.parametrize("how", ["relative", "absolute", "other-dir"])
 def test_symlink_stays_a_link_and_its_target_is_written(tmp_path, how):
     other = tmp_path / "other" if how == "other-dir" else tmp_path

@@ -410,6 +410,7 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
                        f"eval --punct {spec.punct})")
         f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
                                   unparsed=len(bad), removed_tokens=removed, **extra))
+        f.write("\n")                   # the header is the file's, not the first sentence's comments
         for s, h in zip(sents, heads):
             f.write(conll_block(s, h))
 

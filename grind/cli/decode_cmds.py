@@ -438,6 +438,7 @@ def baseline(corpus, spec, attach, output):
     with open_out(output) as f:
         f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(sents.format),
                                   left_out=left_out(sents)))
+        f.write("\n")                   # the header is the file's, not the first sentence's comments
         for s in sents:
             f.write(conll_block(s, attach_heads(len(s), attach)))
 
