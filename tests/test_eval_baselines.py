@@ -208,7 +208,7 @@ def test_parse_writes_unparsed_sentences_with_blank_heads(tmp_path):
     r = grind("parse", *c, g, test)
     assert "# unparsed: 1" in r.stdout
     assert "sentence 2 (line 4) has no parse: unknown word 'ZZ' at position 2" in r.stderr
-    block = r.stdout.split("\n\n")[1].splitlines()
+    block = r.stdout.split("\n\n")[2].splitlines()                  # after the header's and sentence 1's
     assert [ln.split("\t")[6:8] for ln in block] == [["_", "_"]] * 3
     assert [ln.split("\t")[3] for ln in block] == ["A", "ZZ", "B"]           # other columns passed through
     for cmd in (("loglik",), ("train", "--iterations", "1")):        # named the same way at train/loglik time
@@ -305,7 +305,7 @@ def test_sentences_outside_the_length_limits_are_counted_not_dropped_silently(tm
     assert "1 sentences kept, 2 left out by the length limits 1..10" in r.stderr
     text = out.read_text()
     assert "# left_out: 2 sentences outside the length limits (not written)\n" in text
-    assert text.count("\n\n") == 1                            # one sentence block written
+    assert text.count("\n\n") == 2                            # the header, then one sentence block
     r = grind("baseline", "--attach", "right", *UD, c)          # the punctuation-only one has 0 words
     assert "2 sentences kept, 1 left out by the length limits 1..inf" in r.stderr
     assert "# left_out: 1 sentences outside" in r.stdout

@@ -21,7 +21,7 @@ from conftest import SAMPLE, grind
 from grind import cli
 from grind.cli import main
 from grind.errors import InputError
-from grind.formats.textio import StdoutClosed, open_out, output_problem, read_lines
+from grind.formats.textio import StdoutClosed, header_lines, open_out, output_problem, read_lines
 
 TRAIN = str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz")
 SHORT = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
@@ -494,3 +494,9 @@ def test_a_random_run_without_seed_records_the_seed_it_drew(tmp_path):
     assert body == [ln for ln in (tmp_path / "b.txt").read_text().splitlines() if not ln.startswith("#")]
     grind("train", "--algo", "em", *c, "--iterations", "1", "-o", tmp_path / "e.txt", d / "g1.txt", train)
     assert "# seed: None\n" in (tmp_path / "e.txt").read_text()
+
+
+def test_a_header_value_with_a_line_break_stays_on_one_line():
+    """A file name with a newline broke the header in two (the second half read as data; CLI audit)."""
+    lines = header_lines(treebank="nl\nx.conllu (conllu)")
+    assert "# treebank: nl\\nx.conllu (conllu)\n" in lines and all(ln.count("\n") == 1 for ln in lines)

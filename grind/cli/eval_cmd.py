@@ -6,7 +6,7 @@ import click
 from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
-from grind.formats.textio import header_lines, open_out
+from grind.formats.textio import header_lines, one_line, open_out
 from grind.cli.common import corpus_options, output_option, dependency_convention, make_rng
 
 
@@ -165,7 +165,7 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
         if res["all"]["noparse"]:
             log.warn(f"{name}: {res['all']['noparse']} of {res['all']['sentences']} predicted trees are NOPARSE; "
                      "scored with no bracket")
-        report += f"# predicted: {name}\n" + format_report(res)
+        report += f"# predicted: {one_line(name)}\n" + format_report(res)
     return report
 
 
@@ -196,7 +196,8 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
             log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry, "
                      "as grind train/parse --chars skip them), at line(s) "
                      f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
-            notes.append(f"# skipped: {name}: {len(skipped)} multi-word row(s) (whitespace in the word), not scored\n")
+            notes.append(f"# skipped: {one_line(name)}: {len(skipped)} multi-word row(s) (whitespace in the word), "
+                         "not scored\n")
         return records
 
     notes: list[str] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 from grind.formats.corpus import PTB_PUNCT, PTB_PUNCT_PLUS
 from grind.errors import InputError
 from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
+from grind.formats.textio import one_line
 
 CONVENTION = ("unlabeled spans as sets; width-1 spans and the whole-sentence span not counted; "
               "sentences of length 1 skipped (Kim et al. 2019); a NOPARSE line gets no credit (sentence F1 0, "
@@ -106,7 +107,7 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None)
         from grind import log
         log.warn(f"{pred_path}: no predicted bracket to score ({res['noparse']} of {res['sentences']} trees NOPARSE): "
                  "precision and F1 are undefined, written nan; recall counts every gold bracket as missed")
-    named = f"# predicted: {'<stdin>' if pred_path == '-' else pred_path}\n" if name else ""
+    named = f"# predicted: {one_line('<stdin>' if pred_path == '-' else pred_path)}\n" if name else ""
     return (f"{named}# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe(read_as)}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"

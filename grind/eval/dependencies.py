@@ -23,6 +23,7 @@ so a parser that only reproduces attach-right has overlap_right = 1.
 from __future__ import annotations
 
 from grind.errors import InputError
+from grind.formats.textio import one_line
 
 SUBSETS = ((10, "<=10"), (20, "<=20"), (None, "all"))
 BASELINES = ("right", "left")
@@ -196,7 +197,7 @@ def format_report(rows, convention: str, base=None, name=None, definitions_too: 
     the table and the ``# note:`` lines (``base``: :func:`baseline_rows`)."""
     out = definitions(convention, base is not None) if definitions_too else []
     if name is not None:
-        out.append(f"# predicted: {name}\n")
+        out.append(f"# predicted: {one_line(name)}\n")
     out.append(format_table(rows))
     if base is not None:
         out += near_baseline_notes(rows, base)

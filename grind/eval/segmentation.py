@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 
 from grind.errors import InputError
+from grind.formats.textio import one_line
 
 BASELINES = ("one-morph", "chars")
 #: A predicted morph_F or boundary_F this close to a baseline's gets a ``# note:`` line (1 point).
@@ -196,7 +197,7 @@ def definitions(gold_name: str, n_lines: int, n_types: int) -> list[str]:
     """The ``#`` lines that say what the columns of :func:`format_table` mean."""
     dup = n_lines - n_types
     return [
-        f"# gold: {gold_name}: {n_lines} lines, {n_types} word types"
+        f"# gold: {one_line(gold_name)}: {n_lines} lines, {n_types} word types"
         f"{f' ({dup} duplicate lines counted once)' if dup else ''}\n",
         "# convention: scored over word TYPES (a word listed more than once counts once), counts pooled over "
         "the words (micro-averaged); F = 2PR/(P+R) = 2H/(2H+I+D), 0 when nothing is correct\n",
@@ -229,7 +230,7 @@ def format_table(rows, header: bool = True) -> str:
 
 def format_report(row, base, name: str) -> str:
     """One predicted file's block: ``# predicted: NAME``, its table and the ``# note:`` lines."""
-    return f"# predicted: {name}\n" + format_table([row]) + "".join(near_baseline_notes(row, base))
+    return f"# predicted: {one_line(name)}\n" + format_table([row]) + "".join(near_baseline_notes(row, base))
 
 
 def format_baselines(base) -> str:

@@ -54,8 +54,13 @@ def call_header_lines(call: str, seed, **extra) -> list[str]:
 
 def _header(run: str, seed, extra: dict) -> list[str]:
     lines = [f"# grind {__version__}", run, f"# seed: {seed}"]
-    lines += [f"# {k}: {v}" for k, v in extra.items() if v is not None]
+    lines += [f"# {k}: {one_line(str(v))}" for k, v in extra.items() if v is not None]
     return [ln + "\n" for ln in lines]
+
+
+def one_line(v: str) -> str:
+    """A header value on one line: a line break in it (a file name with a newline) written as ``\\n``."""
+    return v.replace("\r", "\\r").replace("\n", "\\n") if "\n" in v or "\r" in v else v
 
 
 def _quote(a: str) -> str:
