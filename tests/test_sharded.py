@@ -260,6 +260,11 @@ def test_counts_of_different_steps_are_refused(grammars, tmp_path):
     assert r.returncode == 1 and "estep: probabilities" in r.stderr     # the init counts against a VB grammar
     r = grind("mstep", "--algo", "vb", "--alpha", "0.5", tmp_path / "c1.txt", check=False)
     assert r.returncode == 2 and "--grammar" in r.stderr
+    run("-q", "estep", *opts, "-o", tmp_path / "e0.txt", g[0], tmp_path / "shard.1.conllu.gz")
+    grind("mstep", "--algo", "map", "--alpha", "2", "--grammar", g[0], tmp_path / "e0.txt")
+    for algo in ("em", "map"):      # only warned, and a MAP nonterminal at 0/0 fell back to the stale grammar
+        r = grind("mstep", "--algo", algo, "--alpha", "2", "--grammar", g[1], tmp_path / "e0.txt", check=False)
+        assert r.returncode == 1 and "not made with the weights of" in r.stderr and not r.stdout
     r = grind("mstep", "--algo", "em", "--grammar", g[0], tmp_path / "c1.txt", check=False)
     assert r.returncode == 1 and "use --algo vb" in r.stderr
     c = read_counts(str(tmp_path / "c1.txt"))

@@ -275,8 +275,9 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
 
 def _made_with(c: Counts, g: Grammar, name: str, grammar_path: str, algo: str) -> bool:
     """Whether the counts ``c`` were made by ``grind estep --algo ALGO`` with the
-    weights of ``g``: for vb an InputError unless so (the bound and the
-    steps need it); for em / map a warning when not (no objective)."""
+    weights of ``g``: an InputError when they name other weights (counts of
+    another iteration); counts that name no weights (not made by grind estep)
+    are taken by em / map without an objective, refused by vb."""
     kind = g.weight_kind()
     fp, made = c.meta.get("estep-weights"), c.meta.get("estep")
     if algo == "vb":
@@ -303,8 +304,8 @@ def _made_with(c: Counts, g: Grammar, name: str, grammar_path: str, algo: str) -
         log.info(f"{name}: the counts do not name the weights they were made with: no objective")
         return False
     if fp != weights_fingerprint(g):
-        log.warn(f"{name}: the counts were not made with the weights of {grammar_path}: no objective (its "
-                 "weights are used only for LHSs the counts do not use)")
-        return False
+        raise InputError(f"{name}: the counts were not made with the weights of {grammar_path} (weights "
+                         f"fingerprint {fp}, the grammar's is {weights_fingerprint(g)}): counts of another "
+                         "iteration? (--grammar is the grammar grind estep read)")
     return True
 
