@@ -41,7 +41,7 @@ def test_pipeline_through_stdin_and_stdout(files):
     d, g, c = files
     g1 = grind("init", "--random", "--seed", "3", g).stdout
     counts = grind("estep", "-", c, stdin=g1).stdout
-    g2 = grind("mstep", "--grammar", g, "-", stdin=counts).stdout
+    g2 = grind("mstep", "-", stdin=counts).stdout
     trained = grind("train", "--iterations", "5", "-", c, stdin=g1).stdout
     trees = grind("parse", "-", c, stdin=trained).stdout
     assert [t for t in trees.splitlines() if not t.startswith("#")][1] == "(S (NP (N dogs)) (VP (V barks)))"

@@ -260,7 +260,7 @@ def test_counts_of_different_steps_are_refused(grammars, tmp_path):
     assert r.returncode == 1 and "estep: probabilities" in r.stderr     # the init counts against a VB grammar
     r = grind("mstep", "--algo", "vb", "--alpha", "0.5", tmp_path / "c1.txt", check=False)
     assert r.returncode == 2 and "--grammar" in r.stderr
-    run("-q", "estep", *opts, "-o", tmp_path / "e0.txt", g[0], tmp_path / "shard.1.conllu.gz")
+    run("-q", "estep", *opts, "-o", tmp_path / "e0.txt", g[0], TRAIN)
     grind("mstep", "--algo", "map", "--alpha", "2", "--grammar", g[0], tmp_path / "e0.txt")
     for algo in ("em", "map"):      # only warned, and a MAP nonterminal at 0/0 fell back to the stale grammar
         r = grind("mstep", "--algo", algo, "--alpha", "2", "--grammar", g[1], tmp_path / "e0.txt", check=False)
@@ -350,3 +350,25 @@ def test_slurm_wrapper_runs_with_a_stand_in_sbatch(grammars, tmp_path):
     trace = (tmp_path / "my run" / "trace.tsv").read_text().splitlines()
     assert trace[0] == "step\tobjective" and float(trace[1].split("\t")[1]) == pytest.approx(
         trace_objectives(tmp_path / "t.tsv")[0], rel=1e-12)
+
+
+def test_a_missing_a_repeated_or_a_foreign_shard_is_refused(grammars, tmp_path):
+    """Counts of one shard too few, one shard twice or shards of two splits were summed and turned into a
+    grammar with exit 0 (sharding audit): the counts now say which shards of which split they hold."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    sharded(tmp_path, grammar, opts, "em", "1", 3, 1)              # c0.1 .. c0.3 of one split of 3
+    assert "# shards: 1 of 3 (split " in (tmp_path / "c0.1.txt").read_text()
+    assert "# shards: 1,2,3 of 3 (split " in (tmp_path / "c0.txt").read_text()
+    grind("sum", "-o", tmp_path / "two.txt", tmp_path / "c0.1.txt", tmp_path / "c0.2.txt")
+    r = grind("mstep", "--grammar", grammar, tmp_path / "two.txt", check=False)
+    assert r.returncode == 1 and "shard(s) 3 missing" in r.stderr and not r.stdout
+    r = grind("sum", tmp_path / "c0.1.txt", tmp_path / "c0.2.txt", tmp_path / "c0.1.txt", check=False)
+    assert r.returncode == 1 and "shard 1 of 3 is counted twice" in r.stderr
+    run("split", *opts, "-n", 2, "-o", tmp_path / "other", TRAIN)
+    run("-q", "estep", *opts, "-o", tmp_path / "o1.txt", grammar, tmp_path / "other.1.conllu.gz")
+    r = grind("sum", tmp_path / "c0.1.txt", tmp_path / "o1.txt", check=False)
+    assert r.returncode == 1 and "shards of different splits" in r.stderr
+    run("-q", "estep", *opts, "-o", tmp_path / "whole.txt", grammar, TRAIN)
+    r = grind("sum", tmp_path / "c0.1.txt", tmp_path / "whole.txt", check=False)
+    assert r.returncode == 1 and "is of a grind split shard and the other is not" in r.stderr

@@ -16,7 +16,8 @@ import numpy as np
 
 from grind import log
 from grind.errors import InputError, NumericalError
-from grind.formats.counts import Counts, read_counts, write_counts
+from grind.formats.counts import Counts, missing_shards, read_counts, shard_meta, write_counts
+from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
 from grind.cli.common import (AlphaType, corpus_options, output_option, start_option, kernel_option, write_grammar,
                               load, load_trees, report_failures, TREES_TEXT, check_tree_options, is_treebank_grammar)
@@ -111,6 +112,9 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
     meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "corpus": what,
             **treebank_meta(g)}
+    shards = shard_meta(read_header(corpus))
+    if shards:
+        meta["shards"] = shards
     out = Counts.of(g, counts, stats, meta)
     # The counts share the grammar's rule table; the rest (weights, parser, its scratch vectors, the
     # sentences) goes before the file is written.
@@ -151,7 +155,10 @@ def sum_(counts, output):
         if problem:
             raise InputError(f"{counts[0]} and {path} {problem}: grind sum adds the count files of one iteration "
                              "(one grammar's weights) over the shards of one corpus, read with the same options")
-        total = total + c
+        try:
+            total = total + c
+        except InputError as e:
+            raise InputError(f"{counts[0]} .. {path}: {e}") from None
     write_counts(output, total)
 
 
@@ -204,6 +211,10 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     from grind.infer.training import prior_vector
     name = "<stdin>" if counts == "-" else counts
     c = read_counts(counts)
+    missing = missing_shards(c)
+    if missing:
+        raise InputError(f"{name}: the counts are of shards {c.meta['shards']}: shard(s) "
+                         f"{', '.join(map(str, missing))} missing (grind sum the counts of every shard)")
     if algo == "vb" and not grammar_path:
         raise click.UsageError("--algo vb needs --grammar: the grammar the counts were made with")
     if grammar_path:

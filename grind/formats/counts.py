@@ -9,8 +9,10 @@ counts of different iterations are never added or completed by mistake.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
 
 import numpy as np
 
@@ -26,9 +28,11 @@ STATS = ("sentences", "parsed", "words", "loglik")
 #: fingerprint of the weights of the grammar it was made with, and the corpus
 #: options (the options only, not the file: the shards of one corpus have the same).
 META = ("estep", "estep-weights", "corpus",
-        "model", "subtypes", "markov", "rare", "preparation")   # the last five: a treebank grammar's (estep --trees)
-#: The META lines that count files added up must agree on (all of them).
-MUST_AGREE = META
+        "model", "subtypes", "markov", "rare", "preparation",   # a treebank grammar's (estep --trees)
+        "shards")
+#: The META lines that count files added up must agree on (``shards`` is merged: :func:`merge_shards`).
+MUST_AGREE = META[:-1]
+_SHARDS = re.compile(r"([0-9]+(?:,[0-9]+)*) of ([0-9]+) \(split ([0-9a-f]+)\)")
 
 
 class Counts(RuleSet):
@@ -70,6 +74,9 @@ class Counts(RuleSet):
             raise InputError(f"the counts {problem}: add the counts of one E-step over one corpus only")
         stats = {k: self.stats[k] + other.stats[k] for k in STATS if k in self.stats}
         meta = dict(self.meta)
+        shards = merge_shards(self.meta.get("shards"), other.meta.get("shards"))
+        if shards:
+            meta["shards"] = shards
         if self.same_rules(other):
             values = np.zeros(self.n_rules())
             values += self.values
@@ -162,6 +169,50 @@ def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str
     if a.fingerprint() != b_fp:
         raise InputError(f"{a_path} and {b_path} are not of the same grammar (rule fingerprints "
                          f"{a.fingerprint()} and {b_fp}): {hint}")
+
+
+def shard_meta(header: dict) -> str | None:
+    """The ``# shards:`` value of the counts of a corpus file that ``grind split`` wrote (its header's
+    ``# shard: i of K`` and, naming the split, a hash of its ``# command:`` and ``# corpus:`` lines), else
+    None."""
+    m = re.fullmatch(r"([0-9]+) of ([0-9]+)", header.get("shard", ""))
+    if not m or "command" not in header:
+        return None
+    split = hashlib.sha256(f"{header['command']}\n{header.get('corpus', '')}".encode()).hexdigest()[:12]
+    return f"{m[1]} of {m[2]} (split {split})"
+
+
+def _shards(value: str) -> tuple[list[int], int, str]:
+    m = _SHARDS.fullmatch(value)
+    if not m:
+        raise InputError(f"'# shards: {value}' is not 'I,J,... of K (split ID)'")
+    return [int(i) for i in m[1].split(",")], int(m[2]), m[3]
+
+
+def merge_shards(a: str | None, b: str | None) -> str | None:
+    """The ``# shards:`` value of the sum of counts with these values: an InputError when one names a shard
+    and the other not, they come from different splits, or a shard is counted twice."""
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        raise InputError("one count file is of a grind split shard and the other is not (# shards: "
+                         f"{a or '(none)'} and {b or '(none)'}): add the counts of one split's shards")
+    (ia, ka, sa), (ib, kb, sb) = _shards(a), _shards(b)
+    if (ka, sa) != (kb, sb):
+        raise InputError(f"the counts are of shards of different splits (# shards: {a} and {b})")
+    twice = sorted(set(ia) & set(ib))
+    if twice:
+        raise InputError(f"shard {twice[0]} of {ka} is counted twice (# shards: {a} and {b})")
+    return f"{','.join(map(str, sorted(ia + ib)))} of {ka} (split {sa})"
+
+
+def missing_shards(counts: Counts) -> list[int]:
+    """The shards of the split the counts come from that they do not include (empty: all, or not shards)."""
+    value = counts.meta.get("shards")
+    if value is None:
+        return []
+    have, k, _ = _shards(value)
+    return sorted(set(range(1, k + 1)) - set(have))
 
 
 def add_mismatch(a: Counts, b: Counts) -> str | None:

@@ -131,6 +131,25 @@ def read_lines(path: str):
             f.close()
 
 
+def read_header(path: str) -> dict:
+    """The ``# key: value`` lines at the top of the file ``path`` (a header grind wrote) as a dict;
+    empty for standard input or a pipe, which cannot be read twice."""
+    if is_stream(path):
+        return {}
+    out = {}
+    lines = read_lines(path)
+    try:
+        for _, line in lines:
+            if not line.startswith("# "):
+                break
+            key, sep, value = line[2:].rstrip("\r\n").partition(": ")
+            if sep:
+                out.setdefault(key, value)
+    finally:
+        lines.close()
+    return out
+
+
 def quote_line(s: str, limit: int = 80) -> str:
     """``repr`` of a line for an error message, cut to ``limit`` characters
     (``'first 80…' (N characters)``) so a huge line is never quoted in full."""
