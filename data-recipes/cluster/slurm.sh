@@ -46,7 +46,8 @@ base=$(basename "$CORPUS")
 z=
 case $base in *.gz | *.xz | *.bz2) z=.${base##*.}; base=${base%.*} ;; esac
 ext=$z
-case $base in *.*) ext=.${base##*.}$z ;; esac
+stem=${base#.}                                # a leading dot starts no suffix (.train has none)
+case $stem in *.*) ext=.${stem##*.}$z ;; esac
 cp "$GRAMMAR" "$out/start.txt"
 q() { printf '%q' "$1"; }                    # a path quoted for the job's shell
 
