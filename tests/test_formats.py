@@ -330,3 +330,12 @@ def test_bracket_eval_of_several_files_names_each_and_gives_the_spread(tmp_path)
     assert "# 2 predicted files: mean and sample standard deviation" in out
     assert "corpus_f1\t0.7500\t0.3536\n" in out and "exact_match\t0.5000\t0.7071\n" in out
     assert "gold read as format=ptb (auto-detected)" in out
+
+
+def test_blank_lines_between_text_sentences_are_counted_on_stderr(tmp_path, capsys):
+    """They were skipped without a word, so sentence numbers no longer matched line numbers (CLI audit)."""
+    p = tmp_path / "d.txt"
+    p.write_text("the dog runs\n\na cat sleeps\nthe cat\n")
+    sents = read_corpus(str(p))
+    assert [s.line for s in sents] == [1, 3, 4] and [s.number for s in sents] == [1, 2, 3]
+    assert "1 blank line(s) between sentences skipped" in capsys.readouterr().err

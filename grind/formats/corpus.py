@@ -340,7 +340,7 @@ def _read_text(lines, name="the corpus", tabs_ok=True):
     outputs have one), skipped and counted on stderr.  A blank line ends the header.  ``tabs_ok``
     False (the format was detected from a first line without TABs): a line with a TAB is an error --
     a treebank row or a TSV further down, which would otherwise be read as one sentence."""
-    number = 0
+    number = blank = 0
     for lineno, line in _without_header(lines, name, "sentences", " (to read a first sentence that starts with "
                                         "'#', put a blank line before it)"):
         if not tabs_ok and "\t" in line:
@@ -351,6 +351,11 @@ def _read_text(lines, name="the corpus", tabs_ok=True):
         if toks:
             number += 1
             yield Sentence(toks, number, lineno)
+        elif number:
+            blank += 1
+    if blank:
+        log.info(f"{name}: {blank} blank line(s) between sentences skipped: sentences are numbered over the "
+                 "other lines (messages also give the file's line numbers)")
 
 
 def _read_ptb(lines, name, spec, stats=None, warn=True):
