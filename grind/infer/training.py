@@ -89,8 +89,11 @@ def prior_vector(grammar, alpha: str | float) -> np.ndarray:
                                  "file of pseudo-counts") from None
             a = _prior_file(grammar, os.fspath(alpha))
     a = np.broadcast_to(np.asarray(a, dtype=np.float64), (len(grammar),)).copy()
-    if not np.all(a > 0) or not np.all(np.isfinite(a)):
-        raise InputError("Dirichlet hyperparameters must be finite and positive")
+    bad = np.flatnonzero(~(np.isfinite(a) & (a > 0)))
+    if len(bad):
+        where = (f"--alpha {alpha}: rule {grammar.keys()[int(bad[0])]} has {float(a[bad[0]])!r}"
+                 + (f" ({len(bad) - 1} more rules too)" if len(bad) > 1 else ""))
+        raise InputError(f"{where}: Dirichlet hyperparameters must be finite and positive")
     return a
 
 
