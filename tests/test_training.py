@@ -49,7 +49,8 @@ def test_alpha_option_checks_every_value(tmp_path):
     r = grind("mstep", "--alpha", "0,S=0.5", g, check=False)
     assert r.returncode == 2 and "must be a finite number > 0" in r.stderr        # per-LHS values: all > 0
     (tmp_path / "a.txt").write_text("0 S --> a\n")                     # a file: its rule named (was not)
-    r = grind("train", "--algo", "vb", "--alpha", tmp_path / "a.txt", g, g, check=False)
+    (tmp_path / "c.txt").write_text("a\n")
+    r = grind("train", "--algo", "vb", "--alpha", tmp_path / "a.txt", g, tmp_path / "c.txt", check=False)
     assert r.returncode == 1 and f"--alpha {tmp_path / 'a.txt'}: rule S --> a has 0.0" in r.stderr
 
 
