@@ -115,7 +115,7 @@ def _read_rules_slowly(lines, path: str, layout: str):
         if s.startswith("#"):
             parse_header_meta(s, meta)
             continue
-        where = f"{path}:{lineno}"
+        where = f"{'<stdin>' if path == '-' else path}:{lineno}"
         w, pc, lhs, rhs = parse_rule_line(s, where, layout)
         k = s.split().index(ARROW) - 1
         if first is None:
@@ -132,7 +132,7 @@ def _read_rules_slowly(lines, path: str, layout: str):
         weights.append(w)
         pseudos.append(pc)
     if not rules:
-        raise InputError(f"{path}: no rules")
+        raise InputError(f"{'<stdin>' if path == '-' else path}: no rules")
     return rules, np.array(weights, dtype=np.float64), pseudos, meta
 
 
@@ -500,7 +500,7 @@ def _parse_pieces(pieces, path: str, layout: str) -> ParsedRules | None:
         pseudo.append(part.pseudo)
         given.append(part.given)
     if not lhs:
-        raise InputError(f"{path}: no rules")
+        raise InputError(f"{'<stdin>' if path == '-' else path}: no rules")
     n_parts = len(lhs)
     pc = gv = None
     if any(p is not None for p in pseudo):
@@ -582,7 +582,7 @@ def _parse_fast(text: str, path: str, layout: str, allow_empty: bool = False) ->
         if allow_empty:
             return ParsedRules(RuleTable([], np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32)),
                                np.zeros(0), None, meta)
-        raise InputError(f"{path}: no rules")
+        raise InputError(f"{'<stdin>' if path == '-' else path}: no rules")
     n = ntok[rows]
     start = (np.cumsum(ntok) - ntok)[rows]       # first token of each rule line
     at = np.flatnonzero(arrow)

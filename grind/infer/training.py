@@ -465,7 +465,8 @@ def _read_checkpoint(path, arrays=True):
     except OSError as e:
         raise InputError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
     except _CORRUPT as e:
-        raise InputError(f"{path}: not a grind checkpoint (truncated or corrupt): {e}") from None
+        why = "not an .npz archive" if "pickle" in str(e) else str(e)   # not numpy's advice to unpickle it
+        raise InputError(f"{path}: not a grind checkpoint (truncated or corrupt): {why}") from None
     try:
         if not hasattr(z, "files"):
             raise ValueError("a .npy array, not an .npz archive")
