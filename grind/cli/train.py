@@ -266,7 +266,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True,
                                 tokens_only=True)
         failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
-        estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z)), len(sents)
+        estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z, g)), len(sents)
     prior = prior_vector(g, alpha)
     read_as = getattr(sents, "format", None) or getattr(index, "format", None) or peek_format(corpus, spec)
     corpus_text = TREES_TEXT if on_trees else spec.describe(read_as)
@@ -502,14 +502,21 @@ def _check_mixture_options(algo, cfg):
         raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
 
 
-def _name_zero_parses(sents, parser, logz) -> None:
+def _name_zero_parses(sents, parser, logz, g) -> None:
     """After the first E-step: name the sentences with no parse of positive probability under the initial
-    weights (those the grammar cannot parse at all were named at loading)."""
+    weights (those with a word the grammar lacks were named at loading), and among them those the grammar
+    cannot derive under any weights (no parse under uniform rule probabilities either)."""
     z = np.array(logz, dtype=np.float64)
     z[list(parser.failures)] = 0.0
-    if not np.all(np.isfinite(z)):
-        log.warn("under the initial weights (left out of the first pass; once the weights of the rules they "
-                 "need are positive they are parsed again):")
+    bad = np.flatnonzero(~np.isfinite(z))
+    if len(bad):
+        _, anyw = parser.inside_outside(g.normalize(np.ones(len(g))), idx=bad)
+        for i, v in zip(bad, anyw):
+            if np.isneginf(v):
+                parser.failures[int(i)] = ("the grammar has no derivation of it under any weights (left out of "
+                                           "every pass)")
+        log.warn("under the initial weights (left out of the first pass; a sentence whose rules all get positive "
+                 "weight is parsed again):")
         report_failures(sents, parser, z)
 
 
