@@ -259,7 +259,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     elif algo in ON_DISK and cluster is None and not os.environ.get(IN_MEMORY_ENV):
         g = read_probabilities(grammar, start, "grind train", True)
         index = click.get_current_context().with_resource(index_on_disk(g, grammar, corpus, spec, kernel))
-        index.report()
+        failed0 = index.report()
         from grind.infer.corpus_index import FileEstep
         estep, n = FileEstep(index, jobs), index.n
     else:
@@ -304,7 +304,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
     info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,
-                corpus=corpus_text, left_out=left_out(sents, "not trained on") if sents is not None else None)
+                corpus=corpus_text, left_out=left_out(sents if sents is not None else index, "not trained on"))
     parsed = last.extra.get("parsed") if last else None
     what = "trees" if on_trees else "sentences"
     if isinstance(parsed, (int, np.integer)) and algorithm.batches is None and isinstance(n, int) and parsed < n:

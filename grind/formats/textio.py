@@ -136,7 +136,7 @@ def read_header(path: str) -> dict:
     empty for standard input or a pipe, which cannot be read twice."""
     if is_stream(path):
         return {}
-    out = {}
+    out: dict[str, str] = {}
     lines = read_lines(path)
     try:
         for _, line in lines:
