@@ -67,7 +67,13 @@ def _grammar(grammar) -> Grammar:
 def _sentences(corpus) -> list[Sentence]:
     """``corpus`` (path, Sentences or token lists) as a list of Sentence."""
     if isinstance(corpus, (str, os.PathLike)):
-        return read_corpus(corpus)
+        try:
+            return read_corpus(corpus)
+        except InputError as e:
+            if "needs an explicit --column" not in str(e):
+                raise
+            raise InputError(f"{e}: in Python, read it with grind.read_corpus(path, column=..., punct=..., "
+                             "max_length=...) and pass the sentences") from None
     if isinstance(corpus, (str, bytes, dict)) or not hasattr(corpus, "__iter__"):
         raise TypeError("a corpus is a path, a list of Sentences or a list of token lists, not "
                         f"{type(corpus).__name__}")

@@ -296,3 +296,12 @@ def test_a_random_algorithm_without_a_seed_draws_and_records_one(dmv_files, tmp_
     assert np.array_equal(again.grammar.weights, res.grammar.weights)
     det = grind.fit(gpath, sents, "vb", alpha=0.5, iterations=2)                     # no random choices: None
     assert det.options["seed"] is None and det.grammar.meta["seed"] == "None"
+
+
+def test_a_treebank_path_points_to_read_corpus(tmp_path):
+    """The CLI's '--column' advice does not help a Python caller (README audit)."""
+    from grind.errors import InputError
+    (tmp_path / "t.conllu").write_text("1\ta\ta\tNOUN\tNN\t_\t0\troot\t_\t_\n\n")
+    (tmp_path / "g.txt").write_text("1 S --> a\n")
+    with pytest.raises(InputError, match=r"grind.read_corpus\(path, column="):
+        grind.estep(str(tmp_path / "g.txt"), str(tmp_path / "t.conllu"))
