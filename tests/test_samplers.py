@@ -321,3 +321,18 @@ def test_cli_run_ended_before_the_annealing_says_so(tmp_path, algo):
     assert "# temperature: 7.75 (the annealing had not reached 1)" in (tmp_path / "early.txt").read_text()
     r = grind(*common, "--iterations", "5", "-o", tmp_path / "done.txt")
     assert "annealing" not in r.stderr and "# temperature:" not in (tmp_path / "done.txt").read_text()
+
+
+def test_a_dirichlet_draw_that_overflows_stops_with_alpha_named():
+    """At the smallest normal alpha, log(U)/alpha can be -inf for every rule of a left-hand side: NaN went on
+    to the kernel's generic 'weights must be finite' error (sampler audit); at 1e-307 it cannot happen."""
+    from grind.errors import NumericalError
+    from grind.grammars.grammar import Grammar
+    from grind.infer.gibbs import sample_log_dirichlet
+    g = Grammar([("S", ("a",)), ("S", ("b",))], np.ones(2), "S")
+    rng = np.random.default_rng(0)                     # overflows 7 times in 20,000 draws at this seed
+    with pytest.raises(NumericalError, match="alpha 2.2250738585072014e-308; use alpha >= 1e-307"):
+        for _ in range(20000):
+            sample_log_dirichlet(g, np.full(2, 2.2250738585072014e-308), rng)
+    for _ in range(20000):
+        assert np.isfinite(sample_log_dirichlet(g, np.full(2, 1e-307), rng)).sum() >= 1

@@ -32,8 +32,10 @@ this is the sampler above.
 Dirichlet draws with tiny alpha: Gamma(a) underflows to 0 for a << 1, so
 theta is drawn in log space, log X = log Gamma(a + 1) + log(U)/a for a < 1
 (X = Gamma(a+1) U^(1/a) ~ Gamma(a)), and normalised by a per-LHS
-log-sum-exp: theta_r may be 0, never NaN for a normal (not subnormal) alpha;
-a subnormal alpha, where log(U)/a overflows, stops the run with an error.
+log-sum-exp: theta_r may be 0, never NaN for alpha >= 1e-307; below that
+log(U)/a can overflow to -inf for every rule of a left-hand side (at the
+smallest normal alpha, 2.2e-308, about 1 draw in 4,000), which stops the run
+with an error naming alpha.
 """
 from __future__ import annotations
 
@@ -143,8 +145,13 @@ def sample_log_dirichlet(grammar, a, rng) -> np.ndarray:
     g = rng.gamma(np.where(small, a + 1.0, a))
     logx = np.log(np.maximum(g, np.finfo(np.float64).tiny))
     u = 1.0 - rng.random(int(small.sum()))           # in (0, 1]
-    logx[small] += np.log(u) / a[small]
-    return logx - log_lhs_sum(grammar, logx)
+    with np.errstate(over="ignore", invalid="ignore"):
+        logx[small] += np.log(u) / a[small]
+        out = logx - log_lhs_sum(grammar, logx)
+    if np.isnan(out).any():
+        raise NumericalError(f"a Dirichlet draw overflowed: log(U)/alpha is -inf for every rule of a left-hand "
+                             f"side at alpha {float(a[np.isnan(out)].min())!r}; use alpha >= 1e-307")
+    return out
 
 
 # ----------------------------------------------------------------------------- the sampler
