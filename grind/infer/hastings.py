@@ -76,7 +76,10 @@ are updated does not matter since the draw is independent of them.  Each
 update therefore satisfies detailed balance for P(t_i | t_{-i}, alpha)^(1/T),
 and the sweep, a composition of such updates, leaves P(t | alpha)^(1/T)
 invariant.  The price is a proposal that ignores the other trees of B (a
-lower acceptance rate when N is a large part of the corpus); N = 1 (the
+lower acceptance rate when N is a large part of the corpus, and slower
+mixing: on a 2-sentence DMV corpus at alpha 0.05-2 the exact one-sweep
+kernel's second eigenvalue is 0.9956 with N = 2 against 0.863 with N = 1,
+~229 sweeps to relax instead of ~7; a helper audit's measurement); N = 1 (the
 default) is bit-identical to the per-sentence sampler.
 
 The DMV kernel's sweep.  When the parser is the split-head DMV kernel
