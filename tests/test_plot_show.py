@@ -131,3 +131,12 @@ def test_a_trace_with_a_stopped_column_is_read(tmp_path):
                  "2\t-9.25\t6\t0.2\treached the cap of 2 iterations before converging (tolerance 1e-05)\n")
     t = read_trace(str(f))
     assert t["objective"] == [-10.5, -9.25] and "stopped" not in t
+
+
+def test_a_reference_to_a_column_no_trace_has_is_a_usage_error(tmp_path, capsys):
+    """A mistyped --reference column drew no line and said nothing (CLI audit); checked before matplotlib."""
+    (tmp_path / "em.trace").write_text(TRACE_EM)
+    status, out, err = run(capsys, "plot", "--reference", "dev_direct=0.3", tmp_path / "em.trace",
+                           "-o", tmp_path / "c.png")
+    assert status == 2 and "'dev_direct' is not a plotted column of these traces (objective, dev_directed" in err
+    assert not (tmp_path / "c.png").exists()

@@ -35,17 +35,22 @@ def plot(traces, x, labels, references, output):
     """
     if labels and len(labels) != len(traces):
         raise click.UsageError(f"{len(labels)} --label for {len(traces)} TRACE files: give one per file, or none")
-    from grind.eval.plot import parse_reference, read_trace, trace_figure
+    from grind.eval.plot import parse_reference, plotted_columns, read_trace, trace_figure
     try:
         refs = [parse_reference(r) for r in references]
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="'--reference'") from None
+    data = [read_trace(t) for t in traces]
+    panels = plotted_columns(data)
+    for col, _, _ in refs:                    # a mistyped column drew no line, silently
+        if col not in panels:
+            raise click.BadParameter(f"{col!r} is not a plotted column of these traces ({', '.join(panels)})",
+                                     param_hint="'--reference'")
     try:
         import matplotlib
     except ImportError:
         raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
     matplotlib.use("Agg")
-    data = [read_trace(t) for t in traces]
     fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,
                        refs)
     with open_out(output, binary=True) as f:
