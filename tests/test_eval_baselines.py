@@ -311,3 +311,37 @@ def test_sentences_outside_the_length_limits_are_counted_not_dropped_silently(tm
     assert "# left_out: 1 sentences outside" in r.stdout
     r = grind("baseline", "--attach", "right", "--column", "UPOS", c)
     assert "left out" not in r.stderr and "# left_out:" not in r.stdout
+
+
+def test_a_punct_rule_the_file_cannot_match_is_an_error_and_ptb_names_the_punct_it_keeps(files, tmp_path):
+    """--punct ud on Malt-TAB (no UPOS) and --punct ptb on a treebank without XPOS removed nothing, while the
+    convention line said punctuation was removed (evaluation audit)."""
+    d, g, _ = files
+    (tmp_path / "t.dp").write_text("w1\tA\t2\nw2\tB\t0\n\n")
+    r = grind("eval", "--column", "XPOS", "--punct", "ud", tmp_path / "t.dp", tmp_path / "t.dp", check=False)
+    assert r.returncode == 1 and "Malt-TAB has no UPOS column: use --punct ptb" in r.stderr
+    (tmp_path / "x.conllu").write_text("1\tw1\tw1\tA\t_\t_\t0\t_\t_\t_\n2\tw2\tw2\tPUNCT\t_\t_\t1\t_\t_\t_\n\n")
+    r = grind("eval", "--column", "UPOS", "--punct", "ptb", tmp_path / "x.conllu", tmp_path / "x.conllu",
+              check=False)
+    assert r.returncode == 1 and "its XPOS column is '_' everywhere: use --punct ud" in r.stderr
+    r = grind("eval", "--column", "UPOS", "--punct", "ptb", g, g)
+    assert "--punct ptb kept 1 of the tokens whose UPOS is PUNCT (their XPOS PUNCT is not a PTB" in r.stderr
+
+
+def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
+    """Its punctuation tokens, attached to the root word as filler, were scored as predictions."""
+    d, g, _ = files
+    grind("make-grammar", "dmv", *UD, "-o", tmp_path / "dmv.txt", g)
+    grind("parse", *UD, "-o", tmp_path / "p.conllu", tmp_path / "dmv.txt", g)
+    r = grind("eval", "--column", "UPOS", g, tmp_path / "p.conllu", check=False)
+    assert r.returncode == 1 and "was parsed with punct-removed=ud" in r.stderr and "--punct none" in r.stderr
+    assert "directed" in grind("eval", *UD, g, tmp_path / "p.conllu").stdout
+
+
+def test_parse_of_malt_tab_says_its_removed_tokens_are_not_written(tmp_path):
+    (tmp_path / "t.dp").write_text("w1\tDT\t2\nw2\tNN\t0\nw3\t.\t2\n\n")
+    c = ("--column", "XPOS", "--punct", "ptb")
+    grind("make-grammar", "dmv", *c, "-o", tmp_path / "g.txt", tmp_path / "t.dp")
+    out = grind("parse", *c, tmp_path / "g.txt", tmp_path / "t.dp").stdout
+    assert "# removed_tokens: not written (malt input: the kept tokens are written with IDs 1..n" in out
+    assert len([ln for ln in out.splitlines() if ln and not ln.startswith("#")]) == 2

@@ -405,9 +405,12 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
                  "(grind eval scores their words 0)")
     with open_out(output) as f:
         removed = None
-        if spec.punct != "none":
+        if spec.punct != "none" and sents.format in ("conllu", "conllx"):
             removed = ("attached to the root word with DEPREL punct (not predicted; removed again by "
                        f"eval --punct {spec.punct})")
+        elif spec.punct != "none":      # no CoNLL rows to pass through: only the kept tokens are written
+            removed = (f"not written ({sents.format} input: the kept tokens are written with IDs 1..n; grind eval "
+                       f"--punct {spec.punct} aligns them with the gold)")
         f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
                                   unparsed=len(bad), removed_tokens=removed, **extra))
         f.write("\n")                   # the header is the file's, not the first sentence's comments

@@ -67,7 +67,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     CoNLL-U/CoNLL-X input passed through (comments, original IDs, multiword
     tokens, empty nodes); tokens --punct removed get HEAD = the root word and
     DEPREL punct (not predicted: the header's '# removed_tokens:' line says
-    so).  A sentence without a parse (e.g. a tag the
+    so; a Malt-TAB or PTB input has no rows to pass through, so only its kept
+    tokens are written, numbered 1..n).  A sentence without a parse (e.g. a tag the
     grammar lacks) gets HEAD and DEPREL '_', is named on stderr with its
     reason and counted in the header ('# unparsed: N'); grind eval scores its
     words 0.  --mbr: arc posteriors from inside-outside, then the best

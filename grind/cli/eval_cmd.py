@@ -111,6 +111,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         except InputError as e:
             raise InputError(f"{gold}: {e}") from None
         runs, report, heads = [], "", {}
+        for p in predicted:
+            _check_parse_punct(p, spec.punct)
         for k, p in enumerate(predicted):
             try:
                 pred_sents = read_corpus(p, spec)
@@ -135,6 +137,20 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)
+
+
+def _check_parse_punct(path, punct) -> None:
+    """A prediction that grind parse made with another punctuation rule than the one it is scored with is
+    an error: the tokens that rule removed were attached to the root word as filler, not predicted."""
+    import re
+
+    from grind.formats.textio import read_header
+    head = read_header(path)
+    m = re.search(r"\bpunct-removed=(\S+)", head.get("corpus", ""))
+    if m and "removed_tokens" in head and m[1] != punct:
+        raise InputError(f"{path} was parsed with punct-removed={m[1]} (its '# corpus:' header) but is scored with "
+                         f"--punct {punct}: the tokens parse removed are attached to the root word as filler, not "
+                         f"predictions; score it with --punct {m[1]}")
 
 
 def _labeled_report(gold, predicted, spec, baselines, segmentation):

@@ -23,8 +23,9 @@ from grind import log
 from grind.errors import InputError
 from grind.formats.textio import is_stream, quote_line, read_lines
 
-#: PTB punctuation tags (Klein & Manning 2004; CoNLL-X eval.pl); `#` and `$` are
-#: added by ``--punct ptb+`` as some setups do.
+#: PTB punctuation tags (Klein & Manning 2004's WSJ10 convention; CoNLL-X eval.pl instead decides by the
+#: word form, all punctuation characters, and so also drops `#`); `#` and `$` are added by ``--punct ptb+``
+#: as some setups do.
 PTB_PUNCT = frozenset(["``", "''", ",", ".", ":", "-LRB-", "-RRB-"])
 PTB_PUNCT_PLUS = PTB_PUNCT | {"#", "$"}
 
@@ -364,7 +365,7 @@ def _read_ptb(lines, name, spec, stats=None, warn=True):
     a preterminal is an InputError naming the line of its tree."""
     from grind.formats.trees import TRACE_TAGS, parse_trees, preterminals
     column = spec.column or _default_column_error(name)
-    number, wordless = 0, []
+    number, wordless, tally = 0, [], {}
     for first, text in _ptb_groups(lines):
         starts: list[int] = []
         for tree in parse_trees(text, name, starts, first):
@@ -373,9 +374,12 @@ def _read_ptb(lines, name, spec, stats=None, warn=True):
             tagged = [p for p in preterminals(tree, f"{name}: line {line}") if p[0] not in TRACE_TAGS]
             rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", line] for i, (t, w) in enumerate(tagged, 1)]
             if rows:
+                _tally_punct(tally, rows, spec.punct)
                 yield _make_sentence(rows, number, line, [], column, spec.punct, name)
             else:
                 wordless.append(line)
+    if warn:
+        _check_punct(tally, spec.punct, name, "ptb")
     if stats is not None:
         stats["wordless"] = len(wordless)
     if wordless and warn:
@@ -428,6 +432,7 @@ def _read_treebank(lines, name, fmt, spec):
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
     roots = []                       # Malt-TAB sentences with several HEAD 0 rows (first lines)
+    tally: dict = {}
     for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         raw = None
@@ -438,9 +443,11 @@ def _read_treebank(lines, name, fmt, spec):
             roots.append(start)
         toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
         if toks:
+            _tally_punct(tally, toks, spec.punct)
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
             yield s
+    _check_punct(tally, spec.punct, name, fmt)
     if roots and name not in _WARNED_ROOTS:   # Malt-TAB has no IDs: sentences run together show as a second root
         _WARNED_ROOTS.add(name)                 # once a file (split reads it several times)
         log.warn(f"{name}: {len(roots)} sentence(s) with more than one root (HEAD 0), at line(s) "
@@ -584,6 +591,46 @@ def _column(row, column, name):
         raise InputError(f"{where}: column {column} is empty ('_') on this token; choose another --column "
                          "(or fill the column)")
     return v
+
+
+_WARNED_PUNCT: set = set()
+
+
+def _tally_punct(tally: dict, toks, punct: str) -> None:
+    """Count, for :func:`_check_punct`, the tokens of one sentence that ``punct`` removes and the
+    columns it reads."""
+    if punct == "none":
+        return
+    for t in toks:
+        gone = _is_punct(t, punct)
+        tally["tokens"] = tally.get("tokens", 0) + 1
+        tally["removed"] = tally.get("removed", 0) + gone
+        tally["no_upos"] = tally.get("no_upos", 0) + (t[3] in ("_", ""))
+        tally["no_xpos"] = tally.get("no_xpos", 0) + (t[4] in ("_", ""))
+        if punct != "ud" and t[3] == "PUNCT" and not gone:
+            tally["kept_punct"] = tally.get("kept_punct", 0) + 1
+            tally.setdefault("kept_tags", set()).add(t[4])
+
+
+def _check_punct(tally: dict, punct: str, name: str, fmt: str) -> None:
+    """A --punct rule that reads a column the file does not have removes nothing: an InputError; PUNCT
+    tokens (UPOS) that a PTB rule keeps: a warning, once a file."""
+    n = tally.get("tokens", 0)
+    if punct == "none" or not n:
+        return
+    if punct == "ud" and tally["no_upos"] == n:
+        why = "Malt-TAB has no UPOS column" if fmt == "malt" else ("PTB trees have no UPOS tags" if fmt == "ptb"
+                                                                    else "its UPOS column is '_' everywhere")
+        raise InputError(f"{name}: --punct ud removes the tokens whose UPOS is PUNCT, but {why}: use --punct ptb "
+                         "(PTB punctuation tags in XPOS), or none")
+    if punct != "ud" and tally["no_xpos"] == n and not tally["removed"]:
+        raise InputError(f"{name}: --punct {punct} removes the tokens whose XPOS is a PTB punctuation tag, but its "
+                         "XPOS column is '_' everywhere: use --punct ud (UPOS PUNCT)")
+    if tally.get("kept_punct") and (name, punct) not in _WARNED_PUNCT:
+        _WARNED_PUNCT.add((name, punct))
+        tags = ", ".join(sorted(tally["kept_tags"])[:8])
+        log.warn(f"{name}: --punct {punct} kept {tally['kept_punct']} of the tokens whose UPOS is PUNCT (their XPOS "
+                 f"{tags} is not a PTB punctuation tag): --punct ud removes them")
 
 
 def _is_punct(row, punct):
