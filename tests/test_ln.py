@@ -12,7 +12,7 @@ from scipy.optimize import minimize
 
 from grind.infer import ln
 from grind.grammars.dmv import dmv_grammar
-from grind.errors import InputError
+from grind.errors import InputError, NumericalError
 from grind.grammars.cnf import cnf_grammar
 from grind.kernels.select import make_parser
 from grind.infer.training import ShardedEstep, train
@@ -636,3 +636,17 @@ def test_optimise_mu_sets_blocks_without_data_to_mu_and_broadcasts():
     np.testing.assert_array_equal(ln.optimise_mu(mask, a, b, w, x0, mu, P), full)
     np.testing.assert_array_equal(full[:, 1], np.broadcast_to(mu[1], (B, L)))
     assert not np.allclose(full[:, 0], mu[0])
+
+
+def test_a_prior_beyond_the_linear_zeta_range_is_an_error_not_a_wrong_bound():
+    """mu~ + sigma~^2/2 above 700 was clipped (a positive 'lower bound', +17,242 on a test run), and a
+    multinomial whose coordinates all fell below -745 got zeta~ = 0 and its sentences silently left the
+    bound (LN audit); softmax is shift-invariant, so the message says to recentre."""
+    mask = np.array([[True, True, False], [True, True, True]])
+    s2 = np.ones((2, 3))
+    ok = ln.closed_zeta(mask, np.array([[650.0, 649.0, 0.0], [-700.0, -701.0, -702.0]]), s2)
+    assert np.all(np.isfinite(ok)) and np.all(ok > 0)
+    with pytest.raises(NumericalError, match=r"reaches 800.5 in 1 multinomial\(s\), above 700"):
+        ln.closed_zeta(mask, np.array([[800.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), s2)
+    with pytest.raises(NumericalError, match=r"of 1 multinomial\(s\) is below -745"):
+        ln.closed_zeta(mask, np.array([[0.0, 0.0, 0.0], [-800.0, -900.0, -760.0]]), s2)

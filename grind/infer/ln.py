@@ -248,9 +248,27 @@ def expected_exp(mask, mut, s2):
 
 def closed_zeta(mask, mut, s2):
     """zeta~_k = sum_i exp(mu~_i + sigma~^2_i / 2): the optimum of psi~ (and of Eq. 14) in zeta~
-    (1 for a multinomial with no coordinate in ``mask``, e.g. a size-1 one under ``Packing.free``)."""
-    z = expected_exp(mask, mut, s2).sum(axis=-1)
-    return np.where(mask.any(-1), z, 1.0)
+    (1 for a multinomial with no coordinate in ``mask``, e.g. a size-1 one under ``Packing.free``).
+
+    The bound is computed in linear space, so a multinomial whose mu~ + sigma~^2/2 goes above
+    700 (exp overflows) or whose every coordinate falls below -745 (zeta~ underflows to 0) is a
+    NumericalError, not a silently wrong bound.  The model is unchanged by adding a constant to
+    one multinomial's mu (softmax), so such a prior (an ``--ln-init`` file) can be recentred."""
+    x = np.where(mask, mut + 0.5 * s2, -np.inf)
+    top = x.max(axis=-1)
+    if (top > _EXP_MAX).any():
+        raise NumericalError(f"logistic normal: mu~ + sigma~^2/2 reaches {float(top.max()):.6g} in "
+                             f"{int((top > _EXP_MAX).sum())} multinomial(s), above {_EXP_MAX:g} where exp overflows "
+                             "and the bound would be wrong; softmax is unchanged by a constant added to one "
+                             "multinomial's mu: recentre the prior's mu (e.g. an --ln-init file's)")
+    with np.errstate(under="ignore"):
+        z = np.where(mask, np.exp(x), 0.0).sum(axis=-1)
+    used = mask.any(-1)
+    if (used & (z == 0.0)).any():
+        raise NumericalError(f"logistic normal: every mu~ + sigma~^2/2 of {int((used & (z == 0.0)).sum())} "
+                             "multinomial(s) is below -745, so zeta~ underflows to 0 and their sentences would drop "
+                             "out of the bound; recentre the prior's mu (e.g. an --ln-init file's)")
+    return np.where(used, z, 1.0)
 
 
 def psi_tilde(mask, mut, s2, zeta):
