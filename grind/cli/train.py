@@ -87,9 +87,10 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
               help="ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.")
 @click.option("--ln-warm", is_flag=True,
               help="ln: start each E-step from the previous one's variational parameters (the bound then never "
-                   "decreases; model I keeps two floats per sentence and expert coordinate; model II reuses the "
-                   "previous iteration's last parse as the first, so --model 2 --ln-cycles 1 --ln-warm parses the "
-                   "corpus once an iteration).")
+                   "decreases within one prior structure: --tie's warm-up switch may lower it; model I keeps two "
+                   "floats per sentence and expert coordinate; model II reuses the previous iteration's last "
+                   "parse as the first, so --model 2 --ln-cycles 1 --ln-warm parses the corpus once an "
+                   "iteration).")
 @click.option("--ln-mstep", type=click.Choice(["plain", "newton"]), default="plain", show_default=True,
               help="ln: M-step for mu: plain = Algorithm 3 (mean of the posterior means, the paper's); newton = a "
                    "diagonal Newton-scaled step to the same fixed points, accepted only if the bound for this "

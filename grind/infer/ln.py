@@ -809,7 +809,8 @@ class LogisticNormal(Algorithm):
     ``families``), ``families`` (family file or ``upos`` / ``ptb``),
     ``ln_cycles`` (E-step cycles, default 5), ``ln_warm`` (start each E-step
     from the previous one's variational parameters instead of the prior: the
-    bound then never decreases across iterations; Model I keeps 2 x sentences
+    bound then never decreases across iterations of one prior structure, though the
+    --tie warm-up switch may lower it; Model I keeps 2 x sentences
     x experts' dimensions floats), ``ln_optimizer`` (``newton`` | ``lbfgs``,
     step 2), ``ln_init`` (a :func:`save_ln` file: structure, mu and Sigma;
     default mu = log theta0 centred per multinomial in every expert segment,
