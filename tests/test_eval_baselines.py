@@ -334,8 +334,11 @@ def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
     grind("make-grammar", "dmv", *UD, "-o", tmp_path / "dmv.txt", g)
     grind("parse", *UD, "-o", tmp_path / "p.conllu", tmp_path / "dmv.txt", g)
     r = grind("eval", "--column", "UPOS", g, tmp_path / "p.conllu", check=False)
-    assert r.returncode == 1 and "was parsed with punct-removed=ud" in r.stderr and "--punct none" in r.stderr
+    assert r.returncode == 1 and "was written with punct-removed=ud" in r.stderr and "--punct none" in r.stderr
     assert "directed" in grind("eval", *UD, g, tmp_path / "p.conllu").stdout
+    grind("baseline", "--attach", "right", *UD, "-o", tmp_path / "b.conllu", g)       # a baseline file too
+    r = grind("eval", "--column", "UPOS", g, tmp_path / "b.conllu", check=False)
+    assert r.returncode == 1 and "was written with punct-removed=ud" in r.stderr
 
 
 def test_parse_of_malt_tab_says_its_removed_tokens_are_not_written(tmp_path):

@@ -140,3 +140,11 @@ def test_a_reference_to_a_column_no_trace_has_is_a_usage_error(tmp_path, capsys)
                            "-o", tmp_path / "c.png")
     assert status == 2 and "'dev_direct' is not a plotted column of these traces (objective, dev_directed" in err
     assert not (tmp_path / "c.png").exists()
+
+
+def test_every_root_of_a_forest_gets_its_arrow():
+    """Only the last HEAD-0 word got the root arrow; the others were drawn with no head (decode audit)."""
+    drawn = draw_dependencies(["the", "long", "word"], [0, 1, 0]).splitlines()
+    assert drawn[0] == "root      root"
+    assert drawn[-2].count("▼") == 3 and drawn[-1] == "the long word"     # two roots and 'long''s head end
+    assert draw_dependencies(["a", "bb"], [0, 0]).splitlines()[-2] == "▼ ▼"

@@ -385,6 +385,18 @@ def _given(name) -> bool:
     return click.get_current_context().get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
 
 
+def removed_tokens(spec, fmt) -> str | None:
+    """The ``# removed_tokens:`` header value of a CoNLL file written from a corpus read with ``spec``
+    (grind eval refuses to score it with another --punct: the removed tokens' heads are filler)."""
+    if spec.punct == "none":
+        return None
+    if fmt in ("conllu", "conllx"):
+        return ("attached to the root word with DEPREL punct (not predicted; removed again by eval --punct "
+                f"{spec.punct})")
+    return (f"not written ({fmt} input: the kept tokens are written with IDs 1..n; grind eval --punct {spec.punct} "
+            "aligns them with the gold)")
+
+
 def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, **extra):
     """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
     written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
@@ -404,15 +416,8 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
         log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
                  "(grind eval scores their words 0)")
     with open_out(output) as f:
-        removed = None
-        if spec.punct != "none" and sents.format in ("conllu", "conllx"):
-            removed = ("attached to the root word with DEPREL punct (not predicted; removed again by "
-                       f"eval --punct {spec.punct})")
-        elif spec.punct != "none":      # no CoNLL rows to pass through: only the kept tokens are written
-            removed = (f"not written ({sents.format} input: the kept tokens are written with IDs 1..n; grind eval "
-                       f"--punct {spec.punct} aligns them with the gold)")
         f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=len(bad), removed_tokens=removed, **extra))
+                                  unparsed=len(bad), removed_tokens=removed_tokens(spec, sents.format), **extra))
         f.write("\n")                   # the header is the file's, not the first sentence's comments
         for s, h in zip(sents, heads):
             f.write(conll_block(s, h))

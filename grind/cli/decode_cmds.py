@@ -9,7 +9,7 @@ from grind.errors import InputError
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              left_out, report_failures, write_dependencies, _given, FiniteFloatRange,
+                              left_out, removed_tokens, report_failures, write_dependencies, _given, FiniteFloatRange,
                               is_treebank_grammar, OneChoiceCommand)
 
 
@@ -438,7 +438,7 @@ def baseline(corpus, spec, attach, output):
     sents = read_corpus(corpus, spec)
     with open_out(output) as f:
         f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(sents.format),
-                                  left_out=left_out(sents)))
+                                  left_out=left_out(sents), removed_tokens=removed_tokens(spec, sents.format)))
         f.write("\n")                   # the header is the file's, not the first sentence's comments
         for s in sents:
             f.write(conll_block(s, attach_heads(len(s), attach)))

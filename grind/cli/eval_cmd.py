@@ -140,16 +140,16 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
 
 
 def _check_parse_punct(path, punct) -> None:
-    """A prediction that grind parse made with another punctuation rule than the one it is scored with is
-    an error: the tokens that rule removed were attached to the root word as filler, not predicted."""
+    """A prediction that grind parse or baseline wrote under another punctuation rule than the one it is
+    scored with is an error: the tokens that rule removed were attached to the root word as filler."""
     import re
 
     from grind.formats.textio import read_header
     head = read_header(path)
     m = re.search(r"\bpunct-removed=(\S+)", head.get("corpus", ""))
     if m and "removed_tokens" in head and m[1] != punct:
-        raise InputError(f"{path} was parsed with punct-removed={m[1]} (its '# corpus:' header) but is scored with "
-                         f"--punct {punct}: the tokens parse removed are attached to the root word as filler, not "
+        raise InputError(f"{path} was written with punct-removed={m[1]} (its '# corpus:' header) but is scored with "
+                         f"--punct {punct}: the tokens it removed are attached to the root word as filler, not "
                          f"predictions; score it with --punct {m[1]}")
 
 

@@ -41,7 +41,7 @@ def draw_dependencies(words: list[str], heads: list[int]) -> str:
         ends[h - 1].append(((0 if d < h else 2, -d), k, False))
     col = {}                      # (arc id, is dependent end) -> column; root -> column
     starts, x = [], 0
-    root_col = None
+    root_cols: list[int] = []     # one per HEAD-0 word (a forest has several)
     for i, w in enumerate(words):
         es = sorted(ends[i], key=lambda e: e[0])
         width = max(len(w), len(es))
@@ -49,7 +49,7 @@ def draw_dependencies(words: list[str], heads: list[int]) -> str:
         c0 = x + (width - len(es)) // 2
         for j, (_, k, dep) in enumerate(es):
             if k is None:
-                root_col = c0 + j
+                root_cols.append(c0 + j)
             else:
                 col[(k, dep)] = c0 + j
         x += width + 1
@@ -66,7 +66,7 @@ def draw_dependencies(words: list[str], heads: list[int]) -> str:
         level[k] = lv
         placed.append((a, b, k))
     top = max(level.values(), default=0)
-    width = max(total, (root_col + 4) if root_col is not None else 0)
+    width = max([total] + [c + 4 for c in root_cols])
     # rows[0] = level top ... rows[-1] = level 1
     rows: list[list[set]] = [[set() for _ in range(width)] for _ in range(top)]
     for (a, b, k) in placed:
@@ -78,19 +78,23 @@ def draw_dependencies(words: list[str], heads: list[int]) -> str:
         for c in (a, b):
             for r2 in range(r + 1, top):
                 rows[r2][c] |= {"U", "D"}
-    if root_col is not None:
+    for rc in root_cols:
         for r in range(top):
-            rows[r][root_col] |= {"U", "D"}
+            rows[r][rc] |= {"U", "D"}
     lines = []
-    if root_col is not None:
-        lines.append(" " * root_col + "root")
+    if root_cols:
+        label, free = [" "] * width, 0
+        for rc in root_cols:          # 'root' over each root where the previous label leaves room (▼ marks all)
+            if rc >= free:
+                label[rc:rc + 4], free = list("root"), rc + 5
+        lines.append("".join(label))
     for row in rows:
         lines.append("".join(_GLYPH[frozenset(c)] if c else " " for c in row))
     arrows = [" "] * width
     for (_, dep), c in col.items():
         arrows[c] = "▼" if dep else "│"
-    if root_col is not None:
-        arrows[root_col] = "▼"
+    for rc in root_cols:
+        arrows[rc] = "▼"
     lines.append("".join(arrows))
     text = [" "] * (total + 1)
     for s, w, es in zip(starts, words, ends):
