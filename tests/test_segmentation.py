@@ -345,3 +345,16 @@ def test_eval_skips_and_counts_multi_word_rows_as_train_and_parse_do(tmp_path):
     assert row[1] == "1" and row[6] == "1.0000"
     with pytest.raises(InputError, match="has whitespace in it"):
         read_segmentations(str(gold))
+
+
+def test_a_word_hash_at_the_top_of_a_file_is_a_word_for_every_reader(tmp_path):
+    """'#<TAB>#' first in a SIGMORPHON file was a header line to train/parse --chars but a word to eval, and a
+    plain segmentation '#' was a header line to eval (decode audit)."""
+    gold = tmp_path / "g.tsv"
+    gold.write_text("#\t#\nab#\tab @@#\nba\tb @@a\n", encoding="utf-8")
+    grind("make-grammar", "morph", "--chars", "-o", tmp_path / "m.txt", gold)
+    seg = grind("parse", "--chars", "--segment", tmp_path / "m.txt", gold).stdout
+    assert [ln for ln in seg.splitlines() if not ln.startswith("# ")][0] == "#"
+    (tmp_path / "p.txt").write_text(seg, encoding="utf-8")
+    out = grind("eval", "--segmentation", gold, tmp_path / "p.txt").stdout
+    assert next(ln for ln in out.splitlines() if ln.startswith("predicted")).split("\t")[1] == "3"

@@ -266,12 +266,13 @@ def _nfc_word(word, name, lineno, what="word"):
     return unicodedata.normalize("NFC", word)
 
 
-def _without_header(lines, name, what, hint=""):
+def _without_header(lines, name, what, hint="", tab_is_data=False):
     """``lines`` after their leading ``#`` lines (grind's outputs have such a header), which are
-    skipped and counted on stderr once the header ends."""
+    skipped and counted on stderr once the header ends; ``tab_is_data``: a line with a TAB is data
+    (a sigmorphon row whose word starts with ``#``), never a header line."""
     it, heads, first, grinds = iter(lines), 0, None, False
     for item in it:
-        if not item[1].startswith("#"):
+        if not item[1].startswith("#") or (tab_is_data and "\t" in item[1]):
             first = item
             break
         line = item[1].rstrip("\r\n")
@@ -288,7 +289,7 @@ def _read_words(lines, name, sigmorphon):
     """--chars: one word a line (or a sigmorphon row), each NFC character one token; the leading
     lines that start with ``#`` are a header, skipped and counted on stderr."""
     number, has_gold, skipped, first = 0, None, [], 0
-    for lineno, line in _without_header(lines, name, "words"):
+    for lineno, line in _without_header(lines, name, "words", tab_is_data=sigmorphon):
         s = line.rstrip("\r\n")
         gold = None
         if sigmorphon:

@@ -12,8 +12,9 @@ Two line formats, told apart by a TAB (one format a file):
 
 An *unparsed* word (``grind parse --segment`` found no derivation) is written
 in both formats as the word, a TAB and ``_``: ``abdikovat<TAB>_``; it is read
-back with ``morphs = None``.  ``#`` lines at the top of a file (before the
-first word, e.g. the header grind writes) are skipped.  An empty line, an
+back with ``morphs = None``.  Lines that start with ``# `` (hash and space) and
+hold no TAB at the top of a file (before the first word: the header grind
+writes) are skipped; ``#`` alone or ``#<TAB>#`` is the word ``#``.  An empty line, an
 empty morph (two spaces in a row, a leading or trailing space, a bare
 ``@@``), morphs that do not concatenate to the word, or a segmented line in
 the other format than the file's first segmented line (a SIGMORPHON line that
@@ -81,7 +82,7 @@ def read_segmentations(path: str, skipped: list | None = None) -> list[Segmentat
     out, header, first = [], True, None      # first: (line, format) of the first segmented word
     for lineno, raw in read_lines(path):
         line = raw.rstrip("\r\n")
-        if header and (line == "#" or line.startswith("# ")):
+        if header and line.startswith("# ") and "\t" not in line:     # '#' alone or '#<TAB>#' is a word
             continue
         header = False
         where = f"{name}:{lineno}"
