@@ -6,8 +6,14 @@ kernel).  M-step (MAP with a symmetric Dirichlet(alpha) prior per LHS):
     theta_r  proportional to  max(0, E[f_r] + alpha - 1),   r in R_A
 
 alpha = 1 is maximum likelihood.  A LHS whose adjusted counts are all zero
-(unused by every parseable sentence) keeps its previous weights, so the
-objective log P(w | theta) + log P(theta | alpha) never decreases.
+(every E[f_r] + alpha - 1 <= 0: unused, or at alpha < 1 used too little)
+keeps its previous weights.  For alpha >= 1 the objective
+log P(w | theta) + log P(theta | alpha) never decreases (while the parsed
+sentences stay parsed).  For alpha < 1 the objective as computed here does
+not have that guarantee: MAP sets rules to theta = 0, where the Dirichlet
+density is unbounded, and :func:`log_dirichlet_prior` leaves such rules
+out, so the objective falls when MAP zeroes a rule (an audit measured
+-33.5 -> -38.0 on a 12-sentence corpus at alpha 0.5).
 """
 from __future__ import annotations
 

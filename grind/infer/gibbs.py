@@ -44,33 +44,16 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from grind import log
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig, option
+from grind.infer.dirichlet import log_rising
 from grind.infer.training import Step
 
 
 # ----------------------------------------------------------------------------- shared with hastings
-
-#: Above this alpha, log Gamma(a + c) - log Gamma(a) is taken from Stirling's series (the difference of two
-#: values near a log a loses every digit by a ~ 1e14).
-STIRLING_FROM = 1e8
-
-
-def log_rising(a, c) -> np.ndarray:
-    """log Gamma(a + c) - log Gamma(a) (the log rising factorial), elementwise; for a > STIRLING_FROM
-    c log a + (a + c - 1/2) log1p(c/a) - c + (1/(a + c) - 1/a)/12 (Stirling; the next term is O(c/a^3))."""
-    a, c = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(c, dtype=np.float64))
-    out = np.array(gammaln(a + c) - gammaln(a), dtype=np.float64)
-    big = a > STIRLING_FROM
-    if big.any():
-        ab, cb = a[big], c[big]
-        out[big] = cb * np.log(ab) + (ab + cb - 0.5) * np.log1p(cb / ab) - cb + (1.0 / (ab + cb) - 1.0 / ab) / 12.0
-    return out
-
 
 def collapsed_logprob(grammar, counts, alpha) -> float:
     """log P(t, w | alpha) = sum_A [log B(f_A(t) + alpha_A) - log B(alpha_A)] (JGG Eq. 3)."""

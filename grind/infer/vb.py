@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import digamma, gammaln
+from scipy.special import digamma
 
 from grind import log
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig
+from grind.infer.dirichlet import log_rising
 from grind.infer.training import Step
 
 
@@ -140,18 +141,26 @@ def underflow_message(grammar, alpha_hat, prior, lost, inexact, total, where="")
             + " (use a larger --alpha)")
 
 
+#: Above this (pseudo-)count the log Gamma differences of the KL come from Stirling's series
+#: (:func:`grind.infer.dirichlet.log_rising`): taken naively they lose their digits (a negative KL at alpha 1e8).
+KL_STIRLING_FROM = 1e4
+
+
 def kl_dirichlet(grammar, alpha_hat: np.ndarray, alpha: np.ndarray) -> float:
-    """sum_A KL(Dir(alpha_hat_A) || Dir(alpha_A)), LHSs with rules only."""
+    """sum_A KL(Dir(alpha_hat_A) || Dir(alpha_A)), LHSs with rules only: per LHS
+    [lnG(S^) - lnG(S)] - sum_r [lnG(alpha^_r) - lnG(alpha_r)] + sum_r (alpha^_r - alpha_r)(psi(alpha^_r) - psi(S^)),
+    S^, S the LHS sums, each lnG difference a log rising factorial taken stably at large alpha."""
     alpha_hat, alpha = np.asarray(alpha_hat, dtype=np.float64), np.asarray(alpha, dtype=np.float64)
     nA = len(grammar.nonterminals)
-    sa_hat = np.bincount(grammar.lhs, weights=alpha_hat, minlength=nA)
     sa = np.bincount(grammar.lhs, weights=alpha, minlength=nA)
-    per_lhs = gammaln(sa_hat) - gammaln(sa)
+    ca = np.bincount(grammar.lhs, weights=alpha_hat - alpha, minlength=nA)    # the counts, not S^ - S: no cancellation
+    sa_hat = sa + ca
+    per_lhs = log_rising(sa, ca, KL_STIRLING_FROM)
     per_rule = np.empty(len(alpha_hat))           # made CHUNK rules at a time: the same numbers, summed as one
     for lo in range(0, len(per_rule), CHUNK):
         hi = lo + CHUNK
         a_hat, a = alpha_hat[lo:hi], alpha[lo:hi]
-        per_rule[lo:hi] = (gammaln(a) - gammaln(a_hat)
+        per_rule[lo:hi] = (-log_rising(a, a_hat - a, KL_STIRLING_FROM)
                            + (a_hat - a) * (digamma(a_hat) - digamma(sa_hat[grammar.lhs[lo:hi]])))
     return float(per_lhs.sum() + per_rule.sum())
 
