@@ -130,7 +130,8 @@ def test_on_disk_is_bit_identical_to_in_memory(tmp_path, monkeypatch, kind, epoc
         t = train(algo, algo.rng)
         same_run(algo, t, ref, t_ref)
         assert algo.events is None and algo.pool.dtype == np.int32
-        assert t[-1].sentences == epochs * len(sents)
+        assert t[-1].sentences == epochs * len(algo.pool)        # the pool: what some weights can parse
+        assert len(algo.pool) <= len(sents) and len(algo.pool) == len(ref.pool)
         assert algo.estep.parser is not None and len(algo.estep.parser.sentences) <= batch
 
 
@@ -357,3 +358,21 @@ def test_api_fit_given_a_path_indexes_it_on_disk(tmp_path):
     b = grind.fit(g, sents, "stochastic", **opts)                 # in memory
     assert np.array_equal(a.grammar.weights, b.grammar.weights)
     assert [s.objective for s in a.trace] == [s.objective for s in b.trace]
+
+
+def test_sentences_no_weights_can_parse_leave_the_pool_and_are_named(tmp_path):
+    """A one-word sentence under a CNF grammar stayed in the pool and in N, unnamed (only the trace's
+    'parsed' column showed it), on disk and in memory alike (VB audit)."""
+    (tmp_path / "g.txt").write_text("0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 B --> b\n0.5 A --> b\n"
+                                    "0.5 B --> a\n")
+    (tmp_path / "c.txt").write_text("a b\nb\nb a\na b\na\nb b\n")
+    outs = {}
+    for memory in (False, True):
+        r = run("train", "--algo", "stochastic", "--kernel", "cky", "--batch", "2", "--epochs", "1", "--seed", "3",
+                "-o", tmp_path / f"g{memory}.txt", tmp_path / "g.txt", tmp_path / "c.txt", memory=memory)
+        assert r.stderr.count("the grammar has no derivation of it under any weights") == 2, r.stderr
+        assert "2 of 6 sentences have no parse and were left out" in r.stderr
+        assert "# unparsed: 2 of 6 sentences without a parse under the initial grammar (left out)" in \
+            (tmp_path / f"g{memory}.txt").read_text()
+        outs[memory] = body(tmp_path / f"g{memory}.txt")
+    assert outs[False] == outs[True]

@@ -266,6 +266,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     else:
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True,
                                 tokens_only=True)
+        if algo in ON_DISK:              # stochastic VB: its pool and N leave out what no weights can parse
+            from grind.infer.corpus_index import mark_underivable
+            mark_underivable(parser, g)
         failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z, g)), len(sents)
     prior = prior_vector(g, alpha)
@@ -511,11 +514,11 @@ def _name_zero_parses(sents, parser, logz, g) -> None:
     z[list(parser.failures)] = 0.0
     bad = np.flatnonzero(~np.isfinite(z))
     if len(bad):
+        from grind.infer.corpus_index import UNDERIVABLE
         _, anyw = parser.inside_outside(g.normalize(np.ones(len(g))), idx=bad)
         for i, v in zip(bad, anyw):
             if np.isneginf(v):
-                parser.failures[int(i)] = ("the grammar has no derivation of it under any weights (left out of "
-                                           "every pass)")
+                parser.failures[int(i)] = UNDERIVABLE
         log.warn("under the initial weights (left out of the first pass; a sentence whose rules all get positive "
                  "weight is parsed again):")
         report_failures(sents, parser, z)

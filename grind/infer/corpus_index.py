@@ -44,6 +44,27 @@ CHUNK = 4096
 MAX_NAMED = 10
 
 
+
+#: The reason given for a sentence the grammar cannot derive under any weights.
+UNDERIVABLE = "the grammar has no derivation of it under any weights (left out of every pass)"
+
+
+def mark_underivable(parser, grammar) -> int:
+    """Add to ``parser.failures`` the sentences that have no derivation even under uniform rule
+    probabilities (every rule positive), so none can under any weights (a one-word sentence under a
+    CNF grammar); one inside pass, once a parser.  Returns how many."""
+    if getattr(parser, "underivable_marked", False):
+        return 0
+    parser.underivable_marked = True
+    ok = np.array([i for i in range(len(parser.sentences)) if i not in parser.failures], dtype=np.int64)
+    if not ok.size:
+        return 0
+    _, z = parser.inside_outside(grammar.normalize(np.ones(len(grammar))), idx=ok)
+    lost = ok[np.isneginf(np.asarray(z, dtype=np.float64))]
+    for i in lost:
+        parser.failures[int(i)] = UNDERIVABLE
+    return len(lost)
+
 class CorpusIndex:
     """One pass over ``path`` read with ``spec``: the spool, the parseable
     sentences and the caller's totals (see the module doc).
@@ -101,8 +122,10 @@ class CorpusIndex:
         self.pool = np.delete(np.arange(n, dtype=dtype), np.asarray(bad, dtype=np.int64))
 
     def _chunk(self, toks, where, first, bad, visit):
-        """Parse one chunk of sentences (numbers ``first``...): failures and totals."""
+        """Parse one chunk of sentences (numbers ``first``...): failures (a word the grammar lacks, or
+        no derivation under any weights: :func:`mark_underivable`) and totals."""
         parser = self._make(toks)
+        mark_underivable(parser, self.grammar)
         failures = parser.failures
         for i in sorted(failures):
             bad.append(first + i)

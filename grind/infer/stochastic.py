@@ -7,7 +7,8 @@ the driver's :class:`grind.infer.training.ShuffledBatches`),
 fits it by local VB as if the whole corpus looked like b, and moves the
 global posterior Dirichlet(alpha_hat) a step eta_t = (tau + t)^(-kappa)
 towards that fit (Robbins-Monro: sum eta = inf, sum eta^2 < inf for kappa in
-(0.5, 1]).
+(0.5, 1]; --kappa also takes 0.5, the edge of Hoffman et al.'s range, where
+sum eta^2 diverges).
 
 Local VB (``cfg.batch_iterations`` = K iterations, from a_1 = alpha_hat)::
 
@@ -87,6 +88,7 @@ from grind.grammars.dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_index, is_dmv_gramm
 from grind.errors import InputError
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig, option
+from grind.infer.corpus_index import mark_underivable
 from grind.infer.training import ShuffledBatches, Step
 from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
 
@@ -142,6 +144,7 @@ class StochasticVB(Algorithm):
             self.corpus_events = index.totals
         else:                             # the whole corpus's parser (in memory; --cluster's workers)
             parser = estep.parser
+            mark_underivable(parser, grammar)     # as the on-disk index does: out of the pool and of N
             self.pool = np.array([i for i in range(len(parser.sentences)) if i not in parser.failures],
                                  dtype=np.int64)
             self.events, self.rule_class = event_table(grammar, parser)
