@@ -209,15 +209,8 @@ def left_out(sents, what: str = "not written") -> str | None:
 def is_treebank_grammar(path) -> bool:
     """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
     mstep --grammar); a grammar read from stdin or a pipe is not peeked at (it could not be read again)."""
-    from grind.formats.textio import is_stream, read_lines
-    if is_stream(path):
-        return False
-    for _, line in read_lines(path):
-        if not line.startswith("#"):
-            return False
-        if line.strip() == "# model: treebank":
-            return True
-    return False
+    from grind.formats.textio import is_stream, read_header
+    return not is_stream(path) and read_header(path).get("model", "").strip() == "treebank"
 
 
 def make_rng(seed, random: bool = False):

@@ -245,11 +245,10 @@ def _treebank_logz(grammar_path, corpus, spec, start, kernel):
 
 def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold):
     """Parse with a (latent) treebank grammar: unsplit, unbinarised PTB trees, the corpus's own words as leaves."""
+    import dataclasses
     import time
 
     from grind.formats.trees import format_tree, map_leaves
-    import dataclasses
-
     from grind.formats.treebank import debinarise
     from grind.kernels.latent_parse import LatentParser
     if spec.min_length > 1 or spec.max_length is not None:

@@ -6,7 +6,7 @@ import click
 from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
-from grind.formats.textio import header_lines, one_line, open_out
+from grind.formats.textio import header_lines, one_line, open_out, shown
 from grind.cli.common import corpus_options, output_option, dependency_convention, make_rng
 
 
@@ -211,7 +211,7 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
         if skipped:
             log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry, "
                      "as grind train/parse --chars skip them), at line(s) "
-                     f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
+                     f"{shown(skipped)}")
             notes.append(f"# skipped: {one_line(name)}: {len(skipped)} multi-word row(s) (whitespace in the word), "
                          "not scored\n")
         return records
@@ -256,16 +256,10 @@ def _first_line(path):
 def _gold_heads_note(path) -> str:
     """The convention line's word on GOLD's heads: re-headed by grind function-heads (its header says so)
     or as annotated in the file (a stream cannot be read twice: not looked at)."""
-    from grind.formats.textio import is_stream, read_lines
+    from grind.formats.textio import is_stream, read_header
     if is_stream(path):
         return ""
-    lines = read_lines(path)
-    try:
-        for _, ln in lines:
-            if ln.strip() and not ln.startswith("#"):
-                break
-            if ln.startswith("# conversion: function heads"):
-                return "; gold heads: " + ln.split(":", 1)[1].strip()
-    finally:
-        lines.close()
+    conversion = read_header(path).get("conversion", "")
+    if conversion.startswith("function heads"):
+        return "; gold heads: " + conversion.strip()
     return "; gold heads as annotated in GOLD"

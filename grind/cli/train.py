@@ -514,11 +514,8 @@ def _name_zero_parses(sents, parser, logz, g) -> None:
     z[list(parser.failures)] = 0.0
     bad = np.flatnonzero(~np.isfinite(z))
     if len(bad):
-        from grind.infer.corpus_index import UNDERIVABLE
-        _, anyw = parser.inside_outside(g.normalize(np.ones(len(g))), idx=bad)
-        for i, v in zip(bad, anyw):
-            if np.isneginf(v):
-                parser.failures[int(i)] = UNDERIVABLE
+        from grind.infer.corpus_index import mark_underivable
+        mark_underivable(parser, g, bad)
         log.warn("under the initial weights (left out of the first pass; a sentence whose rules all get positive "
                  "weight is parsed again):")
         report_failures(sents, parser, z)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 import unicodedata
 from dataclasses import dataclass, field
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.textio import is_stream, quote_line, read_lines
+from grind.formats.textio import is_stream, quote_line, read_lines, shown
 
 #: PTB punctuation tags (Klein & Manning 2004's WSJ10 convention; CoNLL-X eval.pl instead decides by the
 #: word form, all punctuation characters, and so also drops `#`); `#` and `$` are added by ``--punct ptb+``
@@ -314,7 +315,7 @@ def _read_words(lines, name, sigmorphon):
     if skipped:
         log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry "
                  f"such as 'státi (se)'; a word must be one token), at line(s) "
-                 f"{', '.join(map(str, skipped[:10]))}{' ...' if len(skipped) > 10 else ''}")
+                 f"{shown(skipped)}")
 
 
 def _format(path, fmt, lines, chars=False):
@@ -366,7 +367,7 @@ def _read_ptb(lines, name, spec, stats=None, warn=True):
     a preterminal is an InputError naming the line of its tree."""
     from grind.formats.trees import TRACE_TAGS, parse_trees, preterminals
     column = spec.column or _default_column_error(name)
-    number, wordless, tally = 0, [], {}
+    number, wordless, tally, kept_tags = 0, [], Counter(), set()
     for first, text in _ptb_groups(lines):
         starts: list[int] = []
         for tree in parse_trees(text, name, starts, first):
@@ -375,17 +376,17 @@ def _read_ptb(lines, name, spec, stats=None, warn=True):
             tagged = [p for p in preterminals(tree, f"{name}: line {line}") if p[0] not in TRACE_TAGS]
             rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", line] for i, (t, w) in enumerate(tagged, 1)]
             if rows:
-                _tally_punct(tally, rows, spec.punct)
+                _tally_punct(tally, kept_tags, rows, spec.punct)
                 yield _make_sentence(rows, number, line, [], column, spec.punct, name)
             else:
                 wordless.append(line)
     if warn:
-        _check_punct(tally, spec.punct, name, "ptb")
+        _check_punct(tally, kept_tags, spec.punct, name, "ptb")
     if stats is not None:
         stats["wordless"] = len(wordless)
     if wordless and warn:
         log.warn(f"{name}: skipped {len(wordless)} tree(s) without words (only -NONE- elements), at line(s) "
-                 f"{', '.join(map(str, wordless[:10]))}{' ...' if len(wordless) > 10 else ''}")
+                 f"{shown(wordless)}")
 
 
 def _ptb_groups(lines):
@@ -433,7 +434,8 @@ def _read_treebank(lines, name, fmt, spec):
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
     roots = []                       # Malt-TAB sentences with several HEAD 0 rows (first lines)
-    tally: dict = {}
+    tally: Counter = Counter()
+    kept_tags: set = set()
     for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         raw = None
@@ -444,15 +446,15 @@ def _read_treebank(lines, name, fmt, spec):
             roots.append(start)
         toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
         if toks:
-            _tally_punct(tally, toks, spec.punct)
+            _tally_punct(tally, kept_tags, toks, spec.punct)
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
             yield s
-    _check_punct(tally, spec.punct, name, fmt)
+    _check_punct(tally, kept_tags, spec.punct, name, fmt)
     if roots and name not in _WARNED_ROOTS:   # Malt-TAB has no IDs: sentences run together show as a second root
         _WARNED_ROOTS.add(name)                 # once a file (split reads it several times)
         log.warn(f"{name}: {len(roots)} sentence(s) with more than one root (HEAD 0), at line(s) "
-                 f"{', '.join(map(str, roots[:10]))}{' ...' if len(roots) > 10 else ''}: is a blank line missing "
+                 f"{shown(roots)}: is a blank line missing "
                  "between sentences?")
 
 
@@ -597,26 +599,23 @@ def _column(row, column, name):
 _WARNED_PUNCT: set = set()
 
 
-def _tally_punct(tally: dict, toks, punct: str) -> None:
+def _tally_punct(tally: Counter, kept_tags: set, toks, punct: str) -> None:
     """Count, for :func:`_check_punct`, the tokens of one sentence that ``punct`` removes and the
     columns it reads."""
     if punct == "none":
         return
     for t in toks:
         gone = _is_punct(t, punct)
-        tally["tokens"] = tally.get("tokens", 0) + 1
-        tally["removed"] = tally.get("removed", 0) + gone
-        tally["no_upos"] = tally.get("no_upos", 0) + (t[3] in ("_", ""))
-        tally["no_xpos"] = tally.get("no_xpos", 0) + (t[4] in ("_", ""))
+        tally.update(tokens=1, removed=gone, no_upos=t[3] in ("_", ""), no_xpos=t[4] in ("_", ""))
         if punct != "ud" and t[3] == "PUNCT" and not gone:
-            tally["kept_punct"] = tally.get("kept_punct", 0) + 1
-            tally.setdefault("kept_tags", set()).add(t[4])
+            tally.update(kept_punct=1)
+            kept_tags.add(t[4])
 
 
-def _check_punct(tally: dict, punct: str, name: str, fmt: str) -> None:
+def _check_punct(tally: Counter, kept_tags: set, punct: str, name: str, fmt: str) -> None:
     """A --punct rule that reads a column the file does not have removes nothing: an InputError; PUNCT
     tokens (UPOS) that a PTB rule keeps: a warning, once a file."""
-    n = tally.get("tokens", 0)
+    n = tally["tokens"]
     if punct == "none" or not n:
         return
     if punct == "ud" and tally["no_upos"] == n:
@@ -627,9 +626,9 @@ def _check_punct(tally: dict, punct: str, name: str, fmt: str) -> None:
     if punct != "ud" and tally["no_xpos"] == n and not tally["removed"]:
         raise InputError(f"{name}: --punct {punct} removes the tokens whose XPOS is a PTB punctuation tag, but its "
                          "XPOS column is '_' everywhere: use --punct ud (UPOS PUNCT)")
-    if tally.get("kept_punct") and (name, punct) not in _WARNED_PUNCT:
+    if tally["kept_punct"] and (name, punct) not in _WARNED_PUNCT:
         _WARNED_PUNCT.add((name, punct))
-        tags = ", ".join(sorted(tally["kept_tags"])[:8])
+        tags = ", ".join(sorted(kept_tags)[:8])
         log.warn(f"{name}: --punct {punct} kept {tally['kept_punct']} of the tokens whose UPOS is PUNCT (their XPOS "
                  f"{tags} is not a PTB punctuation tag): --punct ud removes them")
 

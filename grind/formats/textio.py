@@ -150,6 +150,12 @@ def read_header(path: str) -> dict:
     return out
 
 
+def shown(items, limit: int = 10) -> str:
+    """The first ``limit`` items for a message, comma-separated, `` ...`` when there are more."""
+    items = list(items)
+    return ", ".join(map(str, items[:limit])) + (" ..." if len(items) > limit else "")
+
+
 def quote_line(s: str, limit: int = 80) -> str:
     """``repr`` of a line for an error message, cut to ``limit`` characters
     (``'first 80…' (N characters)``) so a huge line is never quoted in full."""

@@ -49,14 +49,16 @@ MAX_NAMED = 10
 UNDERIVABLE = "the grammar has no derivation of it under any weights (left out of every pass)"
 
 
-def mark_underivable(parser, grammar) -> int:
-    """Add to ``parser.failures`` the sentences that have no derivation even under uniform rule
-    probabilities (every rule positive), so none can under any weights (a one-word sentence under a
-    CNF grammar); one inside pass, once a parser.  Returns how many."""
-    if getattr(parser, "underivable_marked", False):
-        return 0
-    parser.underivable_marked = True
-    ok = np.array([i for i in range(len(parser.sentences)) if i not in parser.failures], dtype=np.int64)
+def mark_underivable(parser, grammar, idx=None) -> int:
+    """Add to ``parser.failures`` the sentences (of ``idx``; default all, once a parser) that have no
+    derivation even under uniform rule probabilities (every rule positive), so none can under any
+    weights (a one-word sentence under a CNF grammar); one inside pass.  Returns how many."""
+    if idx is None:
+        if getattr(parser, "underivable_marked", False):
+            return 0
+        parser.underivable_marked = True
+        idx = range(len(parser.sentences))
+    ok = np.array([i for i in idx if i not in parser.failures], dtype=np.int64)
     if not ok.size:
         return 0
     _, z = parser.inside_outside(grammar.normalize(np.ones(len(grammar))), idx=ok)

@@ -167,7 +167,7 @@ from scipy.optimize import minimize
 from grind import log
 from grind.errors import InputError, NumericalError
 from grind.grammars.grammar import ARROW, rule_key
-from grind.formats.textio import header_lines, open_out, read_lines
+from grind.formats.textio import header_lines, open_out, read_lines, shown
 from grind.grammars.families import read_families
 from grind.infer.base import Algorithm
 from grind.infer.config import TrainConfig, option
@@ -587,14 +587,13 @@ def initial_covariance(grammar, st, kind: str = "identity", families=None) -> li
     tags = {d for d in deps if d is not None}
     where = f" {families!r}" if isinstance(families, str) else ""
     if not tags & fam.keys():
-        raise InputError(f"--cov families: none of the grammar's {len(tags)} tags ({', '.join(sorted(tags)[:8])}"
-                         f"{' ...' if len(tags) > 8 else ''}) is in the tag-family mapping{where}, so the covariance "
-                         "would be the identity: is the mapping for another tag set (ptb for a UPOS grammar)?")
+        raise InputError(f"--cov families: none of the grammar's {len(tags)} tags ({shown(sorted(tags), 8)}) is in "
+                         f"the tag-family mapping{where}, so the covariance would be the identity: is the mapping "
+                         "for another tag set (ptb for a UPOS grammar)?")
     missing = sorted(tags - fam.keys())
     if missing:
         log.warn(f"--cov families: {len(missing)} of the grammar's {len(tags)} tags have no family in the mapping"
-                 f"{where} ({', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}): their coordinates "
-                 "start uncorrelated with every other")
+                 f"{where} ({shown(missing)}): their coordinates start uncorrelated with every other")
     pk = st.pk
     flat_fam = np.array([fam.get(deps[r]) if r >= 0 and deps[r] is not None else None
                          for r in pk.rows.ravel()], dtype=object)
