@@ -432,8 +432,16 @@ cdef void finish_inside(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, int i
             vscale(b, S, pow2(sc))
             sc = 0.0
         b[g.lex_lhs[l]] += v * pow2(-sc)
-    for k in range(g.n_un):
-        b[g.un_parent[k]] += w.un[k] * b[g.un_child[k]]
+    # unary rules in order, a run of rules with one parent summed in a register (the same
+    # additions in the same order: a rule's child is never its parent)
+    k = 0
+    while k < g.n_un:
+        x = g.un_parent[k]
+        v = b[x]
+        while k < g.n_un and g.un_parent[k] == x:
+            v += w.un[k] * b[g.un_child[k]]
+            k += 1
+        b[x] = v
     mx = vmax(b, S)
     if mx > 0.0:
         normalise(b, S, grind_expo(mx))
@@ -539,8 +547,14 @@ cdef double finish_outside(Gram *g, Corpus *c, Weights *w, Chunk *ch, int ci, in
     for x in range(S):
         a[x] = a[x] + ar[x] if b[x] != 0.0 else 0.0
     if g.n_un:
-        for k in range(g.n_un - 1, -1, -1):
-            a[g.un_child[k]] += w.un[k] * a[g.un_parent[k]]
+        # downwards, a run of rules with one parent reading its alpha once (never a child)
+        k = g.n_un - 1
+        while k >= 0:
+            x = g.un_parent[k]
+            e = a[x]
+            while k >= 0 and g.un_parent[k] == x:
+                a[g.un_child[k]] += w.un[k] * e
+                k -= 1
         for x in range(S):
             if b[x] == 0.0:
                 a[x] = 0.0
@@ -644,6 +658,7 @@ cdef void outside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int 
     cdef double t, m, f
     cdef double *am
     cdef double *ac
+    cdef double *al
     cdef bint dense = g.dense and width >= 2 and R > 0
     for col in range(ncol):
         ci = wk.col_c[col]
@@ -664,10 +679,11 @@ cdef void outside_cols(Gram *g, Corpus *c, Weights *w, Chunk *ch, Work *wk, int 
             memset(ac, 0, R * sizeof(double))
             m = NEG_INF
         else:
-            memcpy(am, ch.alpha + r * g.S + g.r0, R * sizeof(double))
+            al = ch.alpha + r * g.S + g.r0
             f = pow2(t + m)
             for x in range(R):
-                ac[x] = f * am[x]
+                am[x] = al[x]
+                ac[x] = f * al[x]
         for b in range(4):
             if wk.live[b]:
                 build_M(g, ch, wk, b, ci, i, i + width, m, wk.M + col * wc + g.coff[b])

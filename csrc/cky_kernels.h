@@ -9,6 +9,9 @@
 
 #include <stdint.h>
 #include <math.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 /* A portable build (GRIND_NATIVE=0: no -march=native) compiles the 4-wide vectors below
    for SSE2, where GCC broadcasts scalars and keeps the accumulators through the stack: the
@@ -112,11 +115,60 @@ grind_rows_n(const int N, const int RW, int i, int K, const double *A, int64_t s
         if (h1) cp[N - 1] = acc ? cp[N - 1] + gr * c1[r] : gr * c1[r];
     }
 }
+#if defined(__AVX512F__)
+/* The same rows with 8-wide AVX-512 vectors (a native build on such a CPU): a row of
+   N <= 16 columns is ceil(N / 8) vectors, the last one masked, so N = 10 takes two
+   multiply-adds per broadcast instead of three; RW up to 8 rows at once. */
+static inline __attribute__((always_inline)) void
+grind_rows_z(const int N, const int RW, int i, int K, const double *A, int64_t sak, int64_t sai,
+             const double *B, int64_t ldb, const double *f, const double *g,
+             double *C, int64_t ldc, int acc) {
+    const int nz = (N + 7) / 8;
+    const __mmask8 mk = (__mmask8)((1u << (N - 8 * (nz - 1))) - 1u);
+    __m512d c[8][2];
+    for (int r = 0; r < RW; r++) c[r][0] = c[r][1] = _mm512_setzero_pd();
+    const double *a = A + i * sai, *b = B;
+    for (int k = 0; k < K; k++, a += sak, b += ldb) {
+        __m512d b0, b1 = _mm512_setzero_pd();
+        if (nz == 2) {
+            b0 = _mm512_loadu_pd(b);
+            b1 = _mm512_maskz_loadu_pd(mk, b + 8);
+        } else {
+            b0 = _mm512_maskz_loadu_pd(mk, b);
+        }
+        for (int r = 0; r < RW; r++) {
+            const __m512d ar = _mm512_set1_pd(f ? a[r * sai] * f[k] : a[r * sai]);
+            c[r][0] = _mm512_fmadd_pd(ar, b0, c[r][0]);
+            if (nz == 2) c[r][1] = _mm512_fmadd_pd(ar, b1, c[r][1]);
+        }
+    }
+    for (int r = 0; r < RW; r++) {
+        double *cp = C + (i + r) * ldc;
+        const __m512d gr = _mm512_set1_pd(g ? g[i + r] : 1.0);
+        if (nz == 2) {
+            __m512d x = _mm512_mul_pd(gr, c[r][0]);
+            _mm512_storeu_pd(cp, acc ? _mm512_add_pd(_mm512_loadu_pd(cp), x) : x);
+            x = _mm512_mul_pd(gr, c[r][1]);
+            _mm512_mask_storeu_pd(cp + 8, mk, acc ? _mm512_add_pd(_mm512_maskz_loadu_pd(mk, cp + 8), x) : x);
+        } else {
+            const __m512d x = _mm512_mul_pd(gr, c[r][0]);
+            _mm512_mask_storeu_pd(cp, mk, acc ? _mm512_add_pd(_mm512_maskz_loadu_pd(mk, cp), x) : x);
+        }
+    }
+}
+#endif
 static inline __attribute__((always_inline)) void
 grind_atb_n(const int N, int K, int m, const double *A, int64_t sak, int64_t sai,
             const double *B, int64_t ldb, const double *f, const double *g,
             double *C, int64_t ldc, int acc) {
     int i = 0;
+#if defined(__AVX512F__)
+    for (; i + 8 <= m; i += 8) grind_rows_z(N, 8, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+    for (; i + 4 <= m; i += 4) grind_rows_z(N, 4, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+    for (; i + 2 <= m; i += 2) grind_rows_z(N, 2, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+    for (; i < m; i++) grind_rows_z(N, 1, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
+    return;
+#endif
     for (; i + 4 <= m; i += 4) grind_rows_n(N, 4, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
     for (; i + 2 <= m; i += 2) grind_rows_n(N, 2, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
     for (; i < m; i++) grind_rows_n(N, 1, i, K, A, sak, sai, B, ldb, f, g, C, ldc, acc);
@@ -214,9 +266,73 @@ grind_push_n(const int N, int nl, int K, const double *A, const double *bL, cons
         if (h1) ar[N - 1] += fq * (c1[0] + c1[1]);
     }
 }
+#if defined(__AVX512F__)
+/* The same pushes with 8-wide AVX-512 vectors: a row of A (N <= 16) is ceil(N / 8)
+   vectors, the last one masked; the left dot products are halved to four-wide vectors
+   and reduced four rows at a time as above. */
+static inline __attribute__((always_inline)) void
+grind_push_z(const int N, int nl, int K, const double *A, const double *bL, const double *bR,
+             int64_t ld, const double *f, double *aL, double *aR) {
+    const int nz = (N + 7) / 8;
+    const __mmask8 mk = (__mmask8)((1u << (N - 8 * (nz - 1))) - 1u);
+    const __m512d zero = _mm512_setzero_pd();
+    for (int q = 0; q < K; q++) {
+        const double fq = f[q];
+        if (fq == 0.0) continue;
+        const double *bl = bL + q * ld, *br = bR + q * ld;
+        double *al = aL + q * ld, *ar = aR + q * ld;
+        const __m512d r0 = nz == 2 ? _mm512_loadu_pd(br) : _mm512_maskz_loadu_pd(mk, br);
+        const __m512d r1 = nz == 2 ? _mm512_maskz_loadu_pd(mk, br + 8) : zero;
+        __m512d c[2][2] = {{zero, zero}, {zero, zero}};
+        int B = 0;
+        for (; B + 4 <= nl; B += 4) {
+            grind_v4 s[4];
+            for (int r = 0; r < 4; r++) {
+                const double *a = A + (B + r) * N;
+                const __m512d x = _mm512_set1_pd(bl[B + r]);
+                const int e = r & 1;
+                const __m512d a0 = nz == 2 ? _mm512_loadu_pd(a) : _mm512_maskz_loadu_pd(mk, a);
+                __m512d sr = _mm512_mul_pd(a0, r0);
+                c[e][0] = _mm512_fmadd_pd(x, a0, c[e][0]);
+                if (nz == 2) {
+                    const __m512d a1 = _mm512_maskz_loadu_pd(mk, a + 8);
+                    c[e][1] = _mm512_fmadd_pd(x, a1, c[e][1]);
+                    sr = _mm512_fmadd_pd(a1, r1, sr);
+                }
+                s[r] = (grind_v4)_mm256_add_pd(_mm512_castpd512_pd256(sr), _mm512_extractf64x4_pd(sr, 1));
+            }
+            grind_hsum4_add(al + B, fq, s);
+        }
+        for (; B < nl; B++) {
+            const double *a = A + B * N;
+            const __m512d x = _mm512_set1_pd(bl[B]);
+            const __m512d a0 = nz == 2 ? _mm512_loadu_pd(a) : _mm512_maskz_loadu_pd(mk, a);
+            __m512d sr = _mm512_mul_pd(a0, r0);
+            c[0][0] = _mm512_fmadd_pd(x, a0, c[0][0]);
+            if (nz == 2) {
+                const __m512d a1 = _mm512_maskz_loadu_pd(mk, a + 8);
+                c[0][1] = _mm512_fmadd_pd(x, a1, c[0][1]);
+                sr = _mm512_fmadd_pd(a1, r1, sr);
+            }
+            al[B] += fq * _mm512_reduce_add_pd(sr);
+        }
+        const __m512d fv = _mm512_set1_pd(fq);
+        if (nz == 2) {
+            _mm512_storeu_pd(ar, _mm512_fmadd_pd(fv, _mm512_add_pd(c[0][0], c[1][0]), _mm512_loadu_pd(ar)));
+            _mm512_mask_storeu_pd(ar + 8, mk, _mm512_fmadd_pd(fv, _mm512_add_pd(c[0][1], c[1][1]),
+                                                              _mm512_maskz_loadu_pd(mk, ar + 8)));
+        } else {
+            _mm512_mask_storeu_pd(ar, mk, _mm512_fmadd_pd(fv, _mm512_add_pd(c[0][0], c[1][0]),
+                                                          _mm512_maskz_loadu_pd(mk, ar)));
+        }
+    }
+}
+#define GRIND_PUSH_N(N) case N: grind_push_z(N, nl, K, A, bL, bR, ld, f, aL, aR); return 1;
+#else
+#define GRIND_PUSH_N(N) case N: grind_push_n(N, nl, K, A, bL, bR, ld, f, aL, aR); return 1;
+#endif
 /* one case a narrow width 1..GRIND_NARROW, for the switches that call a compile-time-N kernel */
 #define GRIND_NARROW_CASES(C) C(1) C(2) C(3) C(4) C(5) C(6) C(7) C(8) C(9) C(10) C(11) C(12)
-#define GRIND_PUSH_N(N) case N: grind_push_n(N, nl, K, A, bL, bR, ld, f, aL, aR); return 1;
 /* returns 0 (nothing done) when nr or nl is not a narrow size */
 GRIND_CLONES static int grind_push(int nl, int nr, int K, const double *A, const double *bL, const double *bR,
                       int64_t ld, const double *f, double *aL, double *aR) {
@@ -260,27 +376,24 @@ GRIND_CLONES static int grind_outer(int nl, int nr, int K, const double *bL, con
    products of the dense path with few rule rows (AVX-512 register file: up to 24 vector
    accumulators).  grind_atb_rows: C (+)= A^T B with all MR rows of C at once per strip of
    8 columns, so that B is read once;  grind_atb_kreg: C = A^T B for a short sum (KR terms)
-   with the KR x 8 strip of B held in registers while the rows of C stream by. */
+   with the KR x 8 strip of B held in registers while the rows of C stream by (one 8-wide
+   AVX-512 vector a strip; without AVX-512 the products take the general kernels). */
+#if defined(__AVX512F__)
 static inline __attribute__((always_inline)) void
 grind_atb_rows_n(const int MR, int K, int n, const double *A, int64_t sak, int64_t sai,
                  const double *B, int64_t ldb, double *C, int64_t ldc, int acc) {
     int j = 0;
     for (; j + 8 <= n; j += 8) {
-        grind_v4 c[GRIND_NARROW][2];
-        for (int r = 0; r < MR; r++) c[r][0] = c[r][1] = (grind_v4){0};
+        __m512d c[GRIND_NARROW];
+        for (int r = 0; r < MR; r++) c[r] = _mm512_setzero_pd();
         const double *a = A, *b = B + j;
         for (int k = 0; k < K; k++, a += sak, b += ldb) {
-            grind_v4 b0 = GRIND_LD(b), b1 = GRIND_LD(b + 4);
-            for (int r = 0; r < MR; r++) {
-                double ar = a[r * sai];
-                c[r][0] += ar * b0;
-                c[r][1] += ar * b1;
-            }
+            const __m512d bv = _mm512_loadu_pd(b);
+            for (int r = 0; r < MR; r++) c[r] = _mm512_fmadd_pd(_mm512_set1_pd(a[r * sai]), bv, c[r]);
         }
         for (int r = 0; r < MR; r++) {
             double *cp = C + r * ldc + j;
-            GRIND_ST(cp, acc ? GRIND_LD(cp) + c[r][0] : c[r][0]);
-            GRIND_ST(cp + 4, acc ? GRIND_LD(cp + 4) + c[r][1] : c[r][1]);
+            _mm512_storeu_pd(cp, acc ? _mm512_add_pd(_mm512_loadu_pd(cp), c[r]) : c[r]);
         }
     }
     for (; j < n; j++) {
@@ -297,21 +410,19 @@ grind_atb_kreg_n(const int KR, int m, int n, const double *A, int64_t sak, int64
                  const double *B, int64_t ldb, double *C, int64_t ldc) {
     int j = 0;
     for (; j + 8 <= n; j += 8) {
-        grind_v4 w[GRIND_NARROW][2];
-        for (int k = 0; k < KR; k++) { w[k][0] = GRIND_LD(B + k * ldb + j); w[k][1] = GRIND_LD(B + k * ldb + j + 4); }
+        __m512d w[GRIND_NARROW];
+        for (int k = 0; k < KR; k++) w[k] = _mm512_loadu_pd(B + k * ldb + j);
         const double *a = A;
         double *cp = C + j;
         for (int i = 0; i < m; i++, a += sai, cp += ldc) {
-            grind_v4 c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
+            __m512d c0 = _mm512_setzero_pd(), d0 = _mm512_setzero_pd();
             int k = 0;
             for (; k + 2 <= KR; k += 2) {
-                double x = a[k * sak], y = a[(k + 1) * sak];
-                c0 += x * w[k][0]; c1 += x * w[k][1];
-                d0 += y * w[k + 1][0]; d1 += y * w[k + 1][1];
+                c0 = _mm512_fmadd_pd(_mm512_set1_pd(a[k * sak]), w[k], c0);
+                d0 = _mm512_fmadd_pd(_mm512_set1_pd(a[(k + 1) * sak]), w[k + 1], d0);
             }
-            if (k < KR) { double x = a[k * sak]; c0 += x * w[k][0]; c1 += x * w[k][1]; }
-            GRIND_ST(cp, c0 + d0);
-            GRIND_ST(cp + 4, c1 + d1);
+            if (k < KR) c0 = _mm512_fmadd_pd(_mm512_set1_pd(a[k * sak]), w[k], c0);
+            _mm512_storeu_pd(cp, _mm512_add_pd(c0, d0));
         }
     }
     for (; j < n; j++) {
@@ -323,7 +434,8 @@ grind_atb_kreg_n(const int KR, int m, int n, const double *A, int64_t sak, int64
         }
     }
 }
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#endif
+#if defined(__AVX512F__)
 #define GRIND_ROWS_N(N) case N: grind_atb_rows_n(N, K, n, A, sak, sai, B, ldb, C, ldc, acc); return 1;
 #define GRIND_KREG_N(N) case N: grind_atb_kreg_n(N, m, n, A, sak, sai, B, ldb, C, ldc); return 1;
 #else
@@ -481,8 +593,18 @@ static inline double grind_expo(double x) {
 }
 static inline double grind_vmax(const double *x, int n) {
     double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
-    int i;
-    for (i = 0; i + 4 <= n; i += 4) {
+    int i = 0;
+#if defined(__AVX__)
+    /* max_pd(x, m) is (x > m ? x : m) lane by lane, as below (a NaN x is passed over) */
+    if (n >= 4) {
+        __m256d mv = _mm256_setzero_pd();
+        for (; i + 4 <= n; i += 4) mv = _mm256_max_pd(_mm256_loadu_pd(x + i), mv);
+        double t[4];
+        _mm256_storeu_pd(t, mv);
+        m0 = t[0]; m1 = t[1]; m2 = t[2]; m3 = t[3];
+    }
+#endif
+    for (; i + 4 <= n; i += 4) {
         m0 = x[i] > m0 ? x[i] : m0; m1 = x[i + 1] > m1 ? x[i + 1] : m1;
         m2 = x[i + 2] > m2 ? x[i + 2] : m2; m3 = x[i + 3] > m3 ? x[i + 3] : m3;
     }
