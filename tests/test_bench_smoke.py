@@ -36,19 +36,33 @@ def test_latent_tree_bench_runs_on_synthetic_trees(capsys):
     assert "| 2 |" in capsys.readouterr().out
 
 
-def test_dmv_bench_cky_column_keeps_to_its_time_budget():
+def test_dmv_bench_cky_column_keeps_to_its_time_budget(monkeypatch):
+    import time
+
     import numpy as np
 
+    import grind.kernels.cky
     from grind.bench import dmv
     from grind.grammars.dmv import dmv_grammar
     rng = np.random.default_rng(0)
     sents, _ = dmv.tag_corpus(rng, 200, 10, n_tags=5)
     g = dmv_grammar(sents)
-    # a single sentence already over the budget: its one call is the rate, nothing more is parsed
-    rate, note = dmv.cky_rate(g, sents, g.weights, 0.0)
-    assert rate > 0 and note == "1 sentence, one call: over the time budget"
-    rate, note = dmv.cky_rate(g, sents, g.weights, 0.5)
-    k, word = note.split()
-    assert rate > 0 and word in ("sentence", "sentences") and 1 <= int(k) <= 200
-    row = dict(label="x", n=200, rules=len(g), build=0.0, dmv=1e5, target=None, cky=0.5, note="1 sentence")
-    assert "| 0.5 (1 sentence) | 200,000x |" in dmv.table([row])
+    rate, note, bound = dmv.cky_rate(g, sents, g.weights, 0.5)
+    k, word, *rest = note.split()
+    assert rate > 0 and not bound and word in ("sentence", "sentences,") and 1 <= int(k) <= 200
+
+    class Stuck:
+        """A parser whose one-sentence call outlasts any budget: the column must stop it."""
+        def __init__(self, grammar, sentences):
+            pass
+
+        def inside_outside(self, weights, idx=None):
+            time.sleep(60)
+
+    monkeypatch.setattr(grind.kernels.cky, "CKYParser", Stuck)
+    rate, note, bound = dmv.cky_rate(g, sents, g.weights, 0.3)
+    assert bound and rate == 1 / 0.3 and note == "no sentence finished in the 0.3 s budget"
+    row = dict(label="x", n=200, rules=len(g), build=0.0, dmv=1e5, target=None, cky=rate, note=note, bound=True)
+    assert "| < 3.3 (no sentence finished in the 0.3 s budget) | > 30,000x |" in dmv.table([row])
+    row.update(cky=0.5, note="1 sentence, best of 1 call", bound=False)
+    assert "| 0.5 (1 sentence, best of 1 call) | 200,000x |" in dmv.table([row])
