@@ -158,7 +158,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
                    "dask-jobqueue in a Python session that stays open, cluster = SLURMCluster(cores=1, "
                    "processes=1, memory='4GB', walltime='04:00:00', python='/path/to/.venv/bin/python') (or "
                    "PBSCluster(...)), cluster.scale(jobs=16), and pass cluster.scheduler_address here.  For em, vb, "
-                   "stochastic, ln --model 2 and --trees; needs pip install 'grind[dask]' here and the same grind "
+                   "stochastic, ln (--model 1: cold starts, plain M-step; each shard's posteriors are fitted and "
+                   "summed on its worker) and --trees; needs pip install 'grind[dask]' here and the same grind "
                    "on the workers.")
 @click.option("--trees", "on_trees", is_flag=True,
               help="CORPUS (and --dev) are PTB bracketed trees: train a latent-annotation grammar (grind make-grammar "
@@ -388,11 +389,11 @@ def _check_cluster_options(cluster, algo, cfg, jobs):
         raise click.BadParameter(str(e), param_hint="'--cluster'") from None
     if algo not in CLUSTER_ALGOS:
         why = NOT_ON_CLUSTER.get(algo, "its E-step is not a sum over shards")
-        raise click.UsageError(f"--cluster runs the E-step of {', '.join(CLUSTER_ALGOS[:-1])} and ln --model 2, "
-                               f"not --algo {algo}: {why}")
-    if algo == "ln" and int(cfg.model) != 2:
-        raise click.UsageError("--cluster runs ln only with --model 2 (model I parses every sentence under its own "
-                               "weights, in this process)")
+        raise click.UsageError(f"--cluster runs the E-step of {', '.join(CLUSTER_ALGOS)}, not --algo {algo}: {why}")
+    if algo == "ln" and int(cfg.model) == 1 and (cfg.ln_warm or cfg.ln_mstep != "plain"):
+        raise click.UsageError("--cluster runs ln --model 1 with cold starts and the plain M-step: "
+                               f"{'--ln-warm' if cfg.ln_warm else '--ln-mstep newton'} keeps every sentence's "
+                               "posterior in this process")
     if jobs > 1:
         raise click.UsageError("--jobs sets this process's E-step threads; with --cluster the workers run the "
                                "E-step (leave out --jobs)")

@@ -68,6 +68,12 @@ def shard_estep(idx, weights, parser_key: str, build):
     return shard_counts(_worker_parser(parser_key, build), weights, idx)
 
 
+def shard_apply(idx, fn, payload, parser_key: str, build):
+    """``fn(parser, idx, payload)`` on the worker's parser: an algorithm's own E-step work for one
+    shard (:meth:`DaskEstep.map_shards`; ``fn`` a module-level function, ``payload`` picklable)."""
+    return fn(_worker_parser(parser_key, build), idx, payload)
+
+
 def worker_check(key: str, build):
     """``(sentences, sorted failure indices)`` of the worker's parser: the client checks them against its own."""
     parser = _worker_parser(key, build)
@@ -204,6 +210,21 @@ class DaskEstep(ShardedEstep):
         parts = _gather(self.client, futures)        # in shard order, whatever the arrival order
         del futures, w                               # the workers may drop the weights and the results
         return self.reduce(parts)
+
+    remote = True
+
+    def map_shards(self, fn, payload, idx=None) -> list:
+        """``fn(parser, shard, payload)`` for every shard as Dask tasks (``payload`` sent to every
+        worker once), returned in shard order whatever the arrival order."""
+        shards = self.shards(idx)
+        p = self.client.scatter(payload, broadcast=True, hash=False)
+        self.calls += 1
+        futures = self.client.map(shard_apply, shards, fn=fn, payload=p,
+                                  key=[f"{self.key}-{self.calls}-{k}" for k in range(len(shards))],
+                                  parser_key=self.key, build=self._recipe())
+        parts = _gather(self.client, futures)
+        del futures, p
+        return parts
 
     def close(self):
         """Drop the parser on every worker (a long-lived cluster keeps no state of this run)."""

@@ -157,6 +157,7 @@ reading it back (``--ln-init``, ``grind parse --committee``) rebuilds the expert
 """
 from __future__ import annotations
 
+import copy
 from concurrent.futures import ThreadPoolExecutor
 
 from dataclasses import dataclass
@@ -874,12 +875,19 @@ class LogisticNormal(Algorithm):
         self.it, self.prev, self.done = 0, None, False
         self.n = len(self.parser.sentences)
         self.warm = bool(cfg.ln_warm)
+        #: Model I on a cluster (an ``estep`` whose ``remote`` is true: Dask): shards run on the
+        #: workers (:func:`model1_shard`); needs cold starts and the plain M-step, which keep no
+        #: per-sentence state here.
+        self.remote = bool(getattr(estep, "remote", False)) and self.model == 1
         self._vmu = self._vs2 = None
         self._warm_ready = False     # _vmu / _vs2 hold a whole E-step's q(eta) (not one half-way through)
         self._parsed = None          # Model II, warm: (q(eta), structure, F, logz) of the last parse
         self.mstep = cfg.ln_mstep
         if self.mstep not in LN_MSTEPS:
             raise InputError(f"unknown logistic-normal M-step {self.mstep!r} ({', '.join(LN_MSTEPS)})")
+        if self.remote and (self.warm or self.mstep != "plain"):
+            raise InputError("logistic-normal model I on a cluster needs cold starts and the plain M-step "
+                             "(--ln-warm and --ln-mstep newton keep every sentence's posterior in this process)")
 
     # -- helpers
 
@@ -1027,6 +1035,14 @@ class LogisticNormal(Algorithm):
             bound, parsed = float(b[0]), int(np.isfinite(logz).sum())
             M = 1
             collect(0, muts, s2s, F, np.ones(1, dtype=bool))
+        elif self.remote:
+            # on a cluster: each shard's posteriors summed where it ran, added here in shard order
+            bound, parsed = 0.0, 0
+            for sums, b_part, p_part in self.estep.map_shards(model1_shard, ShardWork(self, prior)):
+                _add_sums(S1, S2, sums)
+                bound += b_part
+                parsed += p_part
+            M = parsed
         else:
             bound, parsed = 0.0, 0
             for lo in range(0, self.n, SHARD):
@@ -1286,9 +1302,60 @@ class LogisticNormal(Algorithm):
 
 def _accumulate(S1, S2, muts, s2s, ok):
     """Add sum_m mu~ and sum_m (diag sigma~^2 + mu~ mu~^T) of the posteriors ``ok``, per group."""
-    for s1, s2, mt, v in zip(S1, S2, muts, s2s):
+    _add_sums(S1, S2, _shard_sums(muts, s2s, ok))
+
+
+def _shard_sums(muts, s2s, ok) -> list:
+    """Per group, (sum_m mu~, sum_m mu~ mu~^T, sum_m sigma~^2) of the posteriors ``ok``."""
+    out = []
+    for mt, v in zip(muts, s2s):
         mt, v = mt[ok], v[ok]
-        s1 += mt.sum(0)
-        s2 += np.einsum("bei,bej->eij", mt, mt)
-        i = np.arange(mt.shape[-1])
-        s2[:, i, i] += v.sum(0)
+        out.append((mt.sum(0), np.einsum("bei,bej->eij", mt, mt), v.sum(0)))
+    return out
+
+
+def _add_sums(S1, S2, sums) -> None:
+    """Add a shard's :func:`_shard_sums` to the running S1, S2 (the same additions, in the same
+    order, as summing the shard's posteriors here: a remote shard gives the same bits)."""
+    for s1, s2, (a, outer, d) in zip(S1, S2, sums):
+        s1 += a
+        s2 += outer
+        i = np.arange(s2.shape[-1])
+        s2[:, i, i] += d
+
+
+class ShardWork:
+    """What a Model I E-step shard needs besides the parser, for one iteration: the
+    structure, packing, prior terms, covariance and E-step settings (picklable: it goes
+    to Dask workers once an iteration).  :func:`model1_shard` runs the shard with the
+    E-step of :class:`LogisticNormal` itself (its methods, borrowed below)."""
+
+    model = 1
+    jobs = 1
+
+    def __init__(self, ln, prior):
+        self.st, self.pk, self.cycles, self.optimizer = ln.st, ln.pk, ln.cycles, ln.optimizer
+        self.Sigma, self.prior = ln.Sigma, prior
+        self.parser, self._cache = None, {}
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("parser", "_cache")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, parser=None, _cache={})
+
+    e_step = LogisticNormal.e_step
+    _update_q = LogisticNormal._update_q
+    _bound = LogisticNormal._bound
+    _io_sentences = LogisticNormal._io_sentences
+
+
+def model1_shard(parser, idx, work: ShardWork) -> tuple:
+    """One Model I E-step shard (sentences ``idx``, started at the prior) on ``parser``:
+    (:func:`_shard_sums` of its posteriors, its part of the bound, sentences parsed) --
+    the task a Dask worker runs; the client adds the shards in order (``LogisticNormal.step``)."""
+    run = copy.copy(work)
+    run.parser, run._cache = parser, {}
+    muts, s2s, _, F, logz, b = run.e_step(run._io_sentences(idx), len(idx), run.prior)
+    ok = np.isfinite(logz)
+    return _shard_sums(muts, s2s, ok), float(b[ok].sum()), int(ok.sum())

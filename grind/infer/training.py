@@ -139,6 +139,14 @@ class ShardedEstep:
     def shard_counts(self, weights, idx) -> tuple:
         return shard_counts(self.parser, weights, idx)
 
+    #: The shards run in other processes (:class:`grind.infer.dask_backend.DaskEstep`).
+    remote = False
+
+    def map_shards(self, fn, payload, idx=None) -> list:
+        """``fn(parser, shard, payload)`` for every shard, in shard order (an algorithm's own
+        E-step work a shard, e.g. logistic-normal model I's; remote on a cluster)."""
+        return [fn(self.parser, s, payload) for s in self.shards(idx)]
+
     def shards(self, idx=None) -> list:
         """The sentence indices ``idx`` (all if None) cut into shards of ``shard``, in corpus order."""
         idx = self.parser._idx(idx)
