@@ -186,6 +186,12 @@ def test_make_grammar_treebank_bad_input(tmp_path):
     f.write_text("( (S (-NONE- *)) )\n")
     r = grind("make-grammar", "treebank", f, check=False)
     assert r.returncode == 1 and "no tree with a word" in r.stderr
+    # a ')' missing on line 2 and an extra one on line 3 balance out: two trees must not be read as one
+    f.write_text("( (S (NP (DT The) (NN dog)) (VP (VBZ barks))) )\n( (S (NP (DT A) (NN cat)) (VP (VBZ sleeps)) )\n"
+                 "( (S (NP (DT A) (NN cow)) (VP (VBZ moos))) ))\n")
+    for cmd in (["make-grammar", "treebank"], ["eval", "--labeled", f]):
+        r = grind(*cmd, f, check=False)
+        assert r.returncode == 1 and "bad.mrg: line 3: a bracket without a label inside a tree" in r.stderr, r.stderr
 
 
 def test_every_training_tree_round_trips():

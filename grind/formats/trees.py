@@ -38,6 +38,11 @@ def parse_trees(text: str, where: str = "<trees>", starts: list | None = None, f
             label = node[0] if node and isinstance(node[0], str) else ""
             children = node[1:] if label else node
             tree = (label, *children)
+            if stack and not label:
+                # only the outermost bracket of a tree may be unlabelled (the PTB's "( (S ...) )"): one
+                # inside a tree is a missing ')' before it and an extra one after (two trees read as one)
+                raise InputError(f"{where}: line {_line(text, start, first_line)}: a bracket without a label "
+                                 "inside a tree (a missing ')' on an earlier line?)")
             if stack:
                 stack[-1].append(tree)
             else:
