@@ -185,9 +185,10 @@ def test_parse_segment_boundary_threshold(morph):
     assert body(r.stdout) == ["a b", "abc", "a"]
     r = grind("parse", "--segment", "--mbr", "--boundary-threshold", "0.65", morph / "g.txt", morph / "c.txt")
     assert body(r.stdout) == ["ab", "abc", "a"] and "--boundary-threshold 0.65" in r.stdout
-    assert "# boundary_threshold: 0.65 (a boundary where its posterior exceeds this)" in r.stdout
+    assert "# boundary_threshold: 0.65 (a boundary where its posterior exceeds this by more than 1e-09; ties " \
+           "within 1e-09, not cut: 0)" in r.stdout
     r = grind("parse", "--segment", "--mbr", morph / "g.txt", morph / "c.txt")       # the default is said too
-    assert "# boundary_threshold: 0.5 (a boundary where its posterior exceeds this)" in r.stdout
+    assert "# boundary_threshold: 0.5 (a boundary where its posterior exceeds this by more than 1e-09" in r.stdout
     for bad in (["--segment"], ["--mbr"], ["--segment", "--mbr", "--boundary-threshold", "1"]):
         extra = [] if "--boundary-threshold" in bad else ["--boundary-threshold", "0.3"]
         r = grind("parse", *bad, *extra, morph / "g.txt", morph / "c.txt", check=False)
@@ -218,6 +219,17 @@ def test_parse_segment_mbr_averages_several_grammars(morph):
     assert r.returncode == 2 and "--average needs --mbr" in r.stderr
     r = grind("parse", "--segment", "--mbr", "--average", morph / "g3.txt", g, c, check=False)
     assert r.returncode == 1 and "g3.txt: --average needs the rules of" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_mbr_ties_are_not_cut_and_posteriors_are_clipped():
+    """A committee of an even number of sharp grammars averages to 0.5 exactly where they split,
+    and the kernel's rounding puts such a tie at 0.5 +- 1e-15: the documented '> 0.5' must not
+    depend on that noise.  A certain boundary rounded to 1 + 7e-15 counts as 1."""
+    from grind.cli.decode_cmds import MBR_TIE, mbr_cuts, mbr_inner
+    p = [0.5 + 4e-16, 0.5 - 4e-16, 0.5 + 2e-9, 1 + 7e-15]
+    assert mbr_cuts(p, 5, 0.5, MBR_TIE) == {3, 4}
+    assert mbr_cuts(p, 5, 0.5) == {1, 3, 4}                  # without the tolerance, the noise decided
+    assert mbr_inner(p, 5).max() == 1.0
 
 
 def test_expected_f_threshold_by_hand():

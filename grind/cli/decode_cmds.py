@@ -18,7 +18,8 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
 @click.option("--mbr", "decoder", flag_value="mbr",
               help="DMV: the projective tree maximising the expected number of correct attachments; with "
-                   "--segment: a boundary after every character whose boundary posterior is > 0.5.")
+                   "--segment: a boundary after every character whose boundary posterior is > 0.5 (by more "
+                   "than 1e-9: closer is a tie, not cut).")
 @click.option("--committee", "ln_path", default=None,
               help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
                    "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
@@ -312,12 +313,18 @@ def mbr_inner(posteriors, n: int) -> np.ndarray:
         p = p[1:n]
     if len(p) != max(n - 1, 0):
         raise ValueError(f"{len(p)} boundary posteriors for a word of {n} characters")
-    return p
+    return np.clip(p, 0.0, 1.0)                 # rounding can put a certain boundary at 1 + 7e-15
 
 
-def mbr_cuts(posteriors, n: int, threshold: float = 0.5) -> set[int] | None:
+#: Posteriors within this of the --boundary-threshold are ties, and ties are not cut: the
+#: kernel's posteriors carry rounding of ~1e-15 (even 1 + 7e-15), and a committee of an even
+#: number of sharp grammars averages to the threshold 0.5 exactly at every position they split on.
+MBR_TIE = 1e-9
+
+
+def mbr_cuts(posteriors, n: int, threshold: float = 0.5, tie: float = 0.0) -> set[int] | None:
     """Boundaries of a word of ``n`` tokens from its boundary posteriors:
-    after token i (0 < i < n) iff P(boundary after i) > ``threshold`` -- each
+    after token i (0 < i < n) iff P(boundary after i) > ``threshold`` + ``tie`` -- each
     boundary decision is made separately, so at 0.5 this maximises the
     expected number of correct decisions.  ``posteriors`` has the n - 1 internal positions
     (entry i - 1 = after token i) or all n + 1 positions 0..n; None or a
@@ -327,7 +334,7 @@ def mbr_cuts(posteriors, n: int, threshold: float = 0.5) -> set[int] | None:
     p = mbr_inner(posteriors, n)
     if not np.all(np.isfinite(p)):
         return None
-    return {i + 1 for i in np.flatnonzero(p > threshold)}
+    return {i + 1 for i in np.flatnonzero(p > threshold + tie)}
 
 
 def expected_f_threshold(posteriors) -> tuple[float, float]:
@@ -385,13 +392,24 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
             threshold = np.nextafter(t, -np.inf)         # cut where p >= t
             header = dict(header or {}, boundary_threshold=(
                 f"{t:.6g} (maximum expected boundary F over the corpus: expected F {ef:.4f})"))
+            tie = 0.0
         else:
-            header = dict(header or {}, boundary_threshold=f"{threshold:g} (a boundary where its posterior "
-                                                           "exceeds this)")
+            tie = MBR_TIE
+            try:
+                ties = sum(int((np.abs(mbr_inner(p, len(s)) - threshold) <= tie).sum())
+                           for p, s, z in zip(post, sents, logz) if np.isfinite(z))
+            except ValueError as e:
+                raise RuntimeError(f"{type(parser).__name__}.boundary_posteriors: {e}") from None
+            if ties:
+                log.info(f"{ties} boundary positions have a posterior within {tie:g} of the threshold "
+                         f"{threshold:g} (ties): not cut")
+            header = dict(header or {}, boundary_threshold=(
+                f"{threshold:g} (a boundary where its posterior exceeds this by more than {tie:g}; "
+                f"ties within {tie:g}, not cut: {ties})"))
         cuts = []
         for i, s in enumerate(sents):
             try:
-                c = mbr_cuts(post[i], len(s), threshold) if np.isfinite(logz[i]) else None
+                c = mbr_cuts(post[i], len(s), threshold, tie) if np.isfinite(logz[i]) else None
             except ValueError as e:
                 raise RuntimeError(f"{type(parser).__name__}.boundary_posteriors: word {s.number}: {e}") from None
             cuts.append(c)
