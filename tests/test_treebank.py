@@ -207,3 +207,20 @@ def test_noise_without_subtypes_is_a_usage_error(tmp_path):
     (tmp_path / "t.mrg").write_text("( (S (NP (NN dog)) (VP (VBD ran))) )\n")
     r = grind("make-grammar", "treebank", "--noise", "0.1", tmp_path / "t.mrg", check=False)
     assert r.returncode == 2 and "--noise randomises the split of --subtypes H > 1" in r.stderr
+
+
+def test_parse_writes_brackets_in_words_as_ptb_escapes(tmp_path):
+    """Words with '(' or ')' (plain-text input) are written -LRB- / -RRB-, so the trees read back; a
+    treebank grammar also reads '(' as the treebank's -LRB-; the header and stderr count them."""
+    tb = tmp_path / "t.mrg"
+    tb.write_text("( (S (NP (DT The) (NN dog)) (VP (VBZ barks) (PRN (-LRB- -LRB-) (NN yes) (-RRB- -RRB-))) (. .)) )\n"
+                  "( (S (NP (DT A) (NN cat)) (VP (VBZ sleeps)) (. .)) )\n")
+    grind("make-grammar", "treebank", "--rare", "0", "-o", tmp_path / "g.txt", tb)
+    (tmp_path / "in.txt").write_text("The dog barks ( yes ) .\nThe f(x) cat sleeps .\n")
+    r = grind("parse", "-o", tmp_path / "out.trees", tmp_path / "g.txt", tmp_path / "in.txt")
+    trees = read_trees(str(tmp_path / "out.trees"))
+    prn = ("PRN", ("-LRB-", "-LRB-"), ("NN", "yes"), ("-RRB-", "-RRB-"))
+    assert trees[0] == ("ROOT", ("S", ("NP", ("DT", "The"), ("NN", "dog")), ("VP", ("VBZ", "barks"), prn), (".", ".")))
+    assert trees[1] == ("NOPARSE", "The", "f-LRB-x-RRB-", "cat", "sleeps", ".")
+    note = "3 words with '(' or ')' written with -LRB- / -RRB-"
+    assert note in r.stderr and f"# escaped_words: {note}" in (tmp_path / "out.trees").read_text()

@@ -165,9 +165,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     derivs, logp = parser.viterbi(g.probabilities())
     report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)")
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
+    escaped = _escaped_words(sents)
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=unparsed))
+                                  unparsed=unparsed, escaped_words=escaped))
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
@@ -193,6 +194,7 @@ def _treebank_input(grammar_path, corpus, spec, start, command):
 
     from grind.cli.common import read_probabilities
     from grind.formats.treebank import signature, unknown_token
+    from grind.formats.trees import ptb_word
     from grind.grammars.latent import LatentGrammar
     if spec.column not in (None, "FORM") or spec.punct != "none":
         raise click.UsageError("a treebank grammar reads every sentence's words as they are (--column FORM, no "
@@ -206,6 +208,8 @@ def _treebank_input(grammar_path, corpus, spec, start, command):
     for k, s in enumerate(sents):
         row = []
         for i, w in enumerate(s.tokens):
+            if w not in known and ptb_word(w) in known:          # '(' in text, -LRB- in the treebank
+                w = ptb_word(w)
             if w not in known:
                 sig = unknown_token(w, i == 0, known)
                 unknown["replaced"] += 1
@@ -265,19 +269,22 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     seconds = time.perf_counter() - t0
     unparsed = 0
     lines = []
+    escaped = _escaped_words(sents)
     for k, (s, res) in enumerate(zip(sents, results)):
         tree = res.tree
+        out = s.tokens
         if tree is None:
             unparsed += 1
             why = unknown["failures"].get(k) or res.reason or "no derivation has positive probability"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
-            lines.append(format_tree(("NOPARSE", *s.tokens)))
+            lines.append(format_tree(("NOPARSE", *out)))
             continue
-        words = iter(s.tokens)
+        words = iter(out)
         lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")
+
     st = getattr(parser, "stats", {}) or {}
     log.info(f"parsed {len(sents)} sentences in {seconds:.1f}s ({len(sents) / max(seconds, 1e-9):.1f} sentences/s)"
              + (f", {st.get('pruned_share', 0):.1%} of chart items pruned" if prune else ""))
@@ -288,8 +295,21 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
                                            "without pruning") if prune else "none (exhaustive)",
-                                  output="unsplit symbols, unbinarised"))
+                                  output="unsplit symbols, unbinarised", escaped_words=escaped))
         f.writelines(ln + "\n" for ln in lines)
+
+
+def _escaped_words(sents) -> str | None:
+    """How many words the trees write with -LRB- / -RRB- (:func:`grind.formats.trees.ptb_word`), said on
+    stderr; the header's note (None: none)."""
+    from grind.formats.trees import ptb_word
+    n = sum(ptb_word(w) != w for s in sents for w in s.tokens)
+    if not n:
+        return None
+    note = (f"{n} words with '(' or ')' written with -LRB- / -RRB- (the PTB's escapes; a treebank grammar also "
+            "reads them so)")
+    log.info(note)
+    return note
 
 
 def lexical_cuts(grammar, derivation) -> set[int]:

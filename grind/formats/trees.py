@@ -85,9 +85,16 @@ def read_trees(path: str, lines: list | None = None) -> list:
     return trees
 
 
+def ptb_word(word: str) -> str:
+    """A word as a bracketed tree can hold it: '(' and ')' written -LRB- and -RRB- (the PTB's
+    escapes; a raw bracket would end the tree where the word is)."""
+    return word.replace("(", "-LRB-").replace(")", "-RRB-") if "(" in word or ")" in word else word
+
+
 def format_tree(tree) -> str:
+    """The tree in brackets, its words through :func:`ptb_word`."""
     if isinstance(tree, str):
-        return tree
+        return ptb_word(tree)
     return "(" + " ".join([tree[0]] + [format_tree(c) for c in tree[1:]]) + ")"
 
 
