@@ -224,3 +224,16 @@ def test_parse_writes_brackets_in_words_as_ptb_escapes(tmp_path):
     assert trees[1] == ("NOPARSE", "The", "f-LRB-x-RRB-", "cat", "sleeps", ".")
     note = "3 words with '(' or ')' written with -LRB- / -RRB-"
     assert note in r.stderr and f"# escaped_words: {note}" in (tmp_path / "out.trees").read_text()
+
+
+def test_top_wrapper_is_the_root():
+    """'(TOP (S ...))' is prepared as '( (S ...))' is (eval --labeled reads TOP as the root too);
+    a TOP below the top stays a label."""
+    a = clean(parse_one("(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks))))"))
+    b = clean(parse_one("( (S (NP (DT The) (NN dog)) (VP (VBZ barks))))"))
+    assert a == b and a[0] == "ROOT" and a[1][0] == "S"
+    assert clean(parse_one("( (S (TOP (NN x)) (VP (VBZ y))))"))[1][1][0] == "TOP"
+
+
+def parse_one(text):
+    return next(parse_trees(text))

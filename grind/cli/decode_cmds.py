@@ -203,7 +203,7 @@ def _treebank_input(grammar_path, corpus, spec, start, command):
     g = read_probabilities(grammar_path, start, command)
     latent = LatentGrammar(g)
     known = latent.known_words()
-    unknown: dict = {"replaced": 0, "backoff": 0, "unlexed": 0, "failures": {}}
+    unknown: dict = {"replaced": 0, "backoff": 0, "unlexed": 0, "failures": {}, "backed": {}}
     toks = []
     for k, s in enumerate(sents):
         row = []
@@ -213,7 +213,9 @@ def _treebank_input(grammar_path, corpus, spec, start, command):
             if w not in known:
                 sig = unknown_token(w, i == 0, known)
                 unknown["replaced"] += 1
-                unknown["backoff"] += sig != signature(w, i == 0)
+                if sig != signature(w, i == 0):
+                    unknown["backoff"] += 1
+                    unknown["backed"].setdefault(k, []).append(f"{w!r} as {sig}")
                 if sig not in known:
                     unknown["unlexed"] += 1
                     unknown["failures"].setdefault(k, f"word {w!r} at position {i + 1} is unknown and the grammar "
@@ -276,6 +278,8 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
         if tree is None:
             unparsed += 1
             why = unknown["failures"].get(k) or res.reason or "no derivation has positive probability"
+            if k in unknown["backed"]:
+                why += f" (unknown words backed off to a coarser signature: {', '.join(unknown['backed'][k])})"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
             lines.append(format_tree(("NOPARSE", *out)))

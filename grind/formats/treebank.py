@@ -8,7 +8,8 @@ prepare them and Wang & Blunsom (2013, §4.3) follow.
 2. ``-NONE-`` preterminals deleted, and every constituent left empty;
 3. unary chains of one label collapsed (``(NP (NP ...))`` -> ``(NP ...)``,
    which step 2 leaves behind): they would make unary cycles ``X@a --> X@b``;
-4. the tree put under one root symbol :data:`ROOT`.
+4. the tree put under one root symbol :data:`ROOT` (an outer ``TOP`` wrapper, as some
+   treebanks write it, is that root, as ``grind eval --labeled`` reads it).
 
 :func:`binarise` (right-factored, Markovised; :func:`debinarise` is its
 inverse): a node ``X`` with children ``c1 .. ck``, k > 2, becomes
@@ -85,6 +86,8 @@ def clean(tree, where: str = "<trees>"):
 
     if isinstance(tree, str):
         raise InputError(f"{where}: a bare word {tree!r} is not a tree")
+    if tree[0] == "TOP":                 # a TOP wrapper is the root, as for grind eval --labeled
+        tree = ("", *tree[1:])
     t = walk(tree)
     if t is None:
         return None
@@ -153,7 +156,8 @@ def signature(word: str, first: bool) -> str:
 
 def backoff_signatures(sig: str) -> list[str]:
     """``sig`` and its coarser forms, finest first: the suffix class, then
-    ``-DASH``, then ``-NUM`` dropped; the last is the capitalisation class alone."""
+    ``-DASH``, then ``-NUM``, then the capitalisation class dropped: the last is
+    ``<UNK>`` (on its own the class of tokens without letters, such as ``&``)."""
     parts = sig[len(UNK_OPEN):-len(UNK_CLOSE)].split("-")[1:]
     out = [sig]
     while parts:
