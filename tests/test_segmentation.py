@@ -370,3 +370,27 @@ def test_a_word_hash_at_the_top_of_a_file_is_a_word_for_every_reader(tmp_path):
     (tmp_path / "p.txt").write_text(seg, encoding="utf-8")
     out = grind("eval", "--segmentation", gold, tmp_path / "p.txt").stdout
     assert next(ln for ln in out.splitlines() if ln.startswith("predicted")).split("\t")[1] == "3"
+
+
+def test_eval_counts_repeats_and_warns_of_a_gold_without_boundaries(tmp_path):
+    gold = tmp_path / "g.tsv"
+    gold.write_text("abdikovat\tab @@dik @@ova @@t\nabeced\tabeced\nabeced\tabeced\n")
+    pred = tmp_path / "p.tsv"
+    pred.write_text("abdikovat\tab @@dik @@ova @@t\nabeced\tabeced\nabeced\tabeced\n")
+    r = grind("eval", "--segmentation", gold, pred)
+    assert f"{pred}: 1 row(s) repeat a word listed before" in r.stderr and f"{gold}: 1 row(s) repeat" in r.stderr
+    assert f"# repeats: {pred}: 1 row(s) repeat" in r.stdout and "no gold word has an internal boundary" not in r.stderr
+    words = tmp_path / "w.txt"
+    words.write_text("abdikovat\nabeced\n")
+    r = grind("eval", "--segmentation", words, pred)
+    assert "no gold word has an internal boundary" in r.stderr and "# warning: " in r.stdout
+
+
+def test_multiword_rows_and_types_repeats_are_in_the_headers(tmp_path):
+    f = tmp_path / "w.tsv"
+    f.write_text("abdikovat\tab @@dik @@ova @@t\nstáti (se)\tstá @@t @@i (se)\nabeced\tabeced\nabeced\tabeced\n")
+    grind("make-grammar", "morph", "--chars", "--types", "-o", tmp_path / "g.txt", f)
+    assert "# left_out: 1 SIGMORPHON rows of more than one word (no substrings taken); 1 repeats dropped by --types" \
+        in (tmp_path / "g.txt").read_text()
+    r = grind("parse", "--chars", "--segment", tmp_path / "g.txt", f)
+    assert "# left_out: 1 SIGMORPHON rows of more than one word (not written)" in r.stdout

@@ -221,13 +221,21 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
     gold_records = read(gold, gold_name)
     gold_types = seg.word_types(gold_records, gold_name)
     seg.check_gold(gold_types, gold_name)
+    _repeats(gold_name, len(gold_records), len(gold_types), None)      # the "# gold:" line counts them
+    if gold_types and all(len(sp) <= 1 for sp in gold_types.values()):
+        msg = (f"{gold_name}: no gold word has an internal boundary (every word is one morph): a word list or a "
+               "test input without segmentations? Boundary recall is undefined and the one-morph baseline is exact")
+        log.warn(msg)
+        notes.append(f"# warning: {one_line(msg)}\n")
     base = seg.baseline_rows(gold_types)
     report = "".join(seg.definitions(gold_name, len(gold_records), len(gold_types))) + "".join(notes)
     rows, preds = [], {}
     for p in predicted:
         name = "<stdin>" if p == "-" else p
         notes.clear()
-        pred = seg.word_types(read(p, name), name)
+        records = read(p, name)
+        pred = seg.word_types(records, name)
+        _repeats(name, len(records), len(pred), notes)
         report += "".join(notes)
         preds[_unique_name(p, preds)] = pred
         try:
@@ -246,6 +254,17 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
     if sig is not None:
         report += _significance_block(seg.significance_rows(gold_types, preds, *sig), sig[1], "word type")
     return report
+
+
+def _repeats(name, n_records, n_types, notes) -> None:
+    """Say on stderr and in ``notes`` (unless None) how many rows repeat a word already listed (scored once,
+    as a type)."""
+    if n_records > n_types:
+        msg = f"{name}: {n_records - n_types} row(s) repeat a word listed before, with the same segmentation: " \
+              "scored once (words are scored as types)"
+        log.info(msg)
+        if notes is not None:
+            notes.append(f"# repeats: {one_line(msg)}\n")
 
 
 def _first_line(path):

@@ -11,7 +11,7 @@ from grind.grammars.grammar import read_grammar
 from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
-                              make_rng, write_grammar, OneChoiceCommand)
+                              make_rng, write_grammar, OneChoiceCommand, left_out)
 
 
 @click.group("make-grammar")
@@ -183,7 +183,7 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="morph",
                   templates=f"{what}: {describe_templates(templates)}", substrings=len(subs),
                   slots="shared" if shared else "per-slot", max_morph_length=max_morph_length,
-                  corpus=spec.describe(sents.format))
+                  corpus=spec.describe(sents.format), left_out=left_out(sents, "no substrings taken"))
 
 
 @make_grammar.command("treebank")

@@ -153,17 +153,27 @@ def read_corpus(path: str, spec: CorpusSpec | None = None) -> Corpus:
     """
     stats: dict = {}
     out = Corpus(_sentences(path, spec or CorpusSpec(), list(read_lines(path)), stats))
-    out.left_out, out.format, out.wordless = stats["left_out"], stats["format"], stats.get("wordless", 0)
-    return out
+    return out.counted(stats)
 
 
 class Corpus(list["Sentence"]):
     """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped;
-    ``format`` = the format the file was read as; ``wordless`` = PTB trees holding only ``-NONE-``."""
+    ``format`` = the format the file was read as; ``wordless`` = PTB trees holding only ``-NONE-``;
+    ``multiword`` = SIGMORPHON rows skipped for a word with whitespace in it; ``duplicates`` =
+    sentences ``--types`` dropped as repeats."""
 
     left_out: int = 0
     format: str = ""
     wordless: int = 0
+    multiword: int = 0
+    duplicates: int = 0
+
+    def counted(self, stats: dict) -> Corpus:
+        """Take the counts of the reading's ``stats``; returns self."""
+        self.left_out, self.format = stats["left_out"], stats["format"]
+        for k in ("wordless", "multiword", "duplicates"):
+            setattr(self, k, stats.get(k, 0))
+        return self
 
 
 def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
@@ -177,8 +187,8 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     stats: dict = {}
     if is_stream(path):
         whole = read_corpus(path, spec)
-        sents, stats["left_out"], stats["format"] = iter(whole), whole.left_out, whole.format
-        stats["wordless"] = whole.wordless
+        sents = iter(whole)
+        stats.update((k, getattr(whole, k)) for k in ("left_out", "format", "wordless", "multiword", "duplicates"))
     else:
         for _ in read_lines(path):
             pass
@@ -186,8 +196,7 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     seen: dict[str, str] = {}
     out = Corpus(Sentence([seen.setdefault(t, t) for t in s.tokens], s.number, s.line, gold_morphs=s.gold_morphs)
                  for s in sents)
-    out.left_out, out.format, out.wordless = stats["left_out"], stats["format"], stats.get("wordless", 0)
-    return out
+    return out.counted(stats)
 
 
 def iter_corpus(path: str, spec: CorpusSpec | None = None, stats: dict | None = None):
@@ -219,7 +228,7 @@ def _sentences(path, spec, lines, stats=None):
     if spec.chars and (spec.column or spec.punct != "none"):
         raise InputError(f"{name}: --column / --punct are for treebanks, not for --chars word lists")
     if spec.chars:
-        sents = _read_words(lines, name, fmt == "sigmorphon")
+        sents = _read_words(lines, name, fmt == "sigmorphon", stats)
     elif fmt == "text":
         if spec.column not in (None, "FORM"):
             raise InputError(f"{name}: --column {spec.column} needs a CoNLL or Malt-TAB file, "
@@ -232,11 +241,12 @@ def _sentences(path, spec, lines, stats=None):
         sents = _read_ptb(lines, name, spec, stats)
     else:
         sents = _read_treebank(lines, name, fmt, spec)
-    kept, left_out, seen = 0, 0, set()
+    kept, left_out, seen, repeats = 0, 0, set(), 0
     for s in sents:
         if spec.types:
             key = tuple(s.tokens)
             if key in seen:
+                repeats += 1
                 continue
             seen.add(key)
         if spec.min_length <= len(s) and (spec.max_length is None or len(s) <= spec.max_length):
@@ -248,6 +258,11 @@ def _sentences(path, spec, lines, stats=None):
         raise InputError(f"{name}: no sentences ({spec.describe()})")
     if stats is not None:
         stats["left_out"], stats["format"] = left_out, fmt
+        if spec.types:
+            stats["duplicates"] = repeats
+    if repeats:
+        log.info(f"{name}: --types: {repeats} repeated {'words' if spec.chars else 'sentences'} dropped "
+                 f"({len(seen)} distinct)")
     if left_out:
         log.info(f"{name}: {kept} sentences kept, {left_out} left out by the length limits "
                  f"{spec.min_length}..{spec.max_length or 'inf'} (after punctuation removal)")
@@ -286,7 +301,7 @@ def _without_header(lines, name, what, hint="", tab_is_data=False):
         yield from it
 
 
-def _read_words(lines, name, sigmorphon):
+def _read_words(lines, name, sigmorphon, stats=None):
     """--chars: one word a line (or a sigmorphon row), each NFC character one token; the leading
     lines that start with ``#`` are a header, skipped and counted on stderr."""
     number, has_gold, skipped, first = 0, None, [], 0
@@ -312,6 +327,8 @@ def _read_words(lines, name, sigmorphon):
         word = _nfc_word(s, name, lineno)
         number += 1
         yield Sentence(list(word), number, lineno, gold_morphs=gold)
+    if stats is not None:
+        stats["multiword"] = len(skipped)
     if skipped:
         log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry "
                  f"such as 'státi (se)'; a word must be one token), at line(s) "
