@@ -244,3 +244,14 @@ def test_parse_and_loglik_count_backoffs_and_name_a_word_whose_signature_has_no_
     assert "(1 backed off to a coarser signature the grammar has)" in r.stdout.split("# output")[0]
     assert "# unparsed: 1" in r.stdout      # only NN has a <UNK-LC> rule; VBD's backoff is still no parse
 
+
+
+def test_train_trees_counts_wordless_trees_in_the_header(tmp_path):
+    f = tmp_path / "odd.mrg"
+    f.write_text("( (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)) )\n( (S (-NONE- *)) )\n"
+                 "( (S (NP (DT A) (NN cat)) (VP (VBZ sleeps)) (. .)) )\n")
+    grind("make-grammar", "treebank", "--rare", "0", "--subtypes", "2", "--seed", "1", "-o", tmp_path / "g.txt", f)
+    r = grind("train", "--trees", "--algo", "em", "--iterations", "1", "-o", tmp_path / "t.txt", tmp_path / "g.txt", f)
+    assert "1 trees hold only -NONE- elements: skipped" in r.stderr
+    head = (tmp_path / "t.txt").read_text()
+    assert "# left_out: 1 trees without words, only -NONE- elements (not trained on)" in head

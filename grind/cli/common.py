@@ -313,7 +313,9 @@ def read_prepared_trees(trees_path, latent, where=None):
         backoff = f" ({counter['backoff']} backed off to a coarser signature)" if counter["backoff"] else ""
         log.info(f"{name}: {counter['replaced']} word tokens the grammar lacks -> unknown-word signatures"
                  f"{backoff}")
-    items = [TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared)]
+    from grind.formats.corpus import Corpus
+    items = Corpus(TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared))
+    items.wordless = counter["empty"]             # for the '# left_out:' header (:func:`left_out`)
     if not items:
         raise InputError(f"{name}: no trees" + (" with words (every one holds only -NONE-)" if raw else ""))
     return prepared, items, counter, raw
