@@ -153,14 +153,17 @@ def test_default_unary_depth_follows_the_grammar(tmp_path):
 
 
 def test_a_unary_cycle_makes_the_default_depth_at_least_3():
-    """ROOT -> S -> VP (-> S closes the cycle): the longest chain is 2, the default depth 3, so
-    "a" has ROOT -> S -> a (0.5) and ROOT -> S -> VP -> S -> a (0.125)."""
+    """ROOT -> S -> VP (-> S closes the cycle): the longest chain is 2; at depth 3 "a" has
+    ROOT -> S -> a (0.5) and ROOT -> S -> VP -> S -> a (0.125), and each further round of the
+    cycle a quarter of the last: the default depth takes rounds until they weigh < 1e-13, or 30
+    layers (the most), where Z = 0.5 / (1 - 0.25) = 2/3 is reached to ~6e-10 and a warning says so."""
     g = Grammar([("ROOT", ("S",)), ("S", ("a",)), ("S", ("VP",)), ("VP", ("S",)), ("VP", ("b",))],
                 np.array([1.0, 0.5, 0.5, 0.5, 0.5]), "ROOT")
     p = LatentParser(g)
     assert p.latent.longest_unary_chain() == (2, True)
-    assert p.max_unary == 3
-    assert p.logz([["a"]])[0] == pytest.approx(math.log(0.625), abs=1e-12)
+    assert p.max_unary == 30 and 1e-10 < p.unary_tail < 1e-9
+    assert p.logz([["a"]])[0] == pytest.approx(math.log(2 / 3), abs=1e-9)
+    assert LatentParser(g, max_unary=3).logz([["a"]])[0] == pytest.approx(math.log(0.625), abs=1e-12)
     assert brute(g, ["a"], 3)[0] == pytest.approx(0.625) and brute(g, ["a"], 2)[0] == pytest.approx(0.5)
 
 
@@ -477,3 +480,43 @@ def test_bench_runs_on_the_synthetic_treebank(capsys):
         assert 0.0 <= x["pruned_share"] < 1.0
     assert r["rows"][1]["n_exhaustive"] == 10
     assert "| H=8 coarse-to-fine" in capsys.readouterr().out
+
+
+CYCLIC_GRAMMAR = """# weights: probabilities
+# start: ROOT
+# model: treebank
+# subtypes: 1
+1 ROOT --> S
+.6 S --> NP VP
+.4 S --> VP
+.45 VP --> V NP
+.2 VP --> VP PP
+.25 VP --> V
+.1 VP --> S
+.2 NP --> NP PP
+.5 NP --> N
+.3 NP --> D N
+1 PP --> P NP
+.6 N --> x
+.4 N --> y
+.3 V --> x
+.7 V --> v
+1 P --> p
+1 D --> d
+"""
+
+
+def test_unary_cycles_get_the_layers_their_weight_needs(tmp_path):
+    """S --> VP --> S (0.4 x 0.1 a round): over the one word x, by the closure,
+    VP = 0.25 * 0.3 + 0.1 S and S = 0.4 VP, so Z = S = 0.03 / 0.96 = 0.03125.  The default layers
+    reach it to ~1e-13 (3 layers, the old default, were 4% off); a grammar of real trees keeps its
+    longest chain (the chains past it weigh < 1e-13)."""
+    from grind.grammars.grammar import read_grammar
+    (tmp_path / "g.txt").write_text(CYCLIC_GRAMMAR)
+    g = read_grammar(str(tmp_path / "g.txt"))
+    p = LatentParser(g, weights=g.probabilities())
+    x = [p.latent.terminal("x")]
+    assert p.max_unary > 3 and p.unary_tail <= 1e-13
+    assert abs(p.logz([x])[0] - np.log(0.03125)) < 1e-12
+    old = LatentParser(g, weights=g.probabilities(), max_unary=3)
+    assert abs(old.logz([x])[0] - np.log(0.03125)) > 0.04

@@ -95,6 +95,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.sparse import coo_matrix
 
+from grind import log
 from grind.errors import NumericalError
 from grind.grammars.latent import BINARY, LEXICAL, UNARY, LatentGrammar
 
@@ -222,6 +223,42 @@ def _tables(lg: LatentGrammar, nsub, offset, buffer) -> dict:
     }
 
 
+#: With unary cycles, layers are added until the chains they leave out weigh at most this, relative.
+UNARY_TAIL = 1e-13
+
+
+def unary_layers(lg: LatentGrammar, buffer, least: int) -> tuple[int, float]:
+    """Unary layers U for a grammar whose unary rules form a cycle, which the layers cut: the
+    smallest U >= ``least`` (at most :data:`MAX_UNARY`) at which the chains of more than U unary
+    rules weigh at most :data:`UNARY_TAIL` of the chains kept, for every subtype, measured from a
+    start of one on every subtype: (v_m = Un^m 1; tail = sum_{m > U} v_m, its geometric rest
+    extrapolated from the last ratio, against 1 + sum_{1 <= m <= U} v_m).  Returns (U, that
+    relative tail at U; inf when the unary weights do not decay: their sum diverges)."""
+    soff = np.concatenate([[0], np.cumsum(lg.nsub)]).astype(np.int64)
+    total = int(soff[-1])
+    rules = [(int(j), int(lg.parent[j]), int(lg.left[j])) for j in np.flatnonzero(lg.kind == UNARY)]
+    blocks = [buffer[lg.offset[j]:lg.offset[j] + lg.size[j]].reshape(lg.nsub[a], lg.nsub[b]) for j, a, b in rules]
+    v, terms = np.ones(total), []
+    for _ in range(MAX_UNARY + 10):
+        nv = np.zeros(total)
+        for (_, a, b), blk in zip(rules, blocks):
+            nv[soff[a]:soff[a + 1]] += blk @ v[soff[b]:soff[b + 1]]
+        v = nv
+        terms.append(v)
+    last, prev = terms[-1].max(), terms[-2].max()
+    r = last / prev if prev > 0 else 0.0
+    rest = terms[-1] * (r / (1 - r)) if r < 1 else np.where(terms[-1] > 0, np.inf, 0.0)
+    kept, tail = np.ones(total), sum(terms) + rest
+    for u in range(1, MAX_UNARY + 1):
+        kept = kept + terms[u - 1]
+        tail = tail - terms[u - 1]
+        if u >= least:
+            rel = float(np.max(np.maximum(tail, 0.0) / kept))
+            if rel <= UNARY_TAIL or u == MAX_UNARY:
+                return u, rel
+    return MAX_UNARY, float("inf")
+
+
 class LatentParser:
     """Parse tokenised sentences with a latent-annotation grammar (module docstring).
 
@@ -230,8 +267,10 @@ class LatentParser:
     rule); ``latent``: its :class:`LatentGrammar` when already compiled.
     ``prune``: coarse-to-fine pruning at posterior ``threshold``;
     ``max_unary``: unary layers per span (default: the grammar's longest unary chain, so that the
-    scores are exact; when its unary base rules form a cycle, which the sum cuts, the longest chain
-    without the cycle-closing rules and at least :data:`DEFAULT_UNARY`).
+    scores are exact; when its unary base rules form a cycle, which the sum cuts, as many as
+    :func:`unary_layers` finds the cycles' weight needs (chains past them < :data:`UNARY_TAIL`,
+    relative), at least the longest chain without the cycle-closing rules and :data:`DEFAULT_UNARY`,
+    at most :data:`MAX_UNARY`: beyond it a warning says how much the scores are low).
 
     Attributes: ``latent``, ``buffer`` (the fine block weights), ``coarse``
     (the projected weight of every base rule), ``subtype_counts`` (the
@@ -253,11 +292,6 @@ class LatentParser:
             raise ValueError(f"threshold must be >= 0, got {threshold}")
         self.grammar = grammar
         self.latent = lg = LatentGrammar(grammar) if latent is None else latent
-        if max_unary is None:
-            longest, cyclic = lg.longest_unary_chain()
-            max_unary = min(MAX_UNARY, max(DEFAULT_UNARY, longest) if cyclic else longest)
-        if not 0 <= max_unary <= MAX_UNARY:
-            raise ValueError(f"max_unary must be in 0..{MAX_UNARY}, got {max_unary}")
         if int(lg.nsub.max(initial=1)) > 4095:
             raise ValueError("at most 4095 subtypes per symbol")
         w = np.asarray(grammar.weights if weights is None else weights, dtype=np.float64)
@@ -265,8 +299,21 @@ class LatentParser:
             raise ValueError(f"expected {len(grammar)} weights, got shape {w.shape}")
         if not np.all(np.isfinite(w)) or np.any(w < 0):
             raise NumericalError("rule weights must be finite and non-negative")
-        self.prune, self.threshold, self.max_unary = bool(prune), float(threshold), int(max_unary)
         self.buffer = lg.gather(w)
+        #: With unary cycles: the chains the layers leave out, relative (:func:`unary_layers`); 0 without.
+        self.unary_tail = 0.0
+        if max_unary is None:
+            longest, cyclic = lg.longest_unary_chain()
+            max_unary = longest
+            if cyclic:
+                max_unary, self.unary_tail = unary_layers(lg, self.buffer, max(DEFAULT_UNARY, longest))
+                if self.unary_tail > UNARY_TAIL:
+                    log.warn(f"the grammar's unary rules form cycles heavy enough that chains of more than "
+                             f"{max_unary} unary rules (the most a span takes) still weigh {self.unary_tail:.2g} of "
+                             "the rest: inside scores and log-likelihoods are low by up to that much, relative")
+        if not 0 <= max_unary <= MAX_UNARY:
+            raise ValueError(f"max_unary must be in 0..{MAX_UNARY}, got {max_unary}")
+        self.prune, self.threshold, self.max_unary = bool(prune), float(threshold), int(max_unary)
         self.coarse, self.subtype_counts = project(lg, self.buffer)
         self._fine = _tables(lg, lg.nsub, lg.offset, self.buffer)
         self._coarse = _tables(lg, np.ones(len(lg.bases), dtype=np.int64), np.arange(len(lg.kind)), self.coarse)
