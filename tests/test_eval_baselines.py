@@ -339,6 +339,9 @@ def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
     grind("baseline", "--attach", "right", *UD, "-o", tmp_path / "b.conllu", g)       # a baseline file too
     r = grind("eval", "--column", "UPOS", g, tmp_path / "b.conllu", check=False)
     assert r.returncode == 1 and "was written with punct-removed=ud" in r.stderr
+    # from standard input too, whose header cannot be read before the file is (helper audit: scored, exit 0)
+    r = grind("eval", "--column", "UPOS", g, "-", stdin=(tmp_path / "p.conllu").read_text(), check=False)
+    assert r.returncode == 1 and "-: " in r.stderr and "was written with punct-removed=ud" in r.stderr, r.stderr
 
 
 def test_parse_of_malt_tab_says_its_removed_tokens_are_not_written(tmp_path):

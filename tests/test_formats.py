@@ -339,3 +339,16 @@ def test_blank_lines_between_text_sentences_are_counted_on_stderr(tmp_path, caps
     sents = read_corpus(str(p))
     assert [s.line for s in sents] == [1, 3, 4] and [s.number for s in sents] == [1, 2, 3]
     assert "1 blank line(s) between sentences skipped" in capsys.readouterr().err
+
+
+def test_conll_block_without_a_word_row_is_counted(tmp_path):
+    """A block holding only an empty node (or multiword ranges) was dropped with no word (helper audit)."""
+    from conftest import grind
+    row = "{}\tw\tw\tNOUN\t_\t_\t{}\t_\t_\t_\n"
+    f = tmp_path / "c.conllu"
+    f.write_text(row.format(1, 0) + row.format(2, 1) + "\n# only an empty node\n" + row.format("1.1", "_")
+                 + "\n" + row.format(1, 0) + "\n")
+    grind("make-grammar", "dmv", "--column", "UPOS", "-o", tmp_path / "g.txt", f)
+    r = grind("parse", "--column", "UPOS", tmp_path / "g.txt", f)
+    assert "skipped 1 sentence(s) without a word row (only empty nodes or multiword ranges), at line(s) 4" in r.stderr
+    assert "# left_out: 1 CoNLL sentences without a word row" in r.stdout

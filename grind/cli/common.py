@@ -201,9 +201,10 @@ def left_out(sents, what: str = "not written") -> str | None:
     dropped nothing and it had no PTB tree without words), so that an output never silently holds fewer
     sentences than its input."""
     n, w = getattr(sents, "left_out", 0), getattr(sents, "wordless", 0)
-    m, d = getattr(sents, "multiword", 0), getattr(sents, "duplicates", 0)
+    m, d, e = getattr(sents, "multiword", 0), getattr(sents, "duplicates", 0), getattr(sents, "no_words", 0)
     parts = ([f"{n} sentences outside the length limits ({what})"] if n else []) + \
         ([f"{w} trees without words, only -NONE- elements ({what})"] if w else []) + \
+        ([f"{e} CoNLL sentences without a word row, only empty nodes or multiword ranges ({what})"] if e else []) + \
         ([f"{m} SIGMORPHON rows of more than one word ({what})"] if m else []) + \
         ([f"{d} repeats dropped by --types"] if d else [])
     return "; ".join(parts) or None

@@ -6,7 +6,7 @@ import click
 from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
-from grind.formats.textio import header_lines, one_line, open_out, shown
+from grind.formats.textio import header_lines, is_stream, one_line, open_out, shown
 from grind.cli.common import corpus_options, output_option, dependency_convention, make_rng
 
 
@@ -89,7 +89,6 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
             f.write(report)
         return
     from grind.formats.corpus import detect_format
-    from grind.formats.textio import is_stream
     if is_stream(gold) and spec.format == "auto":
         raise click.UsageError("reading GOLD from stdin or a pipe needs an explicit --format (it cannot be read twice "
                                "to detect it)")
@@ -116,6 +115,9 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         for k, p in enumerate(predicted):
             try:
                 pred_sents = read_corpus(p, spec)
+                if is_stream(p):            # its header is known once it is read
+                    from grind.formats.corpus import HEADERS_READ
+                    _check_parse_punct(p, spec.punct, HEADERS_READ.get("<stdin>" if p == "-" else p, {}))
                 rows = evaluate(gold_sents, pred_sents, baselines)
                 heads[_unique_name(p, heads)] = [s.heads for s in pred_sents]
             except InputError as e:
@@ -139,13 +141,15 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         f.write(report)
 
 
-def _check_parse_punct(path, punct) -> None:
+def _check_parse_punct(path, punct, head=None) -> None:
     """A prediction that grind parse or baseline wrote under another punctuation rule than the one it is
-    scored with is an error: the tokens that rule removed were attached to the root word as filler."""
+    scored with is an error: the tokens that rule removed were attached to the root word as filler.
+    ``head``: its header as read already (a stream); by default read from the file (a stream: none)."""
     import re
 
     from grind.formats.textio import read_header
-    head = read_header(path)
+    if head is None:
+        head = read_header(path)
     m = re.search(r"\bpunct-removed=(\S+)", head.get("corpus", ""))
     if m and "removed_tokens" in head and m[1] != punct:
         raise InputError(f"{path} was written with punct-removed={m[1]} (its '# corpus:' header) but is scored with "

@@ -160,18 +160,19 @@ class Corpus(list["Sentence"]):
     """The sentences :func:`read_corpus` kept; ``left_out`` = sentences its length limits dropped;
     ``format`` = the format the file was read as; ``wordless`` = PTB trees holding only ``-NONE-``;
     ``multiword`` = SIGMORPHON rows skipped for a word with whitespace in it; ``duplicates`` =
-    sentences ``--types`` dropped as repeats."""
+    sentences ``--types`` dropped as repeats; ``no_words`` = CoNLL blocks without a word row."""
 
     left_out: int = 0
     format: str = ""
     wordless: int = 0
     multiword: int = 0
     duplicates: int = 0
+    no_words: int = 0
 
     def counted(self, stats: dict) -> Corpus:
         """Take the counts of the reading's ``stats``; returns self."""
         self.left_out, self.format = stats["left_out"], stats["format"]
-        for k in ("wordless", "multiword", "duplicates"):
+        for k in ("wordless", "multiword", "duplicates", "no_words"):
             setattr(self, k, stats.get(k, 0))
         return self
 
@@ -188,7 +189,8 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     if is_stream(path):
         whole = read_corpus(path, spec)
         sents = iter(whole)
-        stats.update((k, getattr(whole, k)) for k in ("left_out", "format", "wordless", "multiword", "duplicates"))
+        stats.update((k, getattr(whole, k))
+                     for k in ("left_out", "format", "wordless", "multiword", "duplicates", "no_words"))
     else:
         for _ in read_lines(path):
             pass
@@ -240,7 +242,7 @@ def _sentences(path, spec, lines, stats=None):
     elif fmt == "ptb":
         sents = _read_ptb(lines, name, spec, stats)
     else:
-        sents = _read_treebank(lines, name, fmt, spec)
+        sents = _read_treebank(lines, name, fmt, spec, stats)
     kept, left_out, seen, repeats = 0, 0, set(), 0
     for s in sents:
         if spec.types:
@@ -282,16 +284,26 @@ def _nfc_word(word, name, lineno, what="word"):
     return unicodedata.normalize("NFC", word)
 
 
+#: The ``# key: value`` header lines of the files read last, by display name (``<stdin>`` for ``-``):
+#: what a stream's header said, for checks that cannot read a stream a second time.
+HEADERS_READ: dict[str, dict[str, str]] = {}
+
+
 def _without_header(lines, name, what, hint="", tab_is_data=False):
     """``lines`` after their leading ``#`` lines (grind's outputs have such a header), which are
-    skipped and counted on stderr once the header ends; ``tab_is_data``: a line with a TAB is data
-    (a sigmorphon row whose word starts with ``#``), never a header line."""
+    skipped and counted on stderr once the header ends (their ``# key: value`` pairs kept in
+    :data:`HEADERS_READ`); ``tab_is_data``: a line with a TAB is data (a sigmorphon row whose
+    word starts with ``#``), never a header line."""
     it, heads, first, grinds = iter(lines), 0, None, False
+    keys = HEADERS_READ[name] = {}
     for item in it:
         if not item[1].startswith("#") or (tab_is_data and "\t" in item[1]):
             first = item
             break
         line = item[1].rstrip("\r\n")
+        key, sep, value = line[2:].partition(": ")
+        if line.startswith("# ") and sep:
+            keys.setdefault(key, value)
         grinds = (line.startswith("# grind ") if heads == 0 else grinds and (line == "#" or line.startswith("# ")))
         heads += 1
     if heads and not grinds:       # a header grind wrote (e.g. a shard's: '# grind ...', '# key: value') goes unsaid
@@ -423,14 +435,19 @@ def _ptb_groups(lines):
         yield first, "".join(buf)
 
 
-def _blocks(lines):
-    """Yield (first line number, comment lines, token lines) per blank-line-separated block."""
-    comments, rows, start = [], [], None
+def _blocks(lines, heads: list | None = None):
+    """Yield (first line number, comment lines, token lines) per blank-line-separated block;
+    ``heads`` gets the comment lines of comment-only blocks before the first block with rows (a
+    header grind wrote)."""
+    comments, rows, start, seen = [], [], None, False
     for lineno, line in lines:
         s = line.rstrip("\r\n")
         if not s.strip():
             if rows:
+                seen = True
                 yield start, comments, rows
+            elif heads is not None and not seen:
+                heads.extend(comments)
             comments, rows, start = [], [], None
             continue
         if start is None:
@@ -446,14 +463,28 @@ def _blocks(lines):
 _WARNED_ROOTS: set[str] = set()
 
 
-def _read_treebank(lines, name, fmt, spec):
+def _header_keys(comments) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in comments:
+        key, sep, value = c[2:].partition(": ")
+        if c.startswith("# ") and sep:
+            out.setdefault(key, value)
+    return out
+
+
+def _read_treebank(lines, name, fmt, spec, stats=None):
     column = spec.column or _default_column_error(name)
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
     roots = []                       # Malt-TAB sentences with several HEAD 0 rows (first lines)
     tally: Counter = Counter()
     kept_tags: set = set()
-    for number, (start, comments, rows) in enumerate(_blocks(lines), 1):
+    heads: list[str] = []
+    HEADERS_READ[name] = {}
+    no_words = []                    # blocks with rows but no word row (only empty nodes / multiword ranges)
+    for number, (start, comments, rows) in enumerate(_blocks(lines, heads), 1):
+        if number == 1:
+            HEADERS_READ[name] = _header_keys(heads or comments)
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         raw = None
         if fmt != "malt":
@@ -467,6 +498,13 @@ def _read_treebank(lines, name, fmt, spec):
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
             yield s
+        else:
+            no_words.append(start)
+    if stats is not None:
+        stats["no_words"] = len(no_words)
+    if no_words:
+        log.warn(f"{name}: skipped {len(no_words)} sentence(s) without a word row (only empty nodes or multiword "
+                 f"ranges), at line(s) {shown(no_words)}")
     _check_punct(tally, kept_tags, spec.punct, name, fmt)
     if roots and name not in _WARNED_ROOTS:   # Malt-TAB has no IDs: sentences run together show as a second root
         _WARNED_ROOTS.add(name)                 # once a file (split reads it several times)
