@@ -439,7 +439,9 @@ def _blocks(lines, heads: list | None = None):
     """Yield (first line number, comment lines, token lines) per blank-line-separated block;
     ``heads`` gets the comment lines of comment-only blocks before the first block with rows (a
     header grind wrote)."""
-    comments, rows, start, seen = [], [], None, False
+    comments: list[str] = []
+    rows: list[tuple[int, str]] = []
+    start, seen = None, False
     for lineno, line in lines:
         s = line.rstrip("\r\n")
         if not s.strip():
