@@ -255,3 +255,18 @@ def test_train_trees_counts_wordless_trees_in_the_header(tmp_path):
     assert "1 trees hold only -NONE- elements: skipped" in r.stderr
     head = (tmp_path / "t.txt").read_text()
     assert "# left_out: 1 trees without words, only -NONE- elements (not trained on)" in head
+
+
+def test_a_treebank_grammar_is_known_by_its_header_as_the_grammar_reader_reads_it(tmp_path):
+    """A blank first line or '#model: treebank' sent it down the plain-PCFG path: latent symbols in
+    the output, no signatures (helper audit)."""
+    tb = tmp_path / "t.mrg"
+    tb.write_text("(S (NP (DT the) (NN dog)) (VP (VBD barked) (NP (DT a) (NN cat))))\n"
+                  "(S (NP (PRP it)) (VP (VBD ran)))\n")
+    grind("make-grammar", "treebank", "--subtypes", "2", "--rare", "0", "--seed", "1", "-o", tmp_path / "g.txt", tb)
+    (tmp_path / "s.txt").write_text("the dog barked\nit ran\n")
+    text = (tmp_path / "g.txt").read_text()
+    for variant in ("\n" + text, text.replace("# model: treebank", "#model: treebank")):
+        (tmp_path / "v.txt").write_text(variant)
+        out = grind("parse", tmp_path / "v.txt", tmp_path / "s.txt").stdout
+        assert "(ROOT (S (NP (PRP it)) (VP (VBD ran))))" in out and "@" not in out.split("\n# ")[-1]

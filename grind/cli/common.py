@@ -212,9 +212,24 @@ def left_out(sents, what: str = "not written") -> str | None:
 
 def is_treebank_grammar(path) -> bool:
     """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
-    mstep --grammar); a grammar read from stdin or a pipe is not peeked at (it could not be read again)."""
-    from grind.formats.textio import is_stream, read_header
-    return not is_stream(path) and read_header(path).get("model", "").strip() == "treebank"
+    mstep --grammar), read as the grammar reader reads header lines (blank lines and any ``#`` line before the
+    first rule); a grammar read from stdin or a pipe is not peeked at (it could not be read again)."""
+    from grind.formats.rules import parse_header_meta
+    from grind.formats.textio import is_stream, read_lines
+    if is_stream(path):
+        return False
+    meta: dict[str, str] = {}
+    lines = read_lines(path)
+    try:
+        for _, line in lines:
+            s = line.strip()
+            if s and not s.startswith("#"):
+                break
+            if s:
+                parse_header_meta(s, meta)
+    finally:
+        lines.close()
+    return meta.get("model", "") == "treebank"
 
 
 def make_rng(seed, random: bool = False):
