@@ -260,3 +260,20 @@ def test_parse_pcfg_counts_unparsed_sentences(files):
     (files / "c2.txt").write_text(CORPUS + "the zebra barks\n")
     out = grind("parse", files / "p.txt", files / "c2.txt").stdout
     assert "# unparsed: 1" in out and out.splitlines()[-1] == "(NOPARSE the zebra barks)"
+
+
+def test_make_grammar_refuses_tokens_a_rule_cannot_hold_and_oversized_cnf(tmp_path):
+    """A FORM with a space (UD allows '34 470') or an empty UPOS gave grammars that could not be read
+    back, with exit 0; make-grammar cnf had no size limit (-n 100000 ran out of memory)."""
+    ws = tmp_path / "ws.conllu"
+    ws.write_text("1\tthe\tthe\tDET\t_\t_\t2\t_\t_\t_\n2\t34 470\t34 470\tNUM\t_\t_\t0\t_\t_\t_\n\n")
+    empty = tmp_path / "em.conllu"
+    empty.write_text("1\tthe\tthe\t\t_\t_\t2\t_\t_\t_\n2\tdog\tdog\tNOUN\t_\t_\t0\t_\t_\t_\n\n")
+    for args, what in ((["dmv", "--lexicalized", "--column", "LFORM", ws], "sentence 1 (line 1), token 2: '34 470'"),
+                       (["dmv", "--column", "FORM", ws], "the FORM value '34 470'"),
+                       (["dmv", "--column", "UPOS", empty], "the UPOS value ''"),
+                       (["cnf", "-n", "2", "--column", "FORM", ws], "token 2: '34 470' cannot be a grammar symbol")):
+        r = grind("make-grammar", *args, check=False)
+        assert r.returncode == 1 and what in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = grind("make-grammar", "cnf", "-n", "1000", "--column", "UPOS", ws, check=False)
+    assert r.returncode == 1 and "has 1,000,003,000 rules, above the limit of 5,000,000" in r.stderr, r.stderr

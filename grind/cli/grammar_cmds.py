@@ -7,7 +7,7 @@ import numpy as np
 from grind import log
 from grind.formats.corpus import read_corpus, read_corpus_tokens
 from grind.errors import InputError
-from grind.grammars.grammar import read_grammar
+from grind.grammars.grammar import ARROW, read_grammar
 from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
@@ -28,15 +28,30 @@ def make_grammar():
     """
 
 
+def check_symbols(sents, corpus) -> None:
+    """An InputError naming the sentence of the first token a grammar rule cannot hold as a symbol (empty,
+    with whitespace -- UD allows a FORM such as '34 470' -- or '-->')."""
+    name = "<stdin>" if corpus == "-" else corpus
+    for s in sents:
+        for i, t in enumerate(s.tokens):
+            if not t or t == ARROW or any(c.isspace() for c in t):
+                raise InputError(f"{name}: sentence {s.number} (line {s.line}), token {i + 1}: {t!r} cannot be a "
+                                 f"grammar symbol (the rule format, symbols separated by whitespace, cannot hold an "
+                                 f"empty token, one with whitespace in it or '{ARROW}'): use another --column")
+
+
 @make_grammar.command("cnf")
 @corpus_options
 @click.option("-n", "--nonterminals", type=click.IntRange(1), required=True, help="Number of nonterminals X0...")
 @click.option("-p", "--preterminals", type=click.IntRange(0), default=0, show_default=True,
               help="Number of preterminals PT0... (0: the X rewrite to words directly).")
 @click.option("--start-symbol", default="ROOT", show_default=True, help="Name of the start symbol.")
+@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
+              help="Refuse to build a grammar of more rules than this: n + n (n + p)^2 + (p or n) |V| for n "
+                   "nonterminals, p preterminals, |V| words (counted before building).")
 @output_option
 @click.argument("corpus")
-def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
+def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, output):
     """Fully connected CNF grammar over the vocabulary of CORPUS.
 
     \b
@@ -50,7 +65,14 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, output):
     """
     from grind.grammars.cnf import cnf_grammar
     sents = read_corpus(corpus, spec)
+    check_symbols(sents, corpus)
     vocab = sorted({t for s in sents for t in s.tokens})
+    n, p = nonterminals, preterminals
+    n_rules = n + n * (n + p) ** 2 + (p or n) * len(vocab)
+    if n_rules > max_rules:
+        raise InputError(f"{corpus}: a CNF grammar of {n} nonterminals, {p} preterminals and {len(vocab):,} words has "
+                         f"{n_rules:,} rules, above the limit of {max_rules:,}: use fewer symbols, or lift the limit "
+                         f"with --max-rules {n_rules}")
     g = cnf_grammar(vocab, nonterminals, preterminals, start_symbol)
     write_grammar(output, g, g.weights, "unnormalised (all 1)", corpus=spec.describe(sents.format))
 
@@ -101,6 +123,7 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
         if tags_path or tags_from:
             raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
         c = read_corpus_tokens(corpus, spec)
+        check_symbols(c, corpus)
         sents, read_as = [s.tokens for s in c], c.format
         g = dmv_grammar(sents, lexicalized=True)
         tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
@@ -108,6 +131,11 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
         read: dict = {}
         vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from, read)
         read_as = read.get("format")
+        bad = [t for t in vocab if not t or t == ARROW or any(c.isspace() for c in t)]
+        if bad:
+            raise InputError(f"{corpus}: the {spec.column or 'token'} value {bad[0]!r} (of CORPUS, --tags or "
+                             f"--tags-from) cannot be a grammar symbol (the rule format cannot hold an empty value, "
+                             f"one with whitespace in it or '{ARROW}'): use another --column")
         n_rules = dmv_size(len(vocab))
         if n_rules > max_rules:
             raise InputError(f"{corpus}: an unlexicalized DMV over {len(vocab)} head types "
