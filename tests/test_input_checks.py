@@ -277,3 +277,18 @@ def test_make_grammar_refuses_tokens_a_rule_cannot_hold_and_oversized_cnf(tmp_pa
         assert r.returncode == 1 and what in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = grind("make-grammar", "cnf", "-n", "1000", "--column", "UPOS", ws, check=False)
     assert r.returncode == 1 and "has 1,000,003,000 rules, above the limit of 5,000,000" in r.stderr, r.stderr
+
+
+def test_init_harmonic_names_the_sentences_it_leaves_out_and_its_corpus(tmp_path):
+    """A sentence with a tag the grammar lacks was skipped by the harmonic counts with no word, and the
+    header did not name the corpus (helper audit)."""
+    row = "{}\tw\tw\tX\t{}\t_\t{}\t_\t_\t_\n"
+    ok = row.format(1, "NN", 2) + row.format(2, "VB", 0) + "\n"
+    (tmp_path / "ok.conllu").write_text(ok)
+    (tmp_path / "mix.conllu").write_text(ok + row.format(1, "XY", 0) + "\n")
+    grind("make-grammar", "dmv", "--column", "XPOS", "-o", tmp_path / "g.txt", tmp_path / "ok.conllu")
+    r = grind("init", "--harmonic", "--corpus", tmp_path / "mix.conllu", "--column", "XPOS", "-o", tmp_path / "h.txt",
+              tmp_path / "g.txt")
+    assert "1 of 2 sentences have a XPOS the grammar lacks" in r.stderr and "sentence 2 (line 4) 'XY'" in r.stderr
+    head = (tmp_path / "h.txt").read_text()
+    assert "# harmonic_corpus: " in head and "1 of 2 sentences (1 with a XPOS the grammar lacks left out)" in head

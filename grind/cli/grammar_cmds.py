@@ -6,6 +6,7 @@ import numpy as np
 
 from grind import log
 from grind.formats.corpus import read_corpus, read_corpus_tokens
+from grind.formats.textio import shown
 from grind.errors import InputError
 from grind.grammars.grammar import ARROW, read_grammar
 from grind.grammars.latent import treebank_meta
@@ -430,23 +431,32 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
     elif mode == "harmonic":
-        w = harmonic_weights(g, corpus_path, spec, variant)
+        w, used = harmonic_weights(g, corpus_path, spec, variant)
     elif _given("variant"):
         raise click.UsageError("--variant is for --harmonic")
-    extra = {"harmonic_variant": variant} if mode == "harmonic" else {}
+    extra = {"harmonic_variant": variant, "harmonic_corpus": used} if mode == "harmonic" else {}
     write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, **treebank_meta(g))
 
 
 def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     """Harmonic-initialiser counts of DMV grammar ``g`` from ``corpus_path``
-    (:func:`grind.grammars.dmv.harmonic_counts`)."""
+    (:func:`grind.grammars.dmv.harmonic_counts`) and what they were counted on (for the header)."""
     from grind.grammars.dmv import dmv_index, harmonic_counts, is_dmv_grammar
     if not is_dmv_grammar(g):
         raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
     if not corpus_path:
         raise click.UsageError("--harmonic needs --corpus (the training corpus)")
-    sents = [s.tokens for s in read_corpus(corpus_path, spec)]
+    corpus = read_corpus(corpus_path, spec)
+    sents = [s.tokens for s in corpus]
     ix = dmv_index(g)
-    if not any(len(s) and all(t in ix.type_id for t in s) for s in sents):
+    misfit = [(s, next(t for t in s.tokens if t not in ix.type_id)) for s in corpus
+              if any(t not in ix.type_id for t in s.tokens)]
+    if len(misfit) == len(sents):
         raise InputError(f"{corpus_path}: no sentence of the corpus fits the grammar's vocabulary")
-    return harmonic_counts(g, sents, variant)
+    if misfit:
+        log.warn(f"{corpus_path}: {len(misfit)} of {len(sents)} sentences have a {spec.column or 'token'} the grammar "
+                 f"lacks and are left out of the harmonic counts: "
+                 + shown(f"sentence {s.number} (line {s.line}) {t!r}" for s, t in misfit))
+    used = (f"{corpus_path} ({spec.describe(corpus.format)}): {len(sents) - len(misfit)} of {len(sents)} sentences"
+            + (f" ({len(misfit)} with a {spec.column or 'token'} the grammar lacks left out)" if misfit else ""))
+    return harmonic_counts(g, sents, variant), used
