@@ -253,3 +253,18 @@ def test_map_em_says_when_training_sentences_stop_parsing(tmp_path):
     r = grind("train", "--algo", "em", "--alpha", "0.3", "--iterations", "3", "--checkpoint", ck, "--resume", *C,
               d / "g1.txt", train)
     assert "em step 2: 2 more sentence(s) have no parse of positive probability (667 of 669 parsed)" in r.stderr
+
+
+@pytest.mark.parametrize("weight", ["1_0", "\u0661", "1e1_0"])
+def test_weights_are_ascii_numbers(tmp_path, weight):
+    """Python's float reads '1_0' as 10 and Arabic-Indic digits as digits: a grammar weight is neither
+    (helper audit), on the line reader's path and on the fast one alike."""
+    from grind.errors import InputError
+    small = tmp_path / "g.txt"
+    small.write_text(f"{weight} S --> a\n1 S --> b\n", encoding="utf-8")
+    r = grind("make-grammar", "from-file", small, check=False)
+    assert r.returncode == 1 and f"g.txt:1: weight '{weight}' is not a number" in r.stderr, r.stderr
+    big = tmp_path / "big.txt"                                   # large enough for the fast reader
+    big.write_text("".join(f"1 S --> w{i}\n" for i in range(5000)) + f"{weight} S --> z\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"big.txt:5001: weight .* is not a number"):
+        read_grammar(str(big))

@@ -68,6 +68,8 @@ def parse_rule_line(line: str, where: str, layout: str = "[weight [pseudocount]]
     vals = []
     for s in nums:
         try:
+            if "_" in s or not s.isascii():     # Python's float reads '1_0' as 10 and Arabic-Indic digits
+                raise ValueError(s)
             v = float(s)
         except ValueError:
             raise InputError(f"{where}: weight {quote_line(s)} is not a number") from None
@@ -600,8 +602,13 @@ def _parse_fast(text: str, path: str, layout: str, allow_empty: bool = False) ->
         return None
     get = flat.__getitem__
     try:
-        wv = list(map(float, map(get, start[nums >= 1].tolist())))
-        pv = list(map(float, map(get, (start[nums == 2] + 1).tolist())))
+        ws = list(map(get, start[nums >= 1].tolist()))
+        ps = list(map(get, (start[nums == 2] + 1).tolist()))
+        text = "".join(ws) + "".join(ps)
+        if "_" in text or not text.isascii():
+            return None                          # the line reader names the line ('1_0' is no number here)
+        wv = list(map(float, ws))
+        pv = list(map(float, ps))
     except ValueError:
         return None
     weights = np.ones(R, dtype=np.float64)
