@@ -81,7 +81,7 @@ def test_cnf_rejects_tokens_the_rule_format_cannot_hold(tmp_path, form, column):
     f = tmp_path / "c.conllu"
     f.write_text(f"1\tdog\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n\n1\t{form}\t_\tSYM\t{form}\t_\t0\troot\t_\t_\n\n")
     msg = error(grind("make-grammar", "cnf", "-n", "1", "-p", "1", "--column", column, f, check=False))
-    assert f"corpus token {form!r} cannot be a word of a grammar" in msg
+    assert f"c.conllu: sentence 2 (line 3), token 1: {form!r} cannot be a grammar symbol" in msg
 
 
 def test_text_header_lines_are_counted(tmp_path):

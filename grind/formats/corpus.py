@@ -307,7 +307,9 @@ def _without_header(lines, name, what, hint="", tab_is_data=False):
         grinds = (line.startswith("# grind ") if heads == 0 else grinds and (line == "#" or line.startswith("# ")))
         heads += 1
     if heads and not grinds:       # a header grind wrote (e.g. a shard's: '# grind ...', '# key: value') goes unsaid
-        log.warn(f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as {what}{hint}")
+        # a warning when data follows (a '#hashtag' sentence read as a header is lost); else the error says it
+        (log.warn if first is not None else log.info)(
+            f"{name}: the first {heads} line(s) start with '#' and are read as a header, not as {what}{hint}")
     if first is not None:
         yield first
         yield from it
