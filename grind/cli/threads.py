@@ -46,7 +46,7 @@ def _mallopt(param: int, value: int) -> bool:
         return False
 
 
-def keep_freed_blocks(mmap: int = 32 << 20, trim: int = 256 << 20) -> bool:
+def keep_freed_blocks(mmap: int = 32 << 20, trim: int = 256 << 20, force: bool = False) -> bool:
     """For work that allocates and frees large temporaries many times a second
     (the logistic-normal E-step's arrays over every multinomial of 256 sentences,
     ~20 MB each): blocks under ``mmap`` bytes come from the heap, and up to
@@ -57,21 +57,24 @@ def keep_freed_blocks(mmap: int = 32 << 20, trim: int = 256 << 20) -> bool:
     resident memory +60 MB.  Called after the corpus and grammar are read (their
     fragmentation is what :func:`fix_mmap_threshold` guards).  Not glibc, or no
     ``mallopt``: nothing changes (False); ``MALLOC_MMAP_THRESHOLD_`` or
-    ``MALLOC_TRIM_THRESHOLD_`` in the environment wins."""
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
+    ``MALLOC_TRIM_THRESHOLD_`` in the environment wins unless ``force`` (a Dask
+    worker, whose nanny sets ``MALLOC_TRIM_THRESHOLD_=65536`` itself: the
+    logistic-normal shards ran 1.8x slower there)."""
+    if not force and ("MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ):
         return False
     return _mallopt(M_MMAP_THRESHOLD, mmap) and _mallopt(M_TRIM_THRESHOLD, trim)
 
 
 @contextlib.contextmanager
-def freed_blocks_kept():
+def freed_blocks_kept(force: bool = False, trim_after: int = 128 * 1024):
     """:func:`keep_freed_blocks` inside the block, and the CLI's settings again after it
-    (mmap threshold :func:`fix_mmap_threshold`, glibc's default trim threshold 128 KiB):
-    for a process that goes on to other work, e.g. the benchmarks after the LN one."""
-    changed = keep_freed_blocks()
+    (mmap threshold :func:`fix_mmap_threshold`, trim threshold ``trim_after``, glibc's
+    default 128 KiB): for a process that goes on to other work, e.g. the benchmarks after
+    the LN one, or a Dask worker."""
+    changed = keep_freed_blocks(force=force)
     try:
         yield changed
     finally:
         if changed:
             fix_mmap_threshold()
-            _mallopt(M_TRIM_THRESHOLD, 128 * 1024)
+            _mallopt(M_TRIM_THRESHOLD, trim_after)
