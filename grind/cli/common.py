@@ -57,7 +57,8 @@ def corpus_options(f):
                      help="Keep sentences of at least this many tokens."),
         click.option("--chars", is_flag=True,
                      help="Morphology: one word a line (or a sigmorphon TSV), NFC-normalised, each Unicode "
-                          "character one token; a line with whitespace or an empty line is an error. "
+                          "character one token; a plain-text line with whitespace or an empty line is an error, "
+                          "a sigmorphon row of several words is skipped and counted ('# left_out:'). "
                           "--max-length/--min-length count characters."),
         click.option("--types", is_flag=True,
                      help="Keep only the first occurrence of every distinct sentence (word types with --chars, "
