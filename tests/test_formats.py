@@ -297,8 +297,11 @@ def test_unbalanced_tree_is_an_error():
 def test_head_cycle_is_an_error_not_a_hang(tmp_path):
     p = tmp_path / "x.dp"
     p.write_text("a\tDT\t2\n,\t,\t3\nb\t,\t2\n\n")
-    with pytest.raises(InputError, match=r"x.dp:1: the HEAD column of this sentence has a cycle"):
+    with pytest.raises(InputError, match=r"x.dp:2: the heads of tokens 2, 3 form a cycle"):
         read_corpus(str(p), CorpusSpec(column="XPOS", punct="ptb"))
+    p.write_text("a\tDT\t0\nb\tNN\t1\nc\tNN\t3\n\n")          # a token its own head: named by its line
+    with pytest.raises(InputError, match=r"x.dp:3: token 3's HEAD is itself"):
+        read_corpus(str(p), CorpusSpec(column="XPOS"))
 
 
 def test_malt_sentences_run_together_are_warned_about(tmp_path, capsys):

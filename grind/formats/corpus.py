@@ -626,20 +626,28 @@ def _gold_heads(toks, name):
         if not 0 <= v <= len(toks):
             raise InputError(f"{name}:{t[10]}: HEAD {v} is outside the sentence (1..{len(toks)})")
         heads.append(v)
-    _check_tree(heads, name, toks[0][10])
+    _check_tree(heads, name, [t[10] for t in toks])
     return heads
 
 
-def _check_tree(heads, name, line):
-    """Every token must reach the root (0) by following heads: no cycles."""
+def _check_tree(heads, name, lines):
+    """Every token must reach the root (0) by following heads: no cycles (the error names a token on
+    the cycle, by its line in ``lines``, and the cycle's tokens)."""
     n = len(heads)
     for i in range(1, n + 1):
         h, steps = heads[i - 1], 0
         while h != 0:
             h, steps = heads[h - 1], steps + 1
-            if steps > n:
-                raise InputError(f"{name}:{line}: the HEAD column of this sentence has a cycle "
-                                 f"(through token {i}); is a blank line missing between sentences?")
+            if steps > n:                          # h is on the cycle now
+                cycle, c = [h], heads[h - 1]
+                while c != h:
+                    cycle.append(c)
+                    c = heads[c - 1]
+                first = min(cycle)
+                what = (f"token {first}'s HEAD is itself" if len(cycle) == 1 else
+                        f"the heads of tokens {', '.join(map(str, sorted(cycle)))} form a cycle")
+                raise InputError(f"{name}:{lines[first - 1]}: {what} (the HEAD column must make a tree); "
+                                 "is a blank line missing between sentences?")
 
 
 def _column(row, column, name):
