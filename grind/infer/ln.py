@@ -1356,7 +1356,7 @@ def model1_shard(parser, idx, work: ShardWork) -> tuple:
     the task a Dask worker runs; the client adds the shards in order (``LogisticNormal.step``)."""
     import os
 
-    from grind.cli.threads import freed_blocks_kept
+    from grind.heap import freed_blocks_kept
     run = copy.copy(work)
     run.parser = parser                 # the cache stays the payload's: a worker's shards of one iteration share it
     # freed blocks kept on the heap as `grind train --algo ln` keeps them, over a Dask nanny's trim setting
