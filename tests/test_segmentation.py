@@ -394,3 +394,15 @@ def test_multiword_rows_and_types_repeats_are_in_the_headers(tmp_path):
         in (tmp_path / "g.txt").read_text()
     r = grind("parse", "--chars", "--segment", tmp_path / "g.txt", f)
     assert "# left_out: 1 SIGMORPHON rows of more than one word (not written)" in r.stdout
+
+
+def test_train_and_parse_do_not_check_the_gold_column_they_do_not_use(tmp_path):
+    """A SIGMORPHON row with an empty segmentation stopped make-grammar/parse ('empty morph'), which
+    never use the column; grind eval --segmentation still refuses it as gold."""
+    f = tmp_path / "w.tsv"
+    f.write_text("abdikovat\tab @@dik @@ova @@t\nabeced\t\n")
+    grind("make-grammar", "morph", "--chars", "-o", tmp_path / "g.txt", f)
+    out = grind("parse", "--chars", "--segment", tmp_path / "g.txt", f).stdout
+    assert body(out) == ["abdikovat", "abeced"]
+    r = grind("eval", "--segmentation", f, f, check=False)
+    assert r.returncode == 1 and "w.tsv:2" in r.stderr and "empty morph" in r.stderr, r.stderr
