@@ -237,3 +237,10 @@ def test_top_wrapper_is_the_root():
 
 def parse_one(text):
     return next(parse_trees(text))
+
+
+def test_make_grammar_names_the_line_of_a_bad_tree(tmp_path):
+    f = tmp_path / "bw.mrg"
+    f.write_text("( (S (NP (NN x)) (VP (VB y))) )\n\n( (S (NP (NN a) b) (VP (VB c))) )\n")
+    r = grind("make-grammar", "treebank", f, check=False)
+    assert r.returncode == 1 and "bw.mrg: line 3: constituent 'NP' has words and constituents" in r.stderr, r.stderr

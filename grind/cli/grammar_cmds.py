@@ -257,7 +257,8 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
     if subtypes == 1 and _given("noise"):
         raise click.UsageError("--noise randomises the split of --subtypes H > 1; the treebank PCFG (H = 1) has "
                                "no noise")
-    prepared, known, counter = prepare(read_trees(trees), name, markov_h, rare=rare)
+    lines: list[int] = []
+    prepared, known, counter = prepare(read_trees(trees, lines), name, markov_h, rare=rare, lines=lines)
     if not prepared:
         raise InputError(f"{name}: no tree with a word (after deleting -NONE- elements)")
     g = treebank_grammar(prepared)
