@@ -355,3 +355,11 @@ def test_conll_block_without_a_word_row_is_counted(tmp_path):
     r = grind("parse", "--column", "UPOS", tmp_path / "g.txt", f)
     assert "skipped 1 sentence(s) without a word row (only empty nodes or multiword ranges), at line(s) 4" in r.stderr
     assert "# left_out: 1 CoNLL sentences without a word row" in r.stdout
+
+
+def test_conll_sentence_with_several_roots_is_warned(tmp_path):
+    from conftest import grind
+    f = tmp_path / "r.conllu"
+    f.write_text("1\ta\ta\tNOUN\t_\t_\t0\t_\t_\t_\n2\tb\tb\tVERB\t_\t_\t0\t_\t_\t_\n\n")
+    r = grind("eval", "--column", "UPOS", f, f)
+    assert "1 sentence(s) with more than one root (HEAD 0), at line(s) 1: UD has one" in r.stderr

@@ -480,7 +480,7 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
     column = spec.column or _default_column_error(name)
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
-    roots = []                       # Malt-TAB sentences with several HEAD 0 rows (first lines)
+    roots = []                       # sentences with several HEAD 0 word rows (first lines)
     tally: Counter = Counter()
     kept_tags: set = set()
     heads: list[str] = []
@@ -497,6 +497,8 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
         elif sum(t[6] == "0" for t in toks) > 1:
             roots.append(start)
         toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
+        if fmt != "malt" and sum(t[6] == "0" for t in toks) > 1:
+            roots.append(start)
         if toks:
             _tally_punct(tally, kept_tags, toks, spec.punct)
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
@@ -510,11 +512,12 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
         log.warn(f"{name}: skipped {len(no_words)} sentence(s) without a word row (only empty nodes or multiword "
                  f"ranges), at line(s) {shown(no_words)}")
     _check_punct(tally, kept_tags, spec.punct, name, fmt)
-    if roots and name not in _WARNED_ROOTS:   # Malt-TAB has no IDs: sentences run together show as a second root
+    if roots and name not in _WARNED_ROOTS:   # (Malt-TAB has no IDs: sentences run together show as a second root)
         _WARNED_ROOTS.add(name)                 # once a file (split reads it several times)
+        hint = ("is a blank line missing between sentences?" if fmt == "malt" else
+                "UD has one; each is scored as annotated")
         log.warn(f"{name}: {len(roots)} sentence(s) with more than one root (HEAD 0), at line(s) "
-                 f"{shown(roots)}: is a blank line missing "
-                 "between sentences?")
+                 f"{shown(roots)}: {hint}")
 
 
 def conll_trees(lines, name: str, fmt: str):
