@@ -997,4 +997,12 @@ def test_signal_mid_run_leaves_outputs_whole(pfiles, sig):
     assert out.read_text() == "precious\n"
     with np.load(ck) as z:             # the last checkpoint is complete
         assert "__header__" in z.files
-    assert not temps(pfiles), temps(pfiles)
+    left = temps(pfiles)
+    if sig == signal.SIGKILL and left:
+        # killed between naming a finished checkpoint and renaming it over ck.npz (two system calls; SIGKILL
+        # cannot be held): that finished file may stay under its .grind-* name, nothing else
+        assert len(left) == 1, left
+        with np.load(left[0]) as z:
+            assert "__header__" in z.files
+    else:
+        assert not left, left

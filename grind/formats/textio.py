@@ -338,7 +338,9 @@ class _Temp:
     """A temporary file beside ``real`` that becomes ``real`` on :meth:`commit`.
 
     Where the system allows (Linux ``O_TMPFILE``) the file has no name until
-    the commit links it, so even SIGKILL leaves nothing behind; elsewhere it is
+    the commit links it, so even SIGKILL leaves nothing behind -- except between
+    the commit's link and its rename (two system calls; SIGKILL cannot be held),
+    when the finished file stays under its ``.grind-*`` name; elsewhere it is
     a ``.grind-*`` file that :meth:`discard` removes."""
 
     def __init__(self, real: str):
