@@ -274,7 +274,6 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     escaped = _escaped_words(sents)
     for k, (s, res) in enumerate(zip(sents, results)):
         tree = res.tree
-        out = s.tokens
         if tree is None:
             unparsed += 1
             why = unknown["failures"].get(k) or res.reason or "no derivation has positive probability"
@@ -282,9 +281,9 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                 why += f" (unknown words backed off to a coarser signature: {', '.join(unknown['backed'][k])})"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
-            lines.append(format_tree(("NOPARSE", *out)))
+            lines.append(format_tree(("NOPARSE", *s.tokens)))
             continue
-        words = iter(out)
+        words = iter(s.tokens)
         lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")

@@ -8,7 +8,8 @@ from grind import log
 from grind.formats.corpus import read_corpus, read_corpus_tokens
 from grind.formats.textio import shown
 from grind.errors import InputError
-from grind.grammars.grammar import ARROW, read_grammar
+from grind.formats.rules import ARROW, unholdable
+from grind.grammars.grammar import read_grammar
 from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
@@ -35,7 +36,7 @@ def check_symbols(sents, corpus) -> None:
     name = "<stdin>" if corpus == "-" else corpus
     for s in sents:
         for i, t in enumerate(s.tokens):
-            if not t or t == ARROW or any(c.isspace() for c in t):
+            if unholdable(t):
                 raise InputError(f"{name}: sentence {s.number} (line {s.line}), token {i + 1}: {t!r} cannot be a "
                                  f"grammar symbol (the rule format, symbols separated by whitespace, cannot hold an "
                                  f"empty token, one with whitespace in it or '{ARROW}'): use another --column")
@@ -132,7 +133,7 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
         read: dict = {}
         vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from, read)
         read_as = read.get("format")
-        bad = [t for t in vocab if not t or t == ARROW or any(c.isspace() for c in t)]
+        bad = [t for t in vocab if unholdable(t)]
         if bad:
             raise InputError(f"{corpus}: the {spec.column or 'token'} value {bad[0]!r} (of CORPUS, --tags or "
                              f"--tags-from) cannot be a grammar symbol (the rule format cannot hold an empty value, "

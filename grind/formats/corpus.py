@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.textio import is_stream, quote_line, read_lines, shown
+from grind.formats.textio import header_keys, is_stream, quote_line, read_lines, shown
 
 #: PTB punctuation tags (Klein & Manning 2004's WSJ10 convention; CoNLL-X eval.pl instead decides by the
 #: word form, all punctuation characters, and so also drops `#`); `#` and `$` are added by ``--punct ptb+``
@@ -295,17 +295,16 @@ def _without_header(lines, name, what, hint="", tab_is_data=False):
     :data:`HEADERS_READ`); ``tab_is_data``: a line with a TAB is data (a sigmorphon row whose
     word starts with ``#``), never a header line."""
     it, heads, first, grinds = iter(lines), 0, None, False
-    keys = HEADERS_READ[name] = {}
+    seen: list[str] = []
     for item in it:
         if not item[1].startswith("#") or (tab_is_data and "\t" in item[1]):
             first = item
             break
         line = item[1].rstrip("\r\n")
-        key, sep, value = line[2:].partition(": ")
-        if line.startswith("# ") and sep:
-            keys.setdefault(key, value)
+        seen.append(line)
         grinds = (line.startswith("# grind ") if heads == 0 else grinds and (line == "#" or line.startswith("# ")))
         heads += 1
+    HEADERS_READ[name] = header_keys(seen)
     if heads and not grinds:       # a header grind wrote (e.g. a shard's: '# grind ...', '# key: value') goes unsaid
         # a warning when data follows (a '#hashtag' sentence read as a header is lost); else the error says it
         (log.warn if first is not None else log.info)(
@@ -467,15 +466,6 @@ def _blocks(lines, heads: list | None = None):
 _WARNED_ROOTS: set[str] = set()
 
 
-def _header_keys(comments) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for c in comments:
-        key, sep, value = c[2:].partition(": ")
-        if c.startswith("# ") and sep:
-            out.setdefault(key, value)
-    return out
-
-
 def _read_treebank(lines, name, fmt, spec, stats=None):
     column = spec.column or _default_column_error(name)
     if column not in COLUMNS:
@@ -488,7 +478,7 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
     no_words = []                    # blocks with rows but no word row (only empty nodes / multiword ranges)
     for number, (start, comments, rows) in enumerate(_blocks(lines, heads), 1):
         if number == 1:
-            HEADERS_READ[name] = _header_keys(heads or comments)
+            HEADERS_READ[name] = header_keys(heads or comments)
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         raw = None
         if fmt != "malt":

@@ -29,6 +29,11 @@ from grind.errors import InputError, NumericalError
 from grind.formats.textio import is_stream, open_binary, quote_line, read_lines, stdin_bytes
 
 ARROW = "-->"
+
+
+def unholdable(token: str) -> bool:
+    """A token no rule line can hold as a symbol: empty, with whitespace in it, or the arrow."""
+    return not token or token == ARROW or any(c.isspace() for c in token)
 #: The ``# weights:`` header of count files (grind estep / sum).
 COUNTS_HEADER = "expected rule counts"
 #: How a grammar file's ``# weights:`` header names Dirichlet pseudo-counts.

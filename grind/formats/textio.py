@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import itertools
 import io
 import lzma
 import os
@@ -131,23 +132,26 @@ def read_lines(path: str):
             f.close()
 
 
+def header_keys(lines) -> dict[str, str]:
+    """The ``# key: value`` lines among ``lines`` as a dict (the first value of a key; other lines ignored)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        key, sep, value = line[2:].rstrip("\r\n").partition(": ")
+        if line.startswith("# ") and sep:
+            out.setdefault(key, value)
+    return out
+
+
 def read_header(path: str) -> dict:
     """The ``# key: value`` lines at the top of the file ``path`` (a header grind wrote) as a dict;
     empty for standard input or a pipe, which cannot be read twice."""
     if is_stream(path):
         return {}
-    out: dict[str, str] = {}
     lines = read_lines(path)
     try:
-        for _, line in lines:
-            if not line.startswith("# "):
-                break
-            key, sep, value = line[2:].rstrip("\r\n").partition(": ")
-            if sep:
-                out.setdefault(key, value)
+        return header_keys(itertools.takewhile(lambda line: line.startswith("# "), (ln for _, ln in lines)))
     finally:
         lines.close()
-    return out
 
 
 def shown(items, limit: int = 10) -> str:

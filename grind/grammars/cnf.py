@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from grind.errors import InputError
-from grind.formats.rules import ARROW
+from grind.formats.rules import ARROW, unholdable
 from grind.grammars.grammar import Grammar
 
 
@@ -18,7 +18,7 @@ def cnf_grammar(vocab, n_nonterminals: int, n_preterminals: int = 0, start: str 
     """
     if not vocab:
         raise InputError("the corpus has no words")
-    bad = [w for w in vocab if w == ARROW or not w or any(c.isspace() for c in w)]
+    bad = [w for w in vocab if unholdable(w)]
     if bad:
         raise InputError(f"corpus token {bad[0]!r} cannot be a word of a grammar: the rule format "
                          f"(LHS {ARROW} RHS, symbols separated by whitespace) cannot hold '{ARROW}', "
