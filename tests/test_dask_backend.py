@@ -5,7 +5,7 @@ The grammar must be the single-process one bit for bit: the same shards of
 client in shard order.  Checked on a real ``LocalCluster`` with 2 worker
 processes: ``--cluster local:2`` (the command starts and stops it) for em and
 vb, and ``--cluster tcp://...`` (a cluster this module starts) for
-stochastic VB, ln --model 2 (also --joint) and --model 1, --trees and a resume.  The tests
+stochastic VB, ln --model 2 (also --joint) and --model 1, mixture over ln and vb, --trees and a resume.  The tests
 that need Dask skip without it; the option checks run either way.
 """
 from __future__ import annotations
@@ -98,7 +98,9 @@ def test_local_cluster_gives_the_single_process_grammar_bit_for_bit(sample, algo
     ["--algo", "stochastic", "--batch", "300", "--batch-iterations", "2", "--seed", "4"],
     ["--algo", "ln", "--model", "2", "--iterations", "2", "--ln-cycles", "1"],
     ["--algo", "ln", "--model", "1", "--iterations", "2", "--ln-cycles", "1"],
-], ids=["stochastic", "ln-model-2", "ln-model-1"])
+    ["--algo", "mixture", "--base", "ln", "--iterations", "2", "--ln-cycles", "1", "--constraints", "RA+VAR+SD,LC"],
+    ["--algo", "mixture", "--base", "vb", "--iterations", "3"],
+], ids=["stochastic", "ln-model-2", "ln-model-1", "mixture-ln", "mixture-vb"])
 def test_tcp_cluster_gives_the_single_process_grammar(sample, scheduler, tmp_path, args):
     d, train = sample
     assert run("train", *args, *SHORT, "-o", tmp_path / "one.txt", d / "g1.txt", train)[0] == 0
@@ -244,7 +246,7 @@ def test_a_workers_grind_error_passes_and_each_estep_has_its_own_task_keys(sched
     (["--algo", "gibbs"], "not --algo gibbs"),
     (["--algo", "hastings"], "not --algo hastings"),
     (["--algo", "streaming"], "not --algo streaming"),
-    (["--algo", "mixture"], "not --algo mixture"),
+    (["--algo", "mixture", "--ln-warm"], "--cluster runs mixture over ln --model 1 with cold starts"),
     (["--algo", "ln", "--ln-warm"], "--cluster runs ln --model 1 with cold starts and the plain M-step: --ln-warm"),
     (["--algo", "ln", "--ln-mstep", "newton"], "plain M-step: --ln-mstep newton keeps every sentence's posterior"),
     (["--jobs", "2"], "leave out --jobs"),

@@ -264,6 +264,52 @@ def test_ln_model2_does_not_reuse_a_parse_made_under_other_coefficients(monkeypa
     np.testing.assert_array_equal(m1.weights(), m0.weights())
 
 
+class _RemoteShards(ShardedEstep):
+    """A stand-in for the Dask E-step (``remote``): each shard's work runs on a DMV parser
+    built again, as a worker builds one, with a pickled copy of the payload, in reverse
+    shard order; the results come back in shard order."""
+    remote = True
+
+    def __init__(self, g, sents, shard):
+        super().__init__(DMVParser(g, sents), shard=shard)
+        self.build = lambda: DMVParser(g, sents)
+        self.calls = 0
+
+    def map_shards(self, fn, payload, idx=None):
+        import pickle
+        shards = self.shards(idx)
+        self.calls += 1
+        out = {k: fn(self.build(), s, pickle.loads(pickle.dumps(payload)))
+               for k, s in reversed(list(enumerate(shards)))}
+        return [out[k] for k in range(len(shards))]
+
+
+@pytest.mark.parametrize("base, extra", [("em", {}), ("vb", {}), ("ln", dict(model=1)), ("ln", dict(model=2))],
+                         ids=["em", "vb", "ln-model-1", "ln-model-2"])
+def test_mixture_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypatch, base, extra):
+    """What ``--cluster`` runs: every shard on a worker's own mixture parser, its log Z_k and
+    fall-backs brought back for the C-step.  Two constrained components (the C-step's linear
+    program), sentences that fall back, 4 shards of 8: the trace (bound, beta, L_k,
+    fall-backs) and the grammar equal the single-process run's bit for bit."""
+    from grind.infer import ln
+    monkeypatch.setattr(ln, "SHARD", 8)
+    sents = corpus(seed=5, n=28)
+    g = dmv_grammar(sents)
+    kw = dict(mix_base=base, mix_constraints="RA+VAR+SD,LC+NS", mix_start=0.6, mix_rate=0.1, **extra)
+    runs = []
+    for est in (ShardedEstep(DMVParser(g, sents), shard=8), _RemoteShards(g, sents, 8)):
+        m = Mixture(g, est, np.full(len(g), 1.1), g.probabilities(), cfg(**kw), np.random.default_rng(0))
+        runs.append((m, [m.step() for _ in range(4)], est))
+    (a, sa, _), (b, sb, remote) = runs
+    assert remote.calls >= 4 and len(remote.shards()) == 4
+    assert [s.objective for s in sa] == [s.objective for s in sb]
+    assert [s.extra for s in sa] == [s.extra for s in sb]
+    assert sa[-1].extra["fallback_LC+NS"] > 0 and sa[-1].extra["beta_meanfield"] < 1
+    assert len({s.extra["beta_meanfield"] for s in sa}) == 4          # the C-step moved beta every step
+    assert a.weights().tobytes() == b.weights().tobytes()
+    assert a.parser.logz_k.tobytes() == b.parser.logz_k.tobytes()
+
+
 # ---------------------------------------------------------------- CLI
 
 C = ["--column", "UPOS", "--punct", "ud", "--max-length", "8"]

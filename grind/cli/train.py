@@ -159,7 +159,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
                    "processes=1, memory='4GB', walltime='04:00:00', python='/path/to/.venv/bin/python') (or "
                    "PBSCluster(...)), cluster.scale(jobs=16), and pass cluster.scheduler_address here.  For em, vb, "
                    "stochastic, ln (--model 1: cold starts, plain M-step; each shard's posteriors are fitted and "
-                   "summed on its worker) and --trees; needs pip install 'grind[dask]' here and the same grind "
+                   "summed on its worker), mixture (each worker runs the constrained components too) and "
+                   "--trees; needs pip install 'grind[dask]' here and the same grind "
                    "on the workers.")
 @click.option("--trees", "on_trees", is_flag=True,
               help="CORPUS (and --dev) are PTB bracketed trees: train a latent-annotation grammar (grind make-grammar "
@@ -368,14 +369,13 @@ def _check_distinct_outputs(**paths):
 
 
 #: Algorithms whose E-step is the driver's ``estep`` over the whole corpus or a minibatch (--cluster runs it).
-CLUSTER_ALGOS = ("em", "vb", "stochastic", "ln")
+CLUSTER_ALGOS = ("em", "vb", "stochastic", "ln", "mixture")
 #: Why the others cannot use --cluster.
 NOT_ON_CLUSTER = {
     "cvb": "its E-step updates one sentence at a time",
     "gibbs": "it samples one sentence at a time",
     "hastings": "it samples one sentence at a time",
     "streaming": "it parses each minibatch of the stream in this process",
-    "mixture": "its E-step records each sentence's component log Z in this process",
 }
 
 
@@ -390,8 +390,10 @@ def _check_cluster_options(cluster, algo, cfg, jobs):
     if algo not in CLUSTER_ALGOS:
         why = NOT_ON_CLUSTER.get(algo, "its E-step is not a sum over shards")
         raise click.UsageError(f"--cluster runs the E-step of {', '.join(CLUSTER_ALGOS)}, not --algo {algo}: {why}")
-    if algo == "ln" and int(cfg.model) == 1 and (cfg.ln_warm or cfg.ln_mstep != "plain"):
-        raise click.UsageError("--cluster runs ln --model 1 with cold starts and the plain M-step: "
+    ln_base = algo == "ln" or (algo == "mixture" and cfg.mix_base == "ln")
+    if ln_base and int(cfg.model) == 1 and (cfg.ln_warm or cfg.ln_mstep != "plain"):
+        raise click.UsageError(f"--cluster runs {'mixture over ' if algo == 'mixture' else ''}ln --model 1 with cold "
+                               "starts and the plain M-step: "
                                f"{'--ln-warm' if cfg.ln_warm else '--ln-mstep newton'} keeps every sentence's "
                                "posterior in this process")
     if jobs > 1:

@@ -66,6 +66,13 @@ A sentence with no tree in Y_k of positive weight (e.g. RA+VAR when the last
 word is not a verb but some other word is) uses q_k = q_0 and
 log Z_k = log Z_0 there, so every component scores every parseable sentence
 and the bound stays finite; the trace counts such sentences per component.
+
+On a cluster (an ``estep`` whose shards run elsewhere, ``estep.remote``:
+``grind train --cluster``), :class:`RemoteMixtureEstep` runs every shard on a
+worker's own :class:`MixtureParser` (built there once from the worker's DMV
+parser, :func:`mixture_shard`) under this step's beta, and brings back with
+the shard's result its log Z_k and fall-backs, recorded here for the C-step:
+the same numbers, summed in the same order, as the single-process run.
 """
 from __future__ import annotations
 
@@ -80,7 +87,7 @@ from grind.kernels.contract import ChartParser
 from grind.infer.base import Algorithm
 from grind.infer.config import option
 from grind.infer.ln import LNConfig
-from grind.infer.training import SHARD, ShardedEstep
+from grind.infer.training import SHARD, ShardedEstep, shard_counts
 
 #: --base name -> "module:Class" of the algorithm run over the mixture parser.
 BASES = {"ln": "grind.infer.ln:LogisticNormal", "vb": "grind.infer.vb:VB", "em": "grind.infer.em:EM"}
@@ -225,6 +232,64 @@ class MixtureParser(ChartParser):
         return self.base.sample(weights, rng, idx)
 
 
+class MixtureWork:
+    """A mixture shard's task for a worker (picklable): the components' spec, the
+    coefficients beta, and the base's own shard work ``fn(parser, idx, payload)``."""
+
+    def __init__(self, spec, beta, fn, payload):
+        self.spec, self.beta, self.fn, self.payload = spec, np.asarray(beta, dtype=np.float64), fn, payload
+
+
+def _shard_io(parser, idx, weights):
+    """The plain E-step of one shard (the base's ``estep(weights)``), as :class:`ShardedEstep` runs it."""
+    return shard_counts(parser, weights, idx)
+
+
+def _worker_mixture(parser, spec) -> MixtureParser:
+    """The :class:`MixtureParser` of components ``spec`` over the worker's DMV ``parser``,
+    built at the first shard and kept with the parser (dropped with it at the run's end)."""
+    made = parser.__dict__.setdefault("_grind_mixtures", {})
+    if spec not in made:
+        made[spec] = MixtureParser(parser, [(n, constrained_parser(parser.grammar, parser.sentences, m))
+                                            for n, m in parse_mixture_spec(spec)])
+    return made[spec]
+
+
+def mixture_shard(parser, idx, work: MixtureWork) -> tuple:
+    """One shard on a worker: ``work.fn`` on the worker's mixture parser under ``work.beta``;
+    returns (its result, log Z_k of the shard's sentences (K+1, len(idx)), their fall-backs (K, len(idx)))."""
+    mp = _worker_mixture(parser, work.spec)
+    mp.beta = work.beta
+    out = work.fn(mp, idx, work.payload)
+    return out, mp.logz_k[:, idx].copy(), mp.fallback[:, idx].copy()
+
+
+class RemoteMixtureEstep(ShardedEstep):
+    """The mixture's E-step over an ``estep`` whose shards run elsewhere (a Dask cluster):
+    each shard, plain (``__call__``) or the base's own work (:meth:`map_shards`, e.g. logistic-normal
+    model I's), runs through :func:`mixture_shard` on the worker; the shard's log Z_k and fall-backs
+    are recorded in this process's :class:`MixtureParser` (``parser``), which the C-step reads."""
+
+    remote = True
+
+    def __init__(self, estep, parser: MixtureParser, spec: str):
+        super().__init__(parser, 1, estep.shard)
+        self.inner, self.spec = estep, str(spec)
+
+    def __call__(self, weights, idx=None):
+        return self.reduce(self.map_shards(_shard_io, np.asarray(weights, dtype=np.float64), idx))
+
+    def map_shards(self, fn, payload, idx=None) -> list:
+        shards = self.shards(idx)
+        parts = self.inner.map_shards(mixture_shard, MixtureWork(self.spec, self.parser.beta, fn, payload), idx)
+        out = []
+        for s, (result, logz_k, fallback) in zip(shards, parts):
+            self.parser.logz_k[:, s] = logz_k
+            self.parser.fallback[:, s] = fallback
+            out.append(result)
+        return out
+
+
 @dataclass
 class MixtureConfig(LNConfig):
     """Posterior-mixture options; the rest (``iterations``, ``tolerance``, the
@@ -290,7 +355,10 @@ class Mixture(Algorithm):
         self.names = self.parser.names
         self.beta = self.fixed.copy() if self.fixed is not None else self._initial_beta(0)
         self.parser.beta = self.beta
-        self.estep = ShardedEstep(self.parser, getattr(estep, "jobs", 1), getattr(estep, "shard", SHARD))
+        if getattr(estep, "remote", False):
+            self.estep = RemoteMixtureEstep(estep, self.parser, cfg.mix_constraints)
+        else:
+            self.estep = ShardedEstep(self.parser, getattr(estep, "jobs", 1), getattr(estep, "shard", SHARD))
         module, cls = BASES[base].split(":")
         self.base = getattr(importlib.import_module(module), cls)(grammar, self.estep, prior, theta0, cfg, rng)
         self.output = self.base.output
