@@ -109,6 +109,23 @@ def test_counts_sum_and_roundtrip(tmp_path):
     assert r.rules == c.rules and np.array_equal(r.values, c.values) and r.stats == c.stats
 
 
+def test_left_out_sentences_add_up_and_a_shard_without_any_writes_no_line(tmp_path):
+    """'# left_out:' (sentences read but not counted) is written only when not 0 and adds up
+    with a file that has none."""
+    st = {"sentences": 2, "parsed": 2, "words": 5, "loglik": -3.25}
+    a = Counts([("S", ("a",))], np.array([1.0]), dict(st, left_out=3))
+    b = Counts([("S", ("a",))], np.array([2.0]), dict(st))
+    for path, c in (("ab.txt", a + b), ("ba.txt", b + a), ("b.txt", b)):
+        write_counts(str(tmp_path / path), c)
+    assert read_counts(str(tmp_path / "ab.txt")).stats["left_out"] == 3
+    assert read_counts(str(tmp_path / "ba.txt")).stats["left_out"] == 3
+    assert "left_out" not in (tmp_path / "b.txt").read_text()
+    text = (tmp_path / "ab.txt").read_text().replace("# left_out: 3", "# left_out: -1")
+    (tmp_path / "bad.txt").write_text(text)
+    with pytest.raises(InputError, match="left_out: -1' must be a finite non-negative number"):
+        read_counts(str(tmp_path / "bad.txt"))
+
+
 def test_counts_with_no_sentence_parsed_are_read(tmp_path):
     # '# parsed: 0' and '# words: 0' are valid statistics (no sentence of the shard parsed)
     p = tmp_path / "c.txt"

@@ -116,6 +116,10 @@ def test_sharded_training_equals_grind_train(grammars, tmp_path, model, algo):
         head = header(steps[-1])
         for key in ("weights", "start", "algorithm", "alpha", "steps", "corpus"):
             assert head[key] == ref_head[key], (k, key)
+        # the sentences the length limits left out, counted per shard and summed, as grind train counts them
+        assert int(head["left_out"].split()[0]) == int(ref_head["left_out"].split()[0]) > 0
+        assert sum(int(header(d / f"c{ITERATIONS - (algo != 'vb')}.{i}.txt").get("left_out", 0))
+                   for i in range(1, k + 1)) == int(ref_head["left_out"].split()[0])
         objs = [float(header(g)["objective"]) for g in steps[1:]]
         if k == 1:     # the same sentences in the same order: bit for bit
             assert np.array_equal(got.weights, want.weights)

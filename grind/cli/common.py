@@ -211,6 +211,12 @@ def left_out(sents, what: str = "not written") -> str | None:
     return "; ".join(parts) or None
 
 
+def not_counted(sents) -> int:
+    """How many sentences (trees, words) of the input a corpus read by read_corpus holds no more: the
+    number parts of :func:`left_out` (repeats that --types drops are the same word, counted once)."""
+    return sum(int(getattr(sents, k, 0)) for k in ("left_out", "wordless", "no_words", "multiword"))
+
+
 def is_treebank_grammar(path) -> bool:
     """The grammar file's header says ``# model: treebank`` (written by make-grammar treebank, train --trees and
     mstep --grammar), read as the grammar reader reads header lines (blank lines and any ``#`` line before the

@@ -20,7 +20,8 @@ from grind.formats.counts import Counts, missing_shards, read_counts, shard_meta
 from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
 from grind.cli.common import (AlphaType, corpus_options, output_option, start_option, kernel_option, write_grammar,
-                              load, load_trees, report_failures, TREES_TEXT, check_tree_options, is_treebank_grammar)
+                              not_counted, load, load_trees, report_failures, TREES_TEXT, check_tree_options,
+                              is_treebank_grammar)
 
 #: The algorithms whose iteration estep / sum / mstep carry out (map = em with --alpha, as in grind train).
 STEP_ALGOS = ("em", "map", "vb")
@@ -59,7 +60,10 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     mstep' completes the iteration.  The header carries what the objective
     needs from the shard: sentences, parsed, words and loglik (the sum of
     log Z over the parsed sentences: the log-likelihood for em/map, the
-    first term of the variational bound for vb), and the E-step made
+    first term of the variational bound for vb), left_out (sentences of
+    the file not counted: outside the length limits, without words; only
+    when there are some; grind mstep carries the sum into its grammar's
+    header), and the E-step made
     ('# estep:', '# estep-weights:' = a fingerprint of GRAMMAR's weights).
     The sentences are summed in blocks of 256 as grind train sums them.
 
@@ -109,7 +113,8 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     report_failures(sents, parser, logz, "trees" if on_trees else "sentences")
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
-             "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum())}
+             "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum()),
+             "left_out": not_counted(sents)}
     meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "corpus": what,
             **treebank_meta(g)}
     shards = shard_meta(read_header(corpus))
@@ -128,7 +133,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
 def sum_(counts, output):
     """Add count files (rules matched by key, in the order given).
 
-    Counts and header statistics (sentences, parsed, words, loglik) are
+    Counts and header statistics (sentences, parsed, words, loglik, left_out) are
     added in the order of the arguments (give shards in their order for a
     reproducible result); the files must come from one E-step over the
     shards of one corpus (the same '# estep:', '# estep-weights:' and
@@ -279,6 +284,10 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
             objective = c.stats["loglik"] + log_dirichlet_prior(g, theta_prev, prior)
         extra["estimate"] = f"MAP alpha={alpha}"
     tb_meta = {k: c.meta[k] for k in TREEBANK_META if k in c.meta} if c.meta.get("model") == "treebank" else {}
+    gone = int(c.stats.get("left_out", 0))
+    if gone:
+        extra["left_out"] = f"{gone} sentences of the corpus not counted by grind estep (not trained on)"
+        log.info(f"{name}: {gone} sentences of the corpus were left out by grind estep (its '# left_out:' line)")
     write_grammar(output, g, weights, kind, algorithm=name_of, alpha=alpha, steps=steps,
                   objective=None if objective is None else repr(objective), corpus=c.meta.get("corpus"),
                   **extra, **(treebank_meta(g) if grammar_path else tb_meta))

@@ -1,7 +1,8 @@
 """Rule-count files: ``count LHS --> RHS ...``, keyed exactly like grammar rules.
 
 A count file carries its corpus statistics in the header (``# sentences:``,
-``# parsed:``, ``# words:``, ``# loglik:``) so that the files of shards add up
+``# parsed:``, ``# words:``, ``# loglik:``, and ``# left_out:`` when some
+sentences were not counted) so that the files of shards add up
 (``grind sum``) to exactly what one ``grind estep`` over the whole corpus
 writes, log-likelihood included (up to the rounding of the different order
 of addition).  It also says which E-step made it (:data:`META`), so that
@@ -21,6 +22,10 @@ from grind.formats.rules import COUNTS_HEADER, RuleSet, RuleTable, _parse_file, 
 from grind.formats.textio import header_lines, open_out
 
 STATS = ("sentences", "parsed", "words", "loglik")
+#: Statistics a count file has only when they are not 0 (absent = 0 when files are added):
+#: ``left_out``, sentences of the corpus read but not counted (outside the length limits,
+#: trees or CoNLL blocks without words, SIGMORPHON rows of several words).
+OPTIONAL_STATS = ("left_out",)
 #: Header lines a count file carries through ``grind sum``: the E-step that
 #: made it (``probabilities``: under the grammar's rule probabilities, as EM
 #: and MAP-EM and VB's initialisation run it; ``vb``: under VB's weights
@@ -73,6 +78,8 @@ class Counts(RuleSet):
         if problem:
             raise InputError(f"the counts {problem}: add the counts of one E-step over one corpus only")
         stats = {k: self.stats[k] + other.stats[k] for k in STATS if k in self.stats}
+        stats.update({k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in OPTIONAL_STATS
+                      if k in self.stats or k in other.stats})
         meta = dict(self.meta)
         shards = merge_shards(self.meta.get("shards"), other.meta.get("shards"))
         if shards:
@@ -136,7 +143,7 @@ def read_counts(path: str) -> Counts:
         raise InputError(f"{name}: not a count file: {has}, not '# weights: {COUNTS_HEADER}' "
                          "(count files come from grind estep or grind sum)")
     stats = {}
-    for k in STATS:
+    for k in STATS + OPTIONAL_STATS:
         if k in meta:
             try:
                 stats[k] = float(meta[k])
@@ -238,6 +245,7 @@ def write_counts(path: str, counts: Counts, **extra) -> None:
     """Header (what the counts are, the stats, rule count and fingerprint,
     ``counts.meta``, then ``extra``), then one ``count LHS --> RHS`` line a rule."""
     stats = {k: _fmt_stat(counts.stats[k]) for k in STATS if k in counts.stats}
+    stats.update((k, _fmt_stat(counts.stats[k])) for k in OPTIONAL_STATS if counts.stats.get(k))
     meta = {k: counts.meta[k] for k in META if k in counts.meta}
     meta.update((k, v) for k, v in extra.items() if k in META)
     extra = {k: v for k, v in extra.items() if k not in META}
