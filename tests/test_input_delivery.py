@@ -63,11 +63,17 @@ def test_standard_input_given_for_two_inputs_is_an_error(dmv):
     mapping and an untied logistic normal with exit 0 (CLI audit)."""
     d, text = dmv
     g = (d / "g1.txt").read_text()
-    why = "'-' (standard input) is given for two inputs of this command"
-    for cmd in (["make-structure", "--tie", "V", "--families", "-", "-"],
-                ["train", "--algo", "ln", "--tie", "V", "--families", "-", *C, "-", d / "train.conllu"]):
+    for cmd, why in (
+            (["make-structure", "--tie", "V", "--families", "-", "-"], "--families and GRAMMARS are both '-'"),
+            (["train", "--algo", "ln", "--tie", "V", "--families", "-", *C, "-", d / "train.conllu"],
+             "--families and GRAMMAR are both '-'"),
+            # the grammar on stdin was read as the corpus first: "this looks like a grammar file"
+            (["parse", *C, "-", "-"], "GRAMMAR and CORPUS are both '-'"),
+            (["sum", "-", d / "g1.txt", "-"], "COUNTS is '-' 2 times"),
+            (["init", "--harmonic", "--corpus", "-", "-"], "--corpus and GRAMMAR are both '-'")):
         r = grind(*cmd, stdin=g, check=False)
-        assert r.returncode == 1 and why in r.stderr and not r.stdout, (cmd, r.stderr)
+        assert r.returncode == 2 and why + ": standard input can be read only once" in r.stderr and not r.stdout, \
+            (cmd, r.stderr)
     assert grind("parse", *C, d / "g1.txt", "-", stdin=text).stdout      # one reader of '-' is fine
 
 

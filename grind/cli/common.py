@@ -114,7 +114,7 @@ def check_outputs_are_not_inputs(ctx: click.Context) -> None:
     file -- a corpus by a grammar, a grammar by its parses -- save a grammar's in-place update (:data:`IN_PLACE`).
     Run before every command (``grind.cli.main``)."""
     from grind.formats.textio import is_special, same_file
-    outs, ins = [], []
+    outs, ins, stdin = [], [], []
     for p in ctx.command.params:
         v = ctx.params.get(p.name)
         values = v if isinstance(v, (list, tuple)) else [v]
@@ -123,15 +123,28 @@ def check_outputs_are_not_inputs(ctx: click.Context) -> None:
         else:
             ins += [(p, x) for x in values if isinstance(x, str) and x != "-" and os.path.isfile(x)
                     and not is_special(x)]
+            stdin += [_param_name(p)] * sum(x == "-" for x in values)
+    if len(stdin) > 1:
+        names = list(dict.fromkeys(stdin))
+        if len(names) == 1:
+            named = f"{names[0]} is '-' {len(stdin)} times"
+        else:
+            named = f"{', '.join(names[:-1])} and {names[-1]} are {'both' if len(stdin) == 2 else 'all'} '-'"
+        raise click.UsageError(f"{named}: standard input can be read only once; give all but one of them as files")
     for po, o in outs:
         for pi, i in ins:
             if po.name == "output" and (ctx.command.name, pi.name) in IN_PLACE:
                 continue
             if same_file(o, i):
                 what = "/".join(po.opts) if po.opts else po.name
-                src = "/".join(pi.opts) if pi.opts and pi.opts[0].startswith("-") else pi.name.upper()
+                src = _param_name(pi)
                 raise click.UsageError(f"{what} {o} is {src} ({i}), which this command reads: writing it would "
                                        "replace the input; write elsewhere")
+
+
+def _param_name(p) -> str:
+    """An option by its flags (``--corpus``), an argument by its metavar (``CORPUS``)."""
+    return "/".join(p.opts) if p.opts and p.opts[0].startswith("-") else p.name.upper()
 
 
 class FiniteFloatRange(click.FloatRange):
