@@ -176,6 +176,16 @@ def test_parse_segment_unparsed_and_mbr(morph):
     assert r.returncode == 2 and "CKYParser" in r.stderr
 
 
+def test_parse_segment_of_a_word_list_without_chars_says_to_give_chars(morph):
+    """A word list without --chars: each word is one token, none parses; the warning says why."""
+    (morph / "words.txt").write_text("ab\nabc\na\n")
+    r = grind("parse", "--segment", morph / "g.txt", morph / "words.txt")
+    assert "# unparsed: 2" in r.stdout
+    assert "2 of them are one token of several characters" in r.stderr and "needs --chars" in r.stderr
+    r = grind("parse", "--segment", morph / "g.txt", morph / "c.txt")         # characters spaced out: no hint
+    assert "--chars" not in r.stderr
+
+
 def test_parse_segment_boundary_threshold(morph):
     # abc: P(after a) = 0.105 / 0.189 = 0.556, P(after b) = 0.084 / 0.189 = 0.444;
     # ab: P(after a) = 0.189 / 0.309 = 0.612

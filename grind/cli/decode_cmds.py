@@ -451,6 +451,10 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} words have no parse; written 'word<TAB>_' (grind eval "
                  "--segmentation: no correct morph, no boundary)")
+        whole = sum(1 for i in bad if len(sents[i].tokens) == 1 and len(sents[i].tokens[0]) > 1)
+        if not spec.chars and whole * 2 > unparsed:
+            log.warn(f"{whole} of them are one token of several characters: without --chars a line's tokens are "
+                     "its whitespace-separated strings, so a word list needs --chars (its characters the tokens)")
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(sents.format),
                                   left_out=left_out(sents), unparsed=unparsed, **(header or {})))
