@@ -705,3 +705,22 @@ def test_model1_on_remote_shards_refuses_per_sentence_state(cfg):
     with pytest.raises(InputError, match="model I on a cluster needs cold starts and the plain M-step"):
         ln.LogisticNormal(g, _RemoteShards(g, sents, 256), None, g.weights,
                           SimpleNamespace(iterations=1, tolerance=0, model=1, **cfg))
+
+
+def test_a_grammar_too_wide_for_the_machine_is_refused_before_any_work(monkeypatch):
+    """ln_bytes: Sigma and its inverse per expert, plus the Newton step's L x L matrix per
+    (sentence, expert) of a shard; above the machine's memory an InputError that names the width
+    (a morphology grammar's 6,752-wide Stem asked numpy for 261 GiB: 'out of memory')."""
+    groups = [SimpleNamespace(E=3, L=10), SimpleNamespace(E=2, L=4)]
+    st = SimpleNamespace(groups=groups)
+    assert ln.ln_bytes(st, 5) == 8 * (2 * (300 + 32) + 5 * 300)
+    assert ln.ln_bytes(st, 10_000) == 8 * (2 * 332 + ln.SHARD * 300)
+    rng = np.random.default_rng(0)
+    sents = corpus(rng, ["a", "b", "c"], 4)
+    g = dmv_grammar(sents)
+    cfg = SimpleNamespace(iterations=1, tolerance=0)
+    ln.LogisticNormal(g, ShardedEstep(make_parser(g, sents)), None, g.weights, cfg)       # fits
+    monkeypatch.setattr(ln, "physical_memory", lambda: 1000)
+    with pytest.raises(InputError, match=r"--algo ln on this grammar needs about .* GiB .* widest multinomials "
+                                         r"have \d+ rules.*train this one with vb"):
+        ln.LogisticNormal(g, ShardedEstep(make_parser(g, sents)), None, g.weights, cfg)

@@ -158,6 +158,7 @@ reading it back (``--ln-init``, ``grind parse --committee``) rebuilds the expert
 from __future__ import annotations
 
 import copy
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from dataclasses import dataclass
@@ -763,6 +764,39 @@ def pack_ln(grammar, experts):
 
 # ----------------------------------------------------------------------------- the algorithm
 
+def ln_bytes(st, n: int) -> int:
+    """About the logistic normal's peak memory (bytes): per group of experts of L outcomes,
+    Sigma and its inverse (E L^2 numbers each), and the E-step's Newton step, which holds an
+    L x L precision for every (sentence, expert) of a shard of up to SHARD sentences
+    (:func:`_newton`; the group with the largest E L^2)."""
+    big = max((gr.E * gr.L ** 2 for gr in st.groups), default=0)
+    return 8 * (2 * sum(gr.E * gr.L ** 2 for gr in st.groups) + min(n, SHARD) * big)
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_size(grammar, st, n: int) -> None:
+    """InputError before any work when :func:`ln_bytes` exceeds the machine's memory: the
+    logistic normal is for grammars whose multinomials are small (the DMV's over tags, tens of
+    outcomes); a morphology grammar's lexical multinomials have thousands."""
+    need, have = ln_bytes(st, n), physical_memory()
+    if have is None or need <= have:
+        return
+    gr = max(st.groups, key=lambda gr: gr.E * gr.L ** 2)
+    raise InputError(f"--algo ln on this grammar needs about {need / 2**30:,.0f} GiB ({have / 2**30:,.0f} GiB "
+                     f"here): its widest multinomials have {gr.L:,} rules, and the logistic normal holds a "
+                     f"{gr.L:,} x {gr.L:,} covariance for each, and in the E-step's Newton steps one such matrix "
+                     f"for each of them in each sentence of a {min(n, SHARD)}-sentence shard.  It is meant for "
+                     "grammars with small multinomials (the DMV over tags); train this one with vb, cvb, gibbs "
+                     "or hastings")
+
+
 @dataclass
 class LNConfig(TrainConfig):
     """The logistic-normal prior's options: it runs to convergence of the
@@ -870,6 +904,7 @@ class LogisticNormal(Algorithm):
             lt = pk.unpack(np.log(np.maximum(th, 1e-300)))
             lt -= np.where(pk.mask, lt, 0).sum(-1, keepdims=True) / pk.sizes[:, None]
             lt = np.where(pk.mask, lt, 0.0)
+            check_size(grammar, self.st, len(self.parser.sentences))
             self.mu = [gr.gather(lt) for gr in self.st.groups]
             self.Sigma = initial_covariance(grammar, self.st, self._cov, families)
         self.it, self.prev, self.done = 0, None, False
