@@ -72,7 +72,8 @@ def test_labeled_eval_still_reads_predictions_with_bare_words(tmp_path):
     gold.write_text("(S (NP (DT The) (NN dog)) (VBZ barks))\n")
     assert "all_correct_tags\t1" in grind("eval", "--labeled", gold, pred).stdout
     r = grind("eval", "--labeled", pred, pred, check=False)          # as GOLD the untagged words are an error
-    assert r.returncode == 1 and "gold tree 1: word 'dog' is not under a preterminal" in r.stderr
+    assert r.returncode == 1 and "gold tree 1 (gold line " in r.stderr
+    assert "): word 'dog' is not under a preterminal" in r.stderr
 
 
 @pytest.mark.parametrize("form", ["-->", "New York", ""])

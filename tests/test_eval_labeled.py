@@ -268,6 +268,16 @@ def test_cli_labeled_yield_mismatch_names_files(tmp_path):
     assert str(g) in str(result.exception) and "tree 1" in str(result.exception)
 
 
+@pytest.mark.parametrize("how", [["--labeled"], ["--format", "ptb", "--column", "FORM"]], ids=["labeled", "unlabeled"])
+def test_a_yield_mismatch_names_the_trees_lines(tmp_path, how):
+    """Both files' lines (a header, a blank line, a tree without words before it in the prediction)."""
+    g, p = tmp_path / "gold.mrg", tmp_path / "pred.trees"
+    g.write_text("(S (NP (PRP I)) (VP (VBD ran)))\n\n(S (NP (PRP You))\n   (VP (VBD sat)))\n")
+    p.write_text("# grind parse\n(S (NP (PRP I)) (VP (VBD ran)))\n(S (NP (PRP You)) (VP (VBD stood)))\n")
+    r = grind("eval", *how, g, p, check=False)
+    assert r.returncode == 1 and "tree 2 (gold line 3, predicted line 3): gold and predicted yields differ" in r.stderr
+
+
 def test_an_empty_gold_tree_file_is_an_error_not_a_score_of_zero(tmp_path):
     """eval --labeled and unlabeled bracket eval printed all-zero scores with exit 0."""
     (tmp_path / "empty.mrg").write_text("")

@@ -169,14 +169,16 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
     if _given("baselines"):
         raise click.UsageError("--labeled has no baselines")
     gold_name = "<stdin>" if gold == "-" else gold
-    gold_trees = read_trees(gold)
+    gold_lines: list = []
+    gold_trees = read_trees(gold, gold_lines)
     if not gold_trees:
         raise InputError(f"{'<stdin>' if gold == '-' else gold}: no trees in GOLD: nothing to score")
     report = ""
     for p in predicted:
         name = "<stdin>" if p == "-" else p
         try:
-            res = evaluate_labeled(gold_trees, read_trees(p))
+            pred_lines: list = []
+            res = evaluate_labeled(gold_trees, read_trees(p, pred_lines), lines=(gold_lines, pred_lines))
         except InputError as e:
             raise InputError(f"{gold_name} vs {name}: {e}") from None
         if any(res["wordless"]):

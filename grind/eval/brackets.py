@@ -34,14 +34,16 @@ def _prf(match, n_pred, n_gold):
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def evaluate(gold_trees, pred_trees) -> dict:
+def evaluate(gold_trees, pred_trees, lines=None) -> dict:
+    """Unlabeled bracket scores (see the module docstring); ``lines``: (gold, predicted) line numbers
+    of the trees, named in errors."""
     if len(gold_trees) != len(pred_trees):
         raise InputError(f"{len(gold_trees)} gold trees but {len(pred_trees)} predicted trees")
     match = n_pred = n_gold = exact = scored = noparse = 0
     f1s = []
     for k, (g, p) in enumerate(zip(gold_trees, pred_trees), 1):
         if leaves(g) != leaves(p):
-            raise InputError(f"tree {k}: gold and predicted yields differ: "
+            raise InputError(f"tree {k}{tree_lines(lines, k)}: gold and predicted yields differ: "
                              f"{' '.join(leaves(g))!r} vs {' '.join(leaves(p))!r}")
         if len(leaves(g)) < 2:
             noparse += p[0] == "NOPARSE"
@@ -67,14 +69,25 @@ def evaluate(gold_trees, pred_trees) -> dict:
             "exact": exact / scored if scored else 0.0}
 
 
-def prepare_gold(trees, spec):
+def tree_lines(lines, k: int, j: int | None = None) -> str:
+    """`` (gold line X, predicted line Y)`` of gold tree k and predicted tree j (1-based; default k),
+    or '' without ``lines`` (the (gold, predicted) lists of the trees' line numbers)."""
+    if not lines:
+        return ""
+    got = [(w, ls[i - 1]) for w, ls, i in zip(("gold", "predicted"), lines, (k, k if j is None else j))
+           if ls and i - 1 < len(ls)]
+    return f" ({', '.join(f'{w} line {n}' for w, n in got)})" if got else ""
+
+
+def prepare_gold(trees, spec, lines=None):
     """Gold trees as the parsed corpus saw them: traces and punctuation (spec.punct)
     pruned, leaves from spec.column (FORM words, LFORM lower-cased, XPOS tags),
-    length filter applied."""
+    length filter applied.  ``lines`` (the trees' line numbers): the kept trees' are
+    left in it, in place."""
     tags = {"none": set(), "ud": {"PUNCT"}, "ptb": PTB_PUNCT, "ptb+": PTB_PUNCT_PLUS}[spec.punct]
     drop = TRACE_TAGS | set(tags)
-    out = []
-    for t in trees:
+    out, kept = [], []
+    for i, t in enumerate(trees):
         t = prune(t, drop.__contains__)
         if t is None:
             continue
@@ -87,6 +100,9 @@ def prepare_gold(trees, spec):
         n = len(leaves(t))
         if spec.min_length <= n and (spec.max_length is None or n <= spec.max_length):
             out.append(t)
+            kept.append(i)
+    if lines is not None:
+        lines[:] = [lines[i] for i in kept]
     return out
 
 
@@ -94,12 +110,14 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None)
     """The report block of PRED against GOLD (with ``name``, a ``# predicted:`` line
     first, for reports of several files) and its scores; ``read_as``: the format
     ``--format auto`` detected for GOLD, for the header."""
-    raw = read_trees(gold_path)
+    gold_lines: list = []
+    pred_lines: list = []
+    raw = read_trees(gold_path, gold_lines)
     if not raw:
         raise InputError(f"{'<stdin>' if gold_path == '-' else gold_path}: no trees in GOLD: nothing to score")
-    gold = prepare_gold(raw, spec)
+    gold = prepare_gold(raw, spec, gold_lines)
     try:
-        res = evaluate(gold, read_trees(pred_path))
+        res = evaluate(gold, read_trees(pred_path, pred_lines), (gold_lines, pred_lines))
     except InputError as e:                  # name both files: there may be several PREDICTED files
         names = ["<stdin>" if p == "-" else p for p in (gold_path, pred_path)]
         raise InputError(f"{names[0]} vs {names[1]}: {e}") from None

@@ -12,7 +12,8 @@ gives them, PTB's unlabelled outer bracket already stripped):
 * **Traces**: ``-NONE-`` preterminals are deleted, with the constituents
   left empty, before anything is counted; they do not count for length.
   The yields left (all words, punctuation included) must be equal, else
-  :class:`grind.errors.InputError` naming the 1-based tree number.
+  :class:`grind.errors.InputError` naming the 1-based tree number (and
+  the trees' lines when the caller gives them).
 * **Punctuation** (DELETE_LABEL ``,`` ``:`` `````` ``''`` ``.``): the words
   whose *gold* tag is one of these are deleted from both trees (with the
   constituents left empty) before spans are computed, so spans are word
@@ -51,6 +52,7 @@ from __future__ import annotations
 from collections import Counter
 
 from grind.errors import InputError
+from grind.eval.brackets import tree_lines
 from grind.formats.trees import leaves, prune, read_trees
 from grind.formats.treebank import base_label
 
@@ -133,19 +135,20 @@ def bracket_multiset(tree) -> Counter:
     return Counter(out)
 
 
-def _sentence(k: int, gold, pred) -> dict:
-    """The counts of one sentence (tree number ``k``, 1-based)."""
+def _sentence(k: int, gold, pred, where: str = "") -> dict:
+    """The counts of one sentence (tree number ``k``, 1-based; ``where`` its lines, for errors)."""
     g = prune(gold, _is_trace)
     noparse = isinstance(pred, tuple) and pred[0] == NOPARSE
     p = pred if noparse else prune(pred, _is_trace)
     gw = leaves(g) if g is not None else []
     pw = leaves(p) if p is not None else []
     if gw != pw:
-        raise InputError(f"tree {k}: gold and predicted yields differ: {' '.join(gw)!r} vs {' '.join(pw)!r}")
+        raise InputError(f"tree {k}{where}: gold and predicted yields differ: {' '.join(gw)!r} vs "
+                         f"{' '.join(pw)!r}")
     gtags = _tags(g) if g is not None else []
     if None in gtags:
-        raise InputError(f"gold tree {k}: word {gw[gtags.index(None)]!r} is not under a preterminal (a POS tag): "
-                         "gold trees must tag every word")
+        raise InputError(f"gold tree {k}{where}: word {gw[gtags.index(None)]!r} is not under a preterminal "
+                         "(a POS tag): gold trees must tag every word")
     punct = {i for i, t in enumerate(gtags) if t is not None and base_label(t) in PUNCT_TAGS}
     gb = bracket_multiset(_drop_words(g, punct, [0]) if g is not None else None)
     if noparse:
@@ -180,16 +183,17 @@ def _block(rows: list) -> dict:
             "tagging_accuracy": _pct(total("correct"), total("words"))}
 
 
-def evaluate_labeled(gold_trees, pred_trees, cutoff: int = 40) -> dict:
+def evaluate_labeled(gold_trees, pred_trees, cutoff: int = 40, lines=None) -> dict:
     """Scores of ``pred_trees`` against ``gold_trees``: ``{"all": block,
-    f"<={cutoff}": block}``, each block a dict with the keys :data:`REPORT_KEYS`."""
+    f"<={cutoff}": block}``, each block a dict with the keys :data:`REPORT_KEYS`.
+    ``lines``: (gold, predicted) line numbers of the trees, named in errors."""
     gold = [(k, t) for k, t in enumerate(gold_trees, 1) if _has_words(t)]
-    pred = [t for t in pred_trees if _has_words(t)]
+    pred = [(k, t) for k, t in enumerate(pred_trees, 1) if _has_words(t)]
     if len(gold) != len(pred):
         raise InputError(f"{len(gold_trees)} gold trees but {len(pred_trees)} predicted trees"
                          + (" (not counting trees without words)" if len(gold) < len(gold_trees) or
                             len(pred) < len(pred_trees) else ""))
-    rows = [_sentence(k, g, p) for (k, g), p in zip(gold, pred)]
+    rows = [_sentence(k, g, p, tree_lines(lines, k, j)) for (k, g), (j, p) in zip(gold, pred)]
     return {"all": _block(rows), f"<={cutoff}": _block([r for r in rows if r["length"] <= cutoff]),
             "wordless": (len(gold_trees) - len(gold), len(pred_trees) - len(pred))}
 
