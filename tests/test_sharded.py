@@ -376,3 +376,114 @@ def test_a_missing_a_repeated_or_a_foreign_shard_is_refused(grammars, tmp_path):
     run("-q", "estep", *opts, "-o", tmp_path / "whole.txt", grammar, TRAIN)
     r = grind("sum", tmp_path / "c0.1.txt", tmp_path / "whole.txt", check=False)
     assert r.returncode == 1 and "is of a grind split shard and the other is not" in r.stderr
+
+
+# ----------------------------------------------------------------------------- what the sharded path refuses (audit)
+
+def test_a_shard_read_with_other_options_than_its_split_is_refused(grammars, tmp_path):
+    """estep --types on shards split without it counted a repeat once per shard that held it (77
+    sentences for a corpus of 50 types, sharding audit); other length limits likewise."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    run("split", *opts, "-n", 2, "-o", tmp_path / "s", TRAIN)
+    shard = tmp_path / "s.1.conllu.gz"
+    for other in (["--types"], ["--max-length", "12"]):
+        extra = [o for o in opts if o not in ("--max-length", "10")] if "--max-length" in other else opts
+        r = grind("estep", *extra, *other, grammar, shard, check=False)
+        assert r.returncode == 1 and "grind split cut this shard with the corpus options" in r.stderr, r.stderr
+        assert "give the split's options" in r.stderr and not r.stdout
+    assert grind("estep", "--format", "conllu", *opts, grammar, shard).stdout       # a named format is the detected one
+
+
+def test_the_split_id_covers_the_corpus_text(grammars, tmp_path):
+    """Two corpora split by the same command line had one split ID, so shard 1 of one and shard 2 of the
+    other summed into a grammar (sharding audit)."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    ids = []
+    for name, src in (("a", TRAIN), ("b", str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz"))):
+        (tmp_path / name).mkdir()
+        shutil.copy(src, tmp_path / name / "corpus.conllu.gz")
+        subprocess.run([sys.executable, "-m", "grind.cli", "split", *opts, "-n", "2", "-o", "s", "corpus.conllu.gz"],
+                       cwd=tmp_path / name, check=True, capture_output=True)
+        k = 1 if name == "a" else 2
+        run("-q", "estep", *opts, "-o", tmp_path / f"{name}.txt", grammar, tmp_path / name / f"s.{k}.conllu.gz")
+        ids.append(header(tmp_path / f"{name}.txt")["shards"])
+    assert ids[0].split("(")[1] != ids[1].split("(")[1]
+    r = grind("sum", tmp_path / "a.txt", tmp_path / "b.txt", check=False)
+    assert r.returncode == 1 and "shards of different splits" in r.stderr
+
+
+def test_counts_say_their_start_symbol(grammars, tmp_path):
+    """estep --start X on one shard was summed with the others and updated (sharding audit)."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    run("split", *opts, "-n", 2, "-o", tmp_path / "s", TRAIN)
+    run("-q", "estep", *opts, "-o", tmp_path / "c1.txt", grammar, tmp_path / "s.1.conllu.gz")
+    run("-q", "estep", *opts, "--start", "R_NOUN", "-o", tmp_path / "c2.txt", grammar, tmp_path / "s.2.conllu.gz")
+    assert header(tmp_path / "c1.txt")["estep-start"] == "S"
+    r = grind("sum", tmp_path / "c1.txt", tmp_path / "c2.txt", check=False)
+    assert r.returncode == 1 and "'# estep-start: S' and '# estep-start: R_NOUN'" in r.stderr
+    run("-q", "estep", *opts, "-o", tmp_path / "c.txt", grammar, TRAIN)
+    r = grind("mstep", "--grammar", grammar, "--start", "R_NOUN", tmp_path / "c.txt", check=False)
+    assert r.returncode == 1 and "made with the start symbol 'S'" in r.stderr and not r.stdout
+    assert "# start: S" in grind("mstep", tmp_path / "c.txt").stdout        # without --grammar: the counts' start
+
+
+def test_mstep_without_grammar_refuses_a_left_hand_side_without_counts(grammars, tmp_path):
+    """Without --grammar an LHS no sentence used got 0 on every rule, written as probabilities (audit)."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+    short = [o if o != "10" else "3" for o in opts]
+    run("-q", "estep", *short, "-o", tmp_path / "c.txt", grammar, TRAIN)
+    r = grind("mstep", tmp_path / "c.txt", check=False)
+    assert r.returncode == 1 and "has no count (no sentence used it), so its MAP probabilities are 0/0" in r.stderr
+    assert not r.stdout
+    r = grind("mstep", "--alpha", "0.5", tmp_path / "c.txt", check=False)
+    assert r.returncode == 1 and "MAP probabilities are 0/0" in r.stderr and not r.stdout
+    assert "# weights: probabilities" in grind("mstep", "--alpha", "2", tmp_path / "c.txt").stdout
+    assert grind("mstep", "--grammar", grammar, tmp_path / "c.txt").stdout       # keeps the previous ones
+
+
+def test_mstep_says_unparsed_sentences_and_warns_of_changed_settings(tmp_path):
+    (tmp_path / "g.txt").write_text("0.5 S --> a\n0.5 S --> S S\n")
+    (tmp_path / "c.txt").write_text("a a\nb\na\n")
+    run("-q", "estep", "-o", tmp_path / "n.txt", tmp_path / "g.txt", tmp_path / "c.txt")
+    r = grind("mstep", "--grammar", tmp_path / "g.txt", "-o", tmp_path / "g1.txt", tmp_path / "n.txt")
+    assert header(tmp_path / "g1.txt")["unparsed"].startswith("1 of 3 sentences without a parse")
+    run("-q", "estep", "-o", tmp_path / "n1.txt", tmp_path / "g1.txt", tmp_path / "c.txt")
+    r = grind("mstep", "--grammar", tmp_path / "g1.txt", "--alpha", "1", tmp_path / "n1.txt")
+    assert "warning" not in r.stderr                                           # 1 is the 1.0 it was made with
+    r = grind("mstep", "--grammar", tmp_path / "g1.txt", "--alpha", "2", tmp_path / "n1.txt")
+    assert "g1.txt was made with --alpha 1.0, this step uses 2" in r.stderr
+    run("-q", "estep", "--max-length", "1", "-o", tmp_path / "n2.txt", tmp_path / "g1.txt", tmp_path / "c.txt")
+    r = grind("mstep", "--grammar", tmp_path / "g1.txt", tmp_path / "n2.txt")
+    assert "was trained on a corpus read as" in r.stderr and "length=1..1" in r.stderr
+    assert header(tmp_path / "n2.txt")["left_out"] == "1"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_cluster_makefile_refuses_other_settings_and_follows_iterations(grammars, tmp_path):
+    """ITERATIONS lowered kept the longer run's grammar.txt, and another (older) corpus or other options on the
+    same OUT said 'Nothing to be done' (sharding audit)."""
+    d0, models = grammars
+    grammar, opts = models["dmv"]
+
+    def make(*args):
+        return subprocess.run(["make", "-s", "-C", str(REPO / "data-recipes" / "cluster"),
+                               f"GRIND={sys.executable} -m grind.cli", f"GRAMMAR={grammar}", f"CORPUS={TRAIN}",
+                               f"CORPUS_OPTIONS={' '.join(opts)}", f"OUT={tmp_path / 'run'}", *args],
+                              capture_output=True, text=True)
+    assert make("SHARDS=2", "ITERATIONS=2").returncode == 0
+    assert make("SHARDS=2", "ITERATIONS=1").returncode == 0
+    out = tmp_path / "run"
+    assert (out / "grammar.txt").read_bytes() == (out / "g1.txt").read_bytes()
+    assert len((out / "trace.tsv").read_text().splitlines()) == 2
+    r = make("SHARDS=3", "ITERATIONS=1")
+    assert r.returncode != 0 and "was made with other settings" in r.stderr and "shards=2" in r.stderr
+    r = make("SHARDS=2", "ITERATIONS=1", f"CORPUS={SAMPLE / 'en_ewt-ud-dev-sample.conllu.gz'}")
+    assert r.returncode != 0 and "was made with other settings" in r.stderr
+    for bad in ("SHARDS=x", "SHARDS=0", "ITERATIONS=0"):
+        r = make(bad)
+        assert r.returncode != 0 and "must be a whole number >= 1" in r.stderr, bad
+    assert make("clean").returncode == 0 and not out.exists()

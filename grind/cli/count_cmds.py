@@ -84,6 +84,9 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
                                    "grind estep --trees TREES (grind loglik scores plain sentences)")
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
         what = spec.describe(sents.format)
+    head = read_header(corpus)
+    if not on_trees and shard_meta(head):
+        _check_split_options(corpus, head.get("corpus"), what)
     if hasattr(parser, "release_index"):
         parser.release_index()          # built: the DMV index (~17 bytes a rule) is not read by the E-step
     run = ShardedEstep(parser, jobs)
@@ -115,9 +118,10 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum()),
              "left_out": not_counted(sents)}
-    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "corpus": what,
+    meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "estep-start": g.start,
+            "corpus": what,
             **treebank_meta(g)}
-    shards = shard_meta(read_header(corpus))
+    shards = shard_meta(head)
     if shards:
         meta["shards"] = shards
     out = Counts.of(g, counts, stats, meta)
@@ -125,6 +129,26 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     # sentences) goes before the file is written.
     del g, sents, parser, run, counts, logz, ok
     write_counts(output, out)
+
+
+def _same_alpha(a: str, b: str) -> bool:
+    """Two --alpha values that are the same setting (1 and 1.0 alike)."""
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a == b
+
+
+def _check_split_options(corpus: str, split_as, read_as: str) -> None:
+    """A grind split shard read with other corpus options than it was cut with: InputError (other
+    --types or length limits make counts that do not add up to the whole corpus's: a repeat in
+    another shard is counted again)."""
+    def norm(d):
+        return d.replace(" (auto-detected)", "")
+    if split_as is not None and norm(split_as) != norm(read_as):
+        raise InputError(f"{corpus}: grind split cut this shard with the corpus options '{norm(split_as)}', read "
+                         f"here with '{norm(read_as)}': give the split's options (the shards' counts add up to the "
+                         "corpus's only then)")
 
 
 @click.command("sum")
@@ -222,6 +246,7 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
                          f"{', '.join(map(str, missing))} missing (grind sum the counts of every shard)")
     if algo == "vb" and not grammar_path:
         raise click.UsageError("--algo vb needs --grammar: the grammar the counts were made with")
+    made_from = c.meta.get("estep-start")
     if grammar_path:
         g = read_grammar(grammar_path, start)
         check_same_grammar(c, name, g.fingerprint(), grammar_path,
@@ -229,9 +254,12 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     else:
         if c.has_table():
             t = c.table()
-            g = Grammar._from_table(t, c._rules, np.ones(len(t)), start or t.symbols[int(t.lhs[0])])
+            g = Grammar._from_table(t, c._rules, np.ones(len(t)), start or made_from or t.symbols[int(t.lhs[0])])
         else:
-            g = Grammar(c.rules, np.ones(len(c.rules)), start or c.rules[0][0])
+            g = Grammar(c.rules, np.ones(len(c.rules)), start or made_from or c.rules[0][0])
+    if made_from is not None and made_from != g.start:
+        raise InputError(f"{name}: the counts were made with the start symbol {made_from!r} ('# estep-start:'), this "
+                         f"update has {g.start!r}: give grind estep's --start to grind mstep too")
     values = c.aligned(g)
     if c.stats.get("parsed", 1) == 0:
         raise NumericalError(f"{name}: no sentence has a parse of positive probability (# parsed: 0)")
@@ -244,7 +272,8 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     try:
         prior = prior_vector(g, alpha) if a is None or a > 0 else np.zeros(len(g))
     except InputError as e:
-        raise InputError(f"--alpha {alpha}: {e}") from None
+        msg = str(e)
+        raise InputError(msg if msg.startswith("--alpha") else f"--alpha {alpha}: {msg}") from None
     made_with = grammar_path is not None and _made_with(c, g, name, grammar_path, algo)
     name_of = "vb" if algo == "vb" else "em"
     steps = None
@@ -255,6 +284,12 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
             steps = int(g.meta.get("steps", 0)) + 1 if same else 1
         except ValueError:
             steps = 1
+        if same and g.meta.get("alpha") is not None and not _same_alpha(g.meta["alpha"], str(alpha)):
+            log.warn(f"{grammar_path} was made with --alpha {g.meta['alpha']}, this step uses {alpha}: the run "
+                     "goes on under another prior")
+        was, now = (str(x).replace(" (auto-detected)", "") for x in (g.meta.get("corpus"), c.meta.get("corpus")))
+        if same and "corpus" in g.meta and "corpus" in c.meta and was != now:
+            log.warn(f"{grammar_path} was trained on a corpus read as '{was}', the counts on one read as '{now}'")
     objective = None
     extra = {}
     if algo == "vb":
@@ -272,18 +307,23 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         theta_prev = g.probabilities() if grammar_path else None
         if theta_prev is None:
             used = g.lhs_sums(values) > 0
-            empty = np.flatnonzero(used & (g.lhs_sums(np.maximum(0.0, values + (np.asarray(prior) - 1.0))) <= 0))
+            empty = np.flatnonzero(g.lhs_sums(np.maximum(0.0, values + (np.asarray(prior) - 1.0))) <= 0)
             if len(empty):
+                first = int(empty[0])
                 more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
+                why = "has E[f] + alpha - 1 <= 0" if used[first] else "has no count (no sentence used it)"
                 raise NumericalError(
-                    f"{name}: every rule of {g.nonterminals[int(empty[0])]!r}{more} has E[f] + alpha - 1 <= 0, so its "
-                    "MAP probabilities are 0/0: give --grammar (the grammar the counts were made with) to keep its "
-                    "previous probabilities, as grind train does")
+                    f"{name}: every rule of {g.nonterminals[first]!r}{more} {why}, so its MAP probabilities are "
+                    "0/0: give --grammar (the grammar the counts were made with) to keep its previous "
+                    "probabilities, as grind train does")
         weights, kind = map_estimate(g, values, prior, previous=theta_prev), "probabilities"
         if made_with and "loglik" in c.stats:
             objective = c.stats["loglik"] + log_dirichlet_prior(g, theta_prev, prior)
         extra["estimate"] = f"MAP alpha={alpha}"
     tb_meta = {k: c.meta[k] for k in TREEBANK_META if k in c.meta} if c.meta.get("model") == "treebank" else {}
+    if "parsed" in c.stats and "sentences" in c.stats and c.stats["parsed"] < c.stats["sentences"]:
+        extra["unparsed"] = (f"{int(c.stats['sentences'] - c.stats['parsed'])} of {int(c.stats['sentences'])} "
+                             "sentences without a parse in the counts' E-step (left out of its counts)")
     gone = int(c.stats.get("left_out", 0))
     if gone:
         extra["left_out"] = f"{gone} sentences of the corpus not counted by grind estep (not trained on)"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import heapq
 import os
 
@@ -181,6 +182,9 @@ def split(corpus, k, prefix, spec):
             problem = f"it is the file of shard {other} too (symbolic links?): one shard would overwrite the other"
         if problem:
             raise InputError(f"{p}: cannot write: {problem}")
+    source = hashlib.sha256()
+    for _, line in (pairs if is_stream(corpus) else read_lines(corpus)):
+        source.update(line.encode("utf-8"))
     costs, kept, groups = block_costs(blocks(), spec)
     positive = len({g for g, c in zip(groups, costs) if c > 0})
     if positive < k:
@@ -205,7 +209,7 @@ def split(corpus, k, prefix, spec):
             f.writelines(header_lines(
                 shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
                 cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
-                corpus=spec.describe(fmt)))
+                corpus=spec.describe(fmt), **{"corpus-sha256": source.hexdigest()[:16]}))
             if not words:
                 f.write("\n")            # ends the header (a text sentence may begin with '#')
         for b, block in enumerate(blocks()):

@@ -30,9 +30,9 @@ OPTIONAL_STATS = ("left_out",)
 #: made it (``probabilities``: under the grammar's rule probabilities, as EM
 #: and MAP-EM and VB's initialisation run it; ``vb``: under VB's weights
 #: exp(psi(alpha_hat) - psi(sum)) of a grammar of pseudo-counts), the
-#: fingerprint of the weights of the grammar it was made with, and the corpus
+#: fingerprint of the weights of the grammar it was made with, its start symbol, and the corpus
 #: options (the options only, not the file: the shards of one corpus have the same).
-META = ("estep", "estep-weights", "corpus",
+META = ("estep", "estep-weights", "estep-start", "corpus",
         "model", "subtypes", "markov", "rare", "preparation",   # a treebank grammar's (estep --trees)
         "shards")
 #: The META lines that count files added up must agree on (``shards`` is merged: :func:`merge_shards`).
@@ -180,12 +180,13 @@ def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str
 
 def shard_meta(header: dict) -> str | None:
     """The ``# shards:`` value of the counts of a corpus file that ``grind split`` wrote (its header's
-    ``# shard: i of K`` and, naming the split, a hash of its ``# command:`` and ``# corpus:`` lines), else
-    None."""
+    ``# shard: i of K`` and, naming the split, a hash of its ``# command:``, ``# corpus:`` and
+    ``# corpus-sha256:`` (of the corpus's text) lines), else None."""
     m = re.fullmatch(r"([0-9]+) of ([0-9]+)", header.get("shard", ""))
     if not m or "command" not in header:
         return None
-    split = hashlib.sha256(f"{header['command']}\n{header.get('corpus', '')}".encode()).hexdigest()[:12]
+    named = f"{header['command']}\n{header.get('corpus', '')}\n{header.get('corpus-sha256', '')}"
+    split = hashlib.sha256(named.encode()).hexdigest()[:12]
     return f"{m[1]} of {m[2]} (split {split})"
 
 
