@@ -286,3 +286,27 @@ def test_help_documents_cluster():
     r = grind("train", "--help")
     text = " ".join(r.stdout.split())
     assert "--cluster local:N|tcp://HOST:PORT" in text and "dask-jobqueue" in text and "grind[dask]" in text
+
+
+@needs_dask
+def test_ctrl_c_on_a_local_cluster_run_is_one_line_not_every_workers_traceback(sample):
+    """Ctrl-C (SIGINT to the terminal's process group) on --cluster local:2 printed dozens of
+    tracebacks (every worker's KeyboardInterrupt, the client's cancelled futures) around
+    'grind: interrupted'; the workers now ignore SIGINT and the grind process shuts them down."""
+    import os
+    import signal
+    d, train = sample
+    p = subprocess.Popen([sys.executable, "-m", "grind.cli", "train", "--algo", "vb", "--iterations", "100000",
+                          "--tolerance", "0", *SHORT, "--cluster", "local:2", "-o", str(d / "int.txt"),
+                          str(d / "g1.txt"), train], stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines = []
+    for line in p.stderr:
+        lines.append(line)
+        if "step    2" in line:
+            break
+    os.killpg(p.pid, signal.SIGINT)
+    lines += p.stderr.read().splitlines(keepends=True)
+    p.wait(timeout=60)
+    err = "".join(lines)
+    assert "grind: interrupted" in err and "Traceback" not in err and "KeyboardInterrupt" not in err, err

@@ -128,8 +128,9 @@ def dask_client(spec: str):
     cluster = None
     try:
         if kind == "local":
-            cluster = distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
-                                               dashboard_address=None)
+            with _workers_ignore_sigint():
+                cluster = distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
+                                                   dashboard_address=None)
             client = distributed.Client(cluster)
         else:
             client = distributed.Client(value)
@@ -142,10 +143,37 @@ def dask_client(spec: str):
         if not client.nthreads():
             log.info(f"Dask cluster {spec}: no worker yet; the E-step waits until workers join")
         yield client
+    except BaseException:
+        _quiet_dask()
+        raise
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextmanager
+def _workers_ignore_sigint():
+    """Worker processes started in here ignore SIGINT (Python installs no KeyboardInterrupt handler
+    where SIGINT was ignored at its start): a Ctrl-C at the terminal stops the grind process, which
+    shuts its local cluster down, instead of every worker printing a KeyboardInterrupt traceback."""
+    import signal
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _quiet_dask() -> None:
+    """A run stopped by an error or a signal: the cluster's shutdown (cancelled tasks, lost workers,
+    futures never retrieved) is logged no more; grind says why it stopped."""
+    import logging
+    for name in ("distributed", "asyncio", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _gather(client, futures) -> list:
