@@ -2,6 +2,7 @@
 (``/dev/stdin`` here stands for a process substitution ``<(...)``: a path that can be read once)."""
 import gzip
 import os
+import subprocess
 import sys
 
 import pytest
@@ -105,3 +106,18 @@ def test_unparsed_sentences_are_reported_as_what_the_command_does_with_them(tmp_
     assert "(NOPARSE b)" in r.stdout
     r = grind("loglik", g, c)
     assert "1 of 2 sentences have no parse and are written with log probability -inf" in r.stderr
+
+
+@pytest.mark.parametrize("pack", ["gzip", "xz", "bzip2"])
+def test_compressed_data_under_a_plain_name_or_on_a_pipe_says_so(tmp_path, pack):
+    """A gzip corpus piped into grind said 'not valid UTF-8'."""
+    import bz2
+    import lzma
+    text = (REPO / "data" / "ewt" / "README.md").read_bytes()
+    data = {"gzip": gzip.compress, "xz": lzma.compress, "bzip2": bz2.compress}[pack](text)
+    (tmp_path / "corpus.txt").write_bytes(data)
+    r = grind("split", "-n", "2", "-o", tmp_path / "s", tmp_path / "corpus.txt", check=False)
+    assert r.returncode == 1 and f"{pack}-compressed data, not text" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "grind.cli", "split", "-n", "2", "-o", str(tmp_path / "s"), "-"],
+                       input=data, capture_output=True)
+    assert r.returncode == 1 and f"<stdin>: {pack}-compressed data".encode() in r.stderr

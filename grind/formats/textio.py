@@ -112,6 +112,10 @@ def is_stream(path: str) -> bool:
     return path == "-" or (os.path.exists(path) and not os.path.isfile(path))
 
 
+#: The first bytes of compressed data: (magic, what).
+COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+
+
 def read_lines(path: str):
     """Yield (line number, line) of a UTF-8 text file; bad bytes name file and line."""
     name = "<stdin>" if path == "-" else path
@@ -124,6 +128,11 @@ def read_lines(path: str):
             try:
                 yield lineno, raw.decode("utf-8")
             except UnicodeDecodeError as e:
+                packed = next((kind for magic, kind in COMPRESSED_MAGIC if raw.startswith(magic)), None)
+                if lineno == 1 and packed:
+                    raise InputError(f"{name}: {packed}-compressed data, not text: give the file by a name ending "
+                                     f"in its suffix (grind decompresses .gz, .xz, .bz2), or decompress it into "
+                                     "the pipe") from None
                 raise InputError(f"{name}:{lineno}: not valid UTF-8 ({e.reason})") from None
     except (OSError, EOFError, lzma.LZMAError) as e:  # also corrupt .gz/.xz/.bz2 data
         raise InputError(f"{name}: cannot read: {e}") from None
