@@ -114,12 +114,13 @@ def test_left_out_sentences_add_up_and_a_shard_without_any_writes_no_line(tmp_pa
     with a file that has none."""
     st = {"sentences": 2, "parsed": 2, "words": 5, "loglik": -3.25}
     a = Counts([("S", ("a",))], np.array([1.0]), dict(st, left_out=3))
-    b = Counts([("S", ("a",))], np.array([2.0]), dict(st))
+    b = Counts([("S", ("a",))], np.array([2.0]), dict(st, repeats=2))
     for path, c in (("ab.txt", a + b), ("ba.txt", b + a), ("b.txt", b)):
         write_counts(str(tmp_path / path), c)
-    assert read_counts(str(tmp_path / "ab.txt")).stats["left_out"] == 3
-    assert read_counts(str(tmp_path / "ba.txt")).stats["left_out"] == 3
-    assert "left_out" not in (tmp_path / "b.txt").read_text()
+    for path in ("ab.txt", "ba.txt"):
+        got = read_counts(str(tmp_path / path)).stats
+        assert got["left_out"] == 3 and got["repeats"] == 2
+    assert "left_out" not in (tmp_path / "b.txt").read_text() and "# repeats: 2" in (tmp_path / "b.txt").read_text()
     text = (tmp_path / "ab.txt").read_text().replace("# left_out: 3", "# left_out: -1")
     (tmp_path / "bad.txt").write_text(text)
     with pytest.raises(InputError, match="left_out: -1' must be a finite non-negative number"):

@@ -61,9 +61,9 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     needs from the shard: sentences, parsed, words and loglik (the sum of
     log Z over the parsed sentences: the log-likelihood for em/map, the
     first term of the variational bound for vb), left_out (sentences of
-    the file not counted: outside the length limits, without words; only
-    when there are some; grind mstep carries the sum into its grammar's
-    header), and the E-step made
+    the file not counted: outside the length limits, without words) and
+    repeats (dropped by --types), only when there are some (grind mstep
+    carries the sums into its grammar's header), and the E-step made
     ('# estep:', '# estep-weights:' = a fingerprint of GRAMMAR's weights).
     The sentences are summed in blocks of 256 as grind train sums them.
 
@@ -117,7 +117,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum()),
-             "left_out": not_counted(sents)}
+             "left_out": not_counted(sents), "repeats": int(getattr(sents, "duplicates", 0))}
     meta = {"estep": "vb" if vb else "probabilities", "estep-weights": fingerprint, "estep-start": g.start,
             "corpus": what,
             **treebank_meta(g)}
@@ -157,7 +157,7 @@ def _check_split_options(corpus: str, split_as, read_as: str) -> None:
 def sum_(counts, output):
     """Add count files (rules matched by key, in the order given).
 
-    Counts and header statistics (sentences, parsed, words, loglik, left_out) are
+    Counts and header statistics (sentences, parsed, words, loglik, left_out, repeats) are
     added in the order of the arguments (give shards in their order for a
     reproducible result); the files must come from one E-step over the
     shards of one corpus (the same '# estep:', '# estep-weights:' and
@@ -324,10 +324,12 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     if "parsed" in c.stats and "sentences" in c.stats and c.stats["parsed"] < c.stats["sentences"]:
         extra["unparsed"] = (f"{int(c.stats['sentences'] - c.stats['parsed'])} of {int(c.stats['sentences'])} "
                              "sentences without a parse in the counts' E-step (left out of its counts)")
-    gone = int(c.stats.get("left_out", 0))
-    if gone:
-        extra["left_out"] = f"{gone} sentences of the corpus not counted by grind estep (not trained on)"
-        log.info(f"{name}: {gone} sentences of the corpus were left out by grind estep (its '# left_out:' line)")
+    gone, repeats = int(c.stats.get("left_out", 0)), int(c.stats.get("repeats", 0))
+    parts = ([f"{gone} sentences of the corpus not counted by grind estep (not trained on)"] if gone else []) + \
+        ([f"{repeats} repeats dropped by --types"] if repeats else [])
+    if parts:
+        extra["left_out"] = "; ".join(parts)
+        log.info(f"{name}: {'; '.join(parts)} (the counts' '# left_out:' / '# repeats:' lines)")
     write_grammar(output, g, weights, kind, algorithm=name_of, alpha=alpha, steps=steps,
                   objective=None if objective is None else repr(objective), corpus=c.meta.get("corpus"),
                   **extra, **(treebank_meta(g) if grammar_path else tb_meta))

@@ -25,7 +25,8 @@ STATS = ("sentences", "parsed", "words", "loglik")
 #: Statistics a count file has only when they are not 0 (absent = 0 when files are added):
 #: ``left_out``, sentences of the corpus read but not counted (outside the length limits,
 #: trees or CoNLL blocks without words, SIGMORPHON rows of several words).
-OPTIONAL_STATS = ("left_out",)
+#: ``repeats``, sentences that --types dropped as repeats of an earlier one.
+OPTIONAL_STATS = ("left_out", "repeats")
 #: Header lines a count file carries through ``grind sum``: the E-step that
 #: made it (``probabilities``: under the grammar's rule probabilities, as EM
 #: and MAP-EM and VB's initialisation run it; ``vb``: under VB's weights
