@@ -103,6 +103,9 @@ def test_eval_dependencies_significance_against_attach_right(tmp_path):
     assert rows[(str(right), "attach-right", "directed:all")] == ["0.5556", "0.5556", "+0.0000", "1"]
     assert rows[(str(right), "attach-left", "directed:<=10")][:3] == ["0.5556", "0.1111", "+0.4444"]
     assert rows_of(out)["all"][2] == "0.5556"
+    # every sentence is <= 10 words: the three subsets are one set of sentences, tested once (one p)
+    assert rows[(str(right), "attach-left", "directed:<=10")] == rows[(str(right), "attach-left", "directed:all")] \
+        == rows[(str(right), "attach-left", "directed:<=20")]
 
 
 # SEG_GOLD with pes unparsed and nekote cut ne|kote.  Counts per word type (correct/predicted/gold):

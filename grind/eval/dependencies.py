@@ -120,12 +120,15 @@ def significance_rows(gold_sents, predicted: dict, rng, samples: int, baselines:
     lengths = np.array([len(g) for g in gold_sents])
     rows = []
     for a, b in comparisons(predicted, [n for n in systems if n not in predicted]):
+        tested: dict = {}           # a subset holding the same sentences as an earlier one has its test
         for limit, sub in SUBSETS:
             keep = lengths <= limit if limit is not None else np.ones(len(lengths), dtype=bool)
             if not keep.any():
                 continue
-            x, y, pv = approximate_randomization(stats[a][keep], stats[b][keep], ratio(0, 1), rng, samples)
-            rows.append((a, b, f"directed:{sub}", x, y, pv))
+            key = keep.tobytes()
+            if key not in tested:
+                tested[key] = approximate_randomization(stats[a][keep], stats[b][keep], ratio(0, 1), rng, samples)
+            rows.append((a, b, f"directed:{sub}", *tested[key]))
     return rows
 
 
