@@ -381,3 +381,29 @@ def test_conll_sentence_with_several_roots_is_warned(tmp_path):
     f.write_text("1\ta\ta\tNOUN\t_\t_\t0\t_\t_\t_\n2\tb\tb\tVERB\t_\t_\t0\t_\t_\t_\n\n")
     r = grind("eval", "--column", "UPOS", f, f)
     assert "1 sentence(s) with more than one root (HEAD 0), at line(s) 1: UD has one" in r.stderr
+
+
+def test_bracket_eval_prints_the_branching_baselines_and_the_overlap_with_them(tmp_path):
+    """By hand.  Gold spans {(0,2),(2,4)} and {(0,3)}; prediction {(1,4),(2,4)} and {(0,2),(0,3)}:
+    2 of 4 predicted / 3 gold match (F1 4/7), sentence F1 (1/2 + 2/3) / 2.  Right-branching over 4
+    words: {(1,4),(2,4)} (1 of 4 match: F1 2/7); left-branching {(0,2),(0,3)} (2 of 4: F1 4/7,
+    equal to the prediction's: a note).  The prediction's spans: 2 of 4 in each baseline tree."""
+    from conftest import grind
+    (tmp_path / "g.mrg").write_text("(S (NP (DT The) (NN dog)) (VP (VBD ran) (ADVP (RB away))))\n"
+                                    "(S (NP (DT A) (JJ big) (NN cat)) (VP (VBD sat)))\n")
+    (tmp_path / "p.mrg").write_text("(S (DT The) (X (NN dog) (X (VBD ran) (RB away))))\n"
+                                    "(S (X (X (DT A) (JJ big)) (NN cat)) (VBD sat))\n")
+    out = grind("eval", "--column", "FORM", tmp_path / "g.mrg", tmp_path / "p.mrg").stdout
+    assert "corpus_f1\t0.5714\n" in out and "sentence_mean_f1\t0.5833\n" in out
+    assert "overlap_right-branching\t0.5000\n" in out and "overlap_left-branching\t0.5000\n" in out
+    rows = dict(ln.split("\t") for ln in out.splitlines() if ln and not ln.startswith("#"))     # KEY<TAB>value
+    assert [rows[f"right-branching:{k}"] for k in ("corpus_precision", "corpus_recall", "corpus_f1",
+                                                   "sentence_mean_f1", "exact_match")] == \
+        ["0.2500", "0.3333", "0.2857", "0.2500", "0.0000"]
+    assert [rows[f"left-branching:{k}"] for k in ("corpus_precision", "corpus_recall", "corpus_f1",
+                                                  "sentence_mean_f1", "exact_match")] == \
+        ["0.5000", "0.6667", "0.5714", "0.5833", "0.0000"]
+    assert "# note: corpus_f1 0.5714 is within 1 point of left-branching 0.5714" in out
+    assert "right-branching 0.2857" not in out
+    bare = grind("eval", "--no-baselines", "--column", "FORM", tmp_path / "g.mrg", tmp_path / "p.mrg").stdout
+    assert "overlap_" not in bare and "# baselines" not in bare and "corpus_f1\t0.5714\n" in bare

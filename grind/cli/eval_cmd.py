@@ -13,8 +13,9 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
 @click.command("eval")
 @corpus_options
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
-              help="Dependencies: also score the attach-right / attach-left trees of GOLD and report each "
-                   "prediction's overlap with them (--no-baselines: only the predictions).")
+              help="Dependencies: also score the attach-right / attach-left trees of GOLD; unlabeled brackets: "
+                   "the right- / left-branching binary trees over GOLD's words; and report each prediction's "
+                   "overlap with them (--no-baselines: only the predictions).")
 @click.option("--segmentation", is_flag=True,
               help="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
                    "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
@@ -43,7 +44,11 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
 
     \b
     Trees (unlabeled brackets, Kim et al. 2019 convention): corpus-level
-    (pooled) and sentence-level (mean) precision/recall/F1, exact match.
+    (pooled) and sentence-level (mean) precision/recall/F1, exact match;
+    with --baselines (default) the right- and left-branching trees over
+    GOLD's words scored the same way, each prediction's overlap with them
+    (its spans that are the baseline's / its spans), and a '# note:' line
+    where a corpus F1 is within 1 point of a baseline's.
     Dependencies (CoNLL): directed and undirected attachment accuracy for
     sentences of <= 10, <= 20 words and all, the root arc counted as one arc.
     A predicted sentence whose HEAD column is all '_' (grind parse found no
@@ -96,11 +101,17 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
     if fmt == "ptb" or fmt == "text":
         if significance:
             raise click.UsageError("--significance tests dependency and segmentation scores, not brackets")
-        from grind.eval.brackets import evaluate_files, format_spread as bracket_spread
-        blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1, read_as=fmt) for p in predicted]
+        from grind.eval.brackets import (baseline_scores, evaluate_files, format_baselines, read_gold,
+                                         format_spread as bracket_spread)
+        gold_trees = read_gold(gold, spec)
+        base = baseline_scores(gold_trees[0]) if baselines else None
+        blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1, read_as=fmt, gold=gold_trees, base=base)
+                  for p in predicted]
         report = "".join(text for text, _ in blocks)
         if len(blocks) > 1:
             report += bracket_spread([res for _, res in blocks])
+        if base is not None:
+            report += format_baselines(base)
     else:
         from grind.eval.dependencies import (baseline_rows, evaluate, format_baselines, format_report,
                                              format_spread, significance_rows)

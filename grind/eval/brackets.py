@@ -34,22 +34,56 @@ def _prf(match, n_pred, n_gold):
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def evaluate(gold_trees, pred_trees, lines=None) -> dict:
+#: The trivial baselines: binary trees over the gold words, branching to one side.
+BASELINES = ("right-branching", "left-branching")
+
+
+def baseline_spans(n: int, kind: str) -> set[tuple[int, int]]:
+    """The counted spans (:func:`span_set`) of the right-branching (w1 (w2 (... wn))) or
+    left-branching (((w1 w2) ...) wn) binary tree over n words."""
+    if kind == "right-branching":
+        return {(i, n) for i in range(1, n - 1)}
+    return {(0, j) for j in range(2, n)}
+
+
+def evaluate(gold_trees, pred_trees, lines=None, baselines: bool = False) -> dict:
     """Unlabeled bracket scores (see the module docstring); ``lines``: (gold, predicted) line numbers
-    of the trees, named in errors."""
+    of the trees, named in errors; ``baselines``: also ``overlap_right-branching`` /
+    ``overlap_left-branching``, the predicted spans that are the baseline tree's, divided by the
+    predicted spans."""
     if len(gold_trees) != len(pred_trees):
         raise InputError(f"{len(gold_trees)} gold trees but {len(pred_trees)} predicted trees")
-    match = n_pred = n_gold = exact = scored = noparse = 0
-    f1s = []
+    items = []
     for k, (g, p) in enumerate(zip(gold_trees, pred_trees), 1):
         if leaves(g) != leaves(p):
             raise InputError(f"tree {k}{tree_lines(lines, k)}: gold and predicted yields differ: "
                              f"{' '.join(leaves(g))!r} vs {' '.join(leaves(p))!r}")
-        if len(leaves(g)) < 2:
-            noparse += p[0] == "NOPARSE"
+        n = len(leaves(g))
+        items.append((n, span_set(g) if n >= 2 else set(), None if p[0] == "NOPARSE" else span_set(p)))
+    res = score_spans(items)
+    if baselines:
+        for b in BASELINES:
+            same = sum(len(ps & baseline_spans(n, b)) for n, _, ps in items if n >= 2 and ps is not None)
+            total = sum(len(ps) for n, _, ps in items if n >= 2 and ps is not None)
+            res[f"overlap_{b}"] = same / total if total else float("nan")
+    return res
+
+
+def baseline_scores(gold_trees) -> dict:
+    """``{kind: scores}`` of each baseline tree over the gold trees' words, scored as :func:`evaluate` scores."""
+    return {b: score_spans([(n, span_set(g) if n >= 2 else set(), baseline_spans(n, b))
+                            for g in gold_trees for n in [len(leaves(g))]]) for b in BASELINES}
+
+
+def score_spans(items) -> dict:
+    """The scores of (words, gold spans, predicted spans or None for NOPARSE) per sentence."""
+    match = n_pred = n_gold = exact = scored = noparse = 0
+    f1s = []
+    for n, gs, ps in items:
+        if n < 2:
+            noparse += ps is None
             continue
-        gs, ps = span_set(g), span_set(p)
-        if p[0] == "NOPARSE":         # no tree: no credit, not even for a sentence with no span to find
+        if ps is None:                # no tree: no credit, not even for a sentence with no span to find
             noparse, n_gold, scored = noparse + 1, n_gold + len(gs), scored + 1
             f1s.append(0.0)
             continue
@@ -63,7 +97,7 @@ def evaluate(gold_trees, pred_trees, lines=None) -> dict:
         p = f = float("nan")
     if not n_gold:
         r = f = float("nan")
-    return {"sentences": len(gold_trees), "scored": scored, "noparse": noparse,
+    return {"sentences": len(items), "scored": scored, "noparse": noparse,
             "precision": p, "recall": r, "f1": f,
             "sentence_f1": sum(f1s) / len(f1s) if f1s else 0.0,
             "exact": exact / scored if scored else 0.0}
@@ -106,18 +140,30 @@ def prepare_gold(trees, spec, lines=None):
     return out
 
 
-def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None) -> tuple[str, dict]:
-    """The report block of PRED against GOLD (with ``name``, a ``# predicted:`` line
-    first, for reports of several files) and its scores; ``read_as``: the format
-    ``--format auto`` detected for GOLD, for the header."""
+#: A corpus F1 within this of a baseline's gets a ``# note:`` line (1 point).
+NEAR = 0.01
+
+
+def read_gold(gold_path, spec) -> tuple[list, list]:
+    """(GOLD's trees as the parsed corpus saw them (:func:`prepare_gold`), their line numbers)."""
     gold_lines: list = []
-    pred_lines: list = []
     raw = read_trees(gold_path, gold_lines)
     if not raw:
         raise InputError(f"{'<stdin>' if gold_path == '-' else gold_path}: no trees in GOLD: nothing to score")
-    gold = prepare_gold(raw, spec, gold_lines)
+    return prepare_gold(raw, spec, gold_lines), gold_lines
+
+
+def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None, gold=None,
+                   base=None) -> tuple[str, dict]:
+    """The report block of PRED against GOLD (with ``name``, a ``# predicted:`` line
+    first, for reports of several files) and its scores; ``read_as``: the format
+    ``--format auto`` detected for GOLD, for the header; ``gold``: :func:`read_gold`'s
+    (read here if None); ``base``: :func:`baseline_scores`' (the block then adds the
+    overlaps with the baseline trees and a ``# note:`` for a corpus F1 near a baseline's)."""
+    gold, gold_lines = gold if gold is not None else read_gold(gold_path, spec)
+    pred_lines: list = []
     try:
-        res = evaluate(gold, read_trees(pred_path, pred_lines), (gold_lines, pred_lines))
+        res = evaluate(gold, read_trees(pred_path, pred_lines), (gold_lines, pred_lines), baselines=base is not None)
     except InputError as e:                  # name both files: there may be several PREDICTED files
         names = ["<stdin>" if p == "-" else p for p in (gold_path, pred_path)]
         raise InputError(f"{names[0]} vs {names[1]}: {e}") from None
@@ -126,7 +172,7 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None)
         log.warn(f"{pred_path}: no predicted bracket to score ({res['noparse']} of {res['sentences']} trees NOPARSE): "
                  "precision and F1 are undefined, written nan; recall counts every gold bracket as missed")
     named = f"# predicted: {one_line('<stdin>' if pred_path == '-' else pred_path)}\n" if name else ""
-    return (f"{named}# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe(read_as)}\n"
+    text = (f"{named}# convention: {CONVENTION}; gold traces (-NONE-) removed; gold read as {spec.describe(read_as)}\n"
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"
             f"noparse\t{res['noparse']}\n"
@@ -134,7 +180,27 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None)
             f"corpus_recall\t{res['recall']:.4f}\n"
             f"corpus_f1\t{res['f1']:.4f}\n"
             f"sentence_mean_f1\t{res['sentence_f1']:.4f}\n"
-            f"exact_match\t{res['exact']:.4f}\n"), res
+            f"exact_match\t{res['exact']:.4f}\n")
+    if base is not None:
+        text += "".join(f"overlap_{b}\t{res[f'overlap_{b}']:.4f}\n" for b in BASELINES)
+        text += "".join(f"# note: corpus_f1 {res['f1']:.4f} is within {100 * NEAR:g} point of {b} "
+                        f"{base[b]['f1']:.4f}\n" for b in BASELINES
+                        if abs(res["f1"] - base[b]["f1"]) <= NEAR + 1e-12)
+    return text, res
+
+
+def format_baselines(base) -> str:
+    """The baseline block of a bracket report (:func:`baseline_scores`): ``KIND:KEY<TAB>value`` lines."""
+    out = [f"# baselines: {' / '.join(BASELINES)} binary trees over GOLD's words, scored the same way (lines "
+           "KIND:KEY); overlap_KIND of a prediction: its spans that are the KIND tree's, divided by its spans; a "
+           f"note line where a corpus F1 is within {100 * NEAR:g} point ({NEAR}) of a baseline's\n"]
+    for b in BASELINES:
+        r = base[b]
+        out += [f"{b}:{key}\t{r[k]:.4f}\n" for key, k in (("corpus_precision", "precision"),
+                                                          ("corpus_recall", "recall"), ("corpus_f1", "f1"),
+                                                          ("sentence_mean_f1", "sentence_f1"),
+                                                          ("exact_match", "exact"))]
+    return "".join(out)
 
 
 def format_spread(results) -> str:
