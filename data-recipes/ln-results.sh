@@ -242,7 +242,7 @@ if [[ " $PARTS " == *" mixture "* ]]; then
     for k in $MIXTURES; do
       o=$out/$MIXTB/mixture-$k-base-vb
       done_before $MIXTB "$o.txt" "mixture $k, base vb" "$o.tsv" && continue
-      run grind train --algo mixture --base vb --alpha $ALPHA --cov families --constraints "$k" --seed 1 $T10 \
+      run grind train --algo mixture --base vb --alpha $ALPHA --constraints "$k" --seed 1 $T10 \
           --trace "$o.tsv" -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
       evaluate $MIXTB "$o.txt" "mixture $k, base vb" "$o.tsv"
     done

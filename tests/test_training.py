@@ -67,7 +67,7 @@ def body(text):
 @pytest.mark.parametrize("algo", ["vb", "cvb", "gibbs", "mixture"])
 def test_resumed_cli_run_is_bit_identical(dmv, algo):
     d, train = dmv
-    args = ["train", "--algo", algo, "--alpha", "0.1", "--seed", "3", *C]
+    args = ["train", "--algo", algo, *([] if algo == "mixture" else ["--alpha", "0.1"]), "--seed", "3", *C]
     full = grind(*args, "--iterations", "4", d / "g1.txt", train).stdout
     ck = d / f"{algo}.npz"
     grind(*args, "--iterations", "2", "--checkpoint", ck, d / "g1.txt", train)
@@ -283,3 +283,71 @@ def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, al
                 tmp_path / "g.txt", tmp_path / "c.txt").stdout
     assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
     assert "# unparsed: 1 of 3 sentences without a parse in the last step (left out of its counts)" in out
+
+
+def header_of(text) -> dict:
+    return {k.strip(): v.strip() for k, _, v in (ln[1:].partition(":") for ln in text.splitlines()
+                                                  if ln.startswith("#"))}
+
+
+@pytest.mark.parametrize("algo, extra, why", [
+    ("em", [], "converged at iteration "),
+    ("cvb", ["--seed", "1"], "converged at iteration "),
+    ("vb", ["--tolerance", "0", "--iterations", "3"], "reached the cap of 3 iterations before converging"),
+    ("gibbs", ["--seed", "1", "--iterations", "2"], "reached the cap of 2 iterations"),
+])
+def test_why_a_run_stopped_is_in_the_trace_and_the_header(dmv, algo, extra, why):
+    """em, vb and cvb stopped by the default --tolerance before --iterations with nothing saying so
+    (training audit: cvb --iterations 100 wrote '# steps: 38')."""
+    d, train = dmv
+    tr = d / f"stop-{algo}.tsv"
+    out = grind("train", "--algo", algo, "--iterations", "1000", *C, *extra, "--trace", tr, d / "g1.txt", train).stdout
+    h = header_of(out)
+    assert h["stopped"].startswith(f"after step {h['steps']}: {why}"), h
+    rows = [ln.split("\t") for ln in body(tr.read_text())]
+    col = rows[0].index("stopped")
+    assert why in rows[-1][col] and all(r[col] == "" for r in rows[1:-1])
+    if why.startswith("converged"):
+        assert int(h["steps"]) < 1000 and "<= tolerance 1e-06" in h["stopped"]
+
+
+def test_an_early_stopped_runs_header_is_of_the_state_it_keeps(dmv):
+    """The header said '# steps: 13' and the objective of step 13 for the grammar of step 10 (audit)."""
+    d, train = dmv
+    from conftest import SAMPLE
+    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    tr = d / "es.tsv"
+    out = grind("train", "--algo", "em", *C, "--iterations", "200", "--dev", dev, "--eval-every", "1",
+                "--early-stop", "--patience", "3", "--trace", tr, d / "g1.txt", train).stdout
+    h = header_of(out)
+    rows = [ln.split("\t") for ln in body(tr.read_text())]
+    kept = int(float(rows[-1][rows[0].index("kept_step")]))
+    assert int(h["steps"]) == kept == len(rows) - 1 - 3
+    assert float(h["objective"]) == float(rows[kept][rows[0].index("objective")])
+    assert h["stopped"].startswith(f"after step {len(rows) - 1}: held-out log probability below its best")
+    assert f"of step {kept}, the grammar written" in h["stopped"]
+    again = grind("train", "--algo", "em", *C, "--iterations", str(kept), "--tolerance", "0", d / "g1.txt", train)
+    assert body(again.stdout) == body(out)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--algo", "ln", "--alpha", "0.1"], "--algo ln does not read --alpha: the logistic normal's prior"),
+    (["--algo", "gibbs", "--tolerance", "0"], "--algo gibbs does not read --tolerance: a sampler runs"),
+    (["--algo", "hastings", "--tolerance", "1e-3"], "--algo hastings does not read --tolerance"),
+    (["--algo", "stochastic", "--iterations", "3"], "--algo stochastic does not read --iterations: it runs --epochs"),
+    (["--algo", "streaming", "--tolerance", "0"], "--algo streaming does not read --tolerance: it reads the stream"),
+    (["--algo", "mixture", "--alpha", "2"], "--algo mixture does not read --alpha: the mixture's base is ln"),
+    (["--algo", "mixture", "--base", "vb", "--cov", "families"],
+     "--algo mixture does not read --cov: it is an option of the logistic normal, and the mixture's base is vb"),
+])
+def test_an_option_the_algorithm_does_not_read_is_a_usage_error(dmv, args, message):
+    """--algo ln --alpha 0.1 and --alpha 5 gave one grammar and the header said '# alpha: 0.1' (audit)."""
+    d, train = dmv
+    r = grind("train", *args, *C, d / "g1.txt", train, check=False)
+    assert r.returncode == 2 and message in r.stderr and not r.stdout, r.stderr
+
+
+def test_an_ln_grammar_header_names_no_dirichlet_alpha(dmv):
+    d, train = dmv
+    out = grind("train", "--algo", "ln", "--iterations", "1", *C, d / "g1.txt", train).stdout
+    assert "# alpha:" not in out and "# algorithm: ln" in out

@@ -240,6 +240,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     _check_ln_options(algo, opts, dev_path)
     _check_mixture_options(algo, cfg)
     _check_algorithm_options(algo, CONFIG_OF)
+    _check_unread_options(algo, cfg)
     if cluster is not None:
         _check_cluster_options(cluster, algo, cfg, jobs)
     joint = index = sents = None
@@ -309,8 +310,15 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                          patience=patience)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     last = trace[-1] if trace else None
-    info = dict(algorithm=algo, alpha=alpha, steps=len(trace), objective=repr(last.objective) if last else None,
-                corpus=corpus_text, left_out=left_out(sents if sents is not None else index, "not trained on"))
+    kept = next((st for st in trace if last is not None and st.step == last.extra.get("kept_step")), last)
+    info = dict(algorithm=algo, alpha=None if "alpha" in unread_options(algo, cfg) else alpha,
+                steps=kept.step if kept else 0,
+                objective=repr(kept.objective) if kept else None, corpus=corpus_text,
+                left_out=left_out(sents if sents is not None else index, "not trained on"))
+    if last is not None and last.extra.get("stopped"):
+        info["stopped"] = f"after step {last.step}: {last.extra['stopped']}"
+        if kept is not last:
+            info["stopped"] += f" (steps and objective: of step {kept.step}, the grammar written)"
     parsed = last.extra.get("parsed") if last else None
     what = "trees" if on_trees else "sentences"
     if isinstance(parsed, (int, np.integer)) and algorithm.batches is None and isinstance(n, int) and parsed < n:
@@ -533,6 +541,41 @@ def _check_algorithm_options(algo, configs):
         if name in flags and _given(name):
             owners = ", ".join(a for a, c in configs.items() if name in c.names())
             raise click.UsageError(f"{flags[name]} is an option of --algo {owners}, not of --algo {algo}")
+
+
+#: Options of every algorithm's that some do not read: given, a usage error saying why.
+_SWEEPS = "a sampler runs its --iterations sweeps (no convergence test)"
+_EPOCHS = "it runs --epochs passes (--batch-iterations: the VB iterations of each minibatch)"
+_STREAM = "it reads the stream once (--batch-iterations: the VB iterations of each minibatch)"
+_NO_DIRICHLET = "the logistic normal's prior is its mean and covariance (--cov), not a Dirichlet"
+UNREAD = {
+    "gibbs": {"tolerance": _SWEEPS},
+    "hastings": {"tolerance": _SWEEPS},
+    "stochastic": {"tolerance": _EPOCHS, "iterations": _EPOCHS},
+    "streaming": {"tolerance": _STREAM, "iterations": _STREAM},
+    "ln": {"alpha": _NO_DIRICHLET},
+}
+
+
+def unread_options(algo, cfg) -> dict:
+    """{option name: why --algo ALGO does not read it} (mixture: its base's)."""
+    if algo == "mixture":
+        if cfg.mix_base == "ln":
+            return {"alpha": f"the mixture's base is ln: {_NO_DIRICHLET}"}
+        from grind.infer.config import TrainConfig
+        from grind.infer.ln import LNConfig
+        return {n: f"it is an option of the logistic normal, and the mixture's base is {cfg.mix_base}"
+                for n in sorted(set(LNConfig.names()) - set(TrainConfig.names()))}
+    return UNREAD.get(algo, {})
+
+
+def _check_unread_options(algo, cfg):
+    """An option that --algo ALGO does not read, given, would do nothing: a usage error."""
+    flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params
+             if isinstance(p, click.Option)}
+    for name, why in unread_options(algo, cfg).items():
+        if name in flags and _given(name):
+            raise click.UsageError(f"--algo {algo} does not read {flags[name]}: {why}")
 
 
 def _check_ln_options(algo, opts, dev_path):

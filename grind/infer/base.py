@@ -74,6 +74,8 @@ class Algorithm:
     prev = None
     done = False
     tolerance = 0.0
+    #: The objective's last relative change (:meth:`observe`; None: the algorithm has no stopping tolerance).
+    _change: float | None = None
 
     #: Minibatch algorithms: the source of their minibatches (a
     #: :class:`grind.infer.training.Minibatches`, set up from the options at
@@ -87,12 +89,27 @@ class Algorithm:
         if self.finished():
             return None
         if self.batches is None:
-            return self._checked(self.update())
+            return self._stop_noted(self._checked(self.update()))
         batch = self.batches.next()
         if batch is None:
             self.done = True
             return None
-        return self._checked(self.update(batch))
+        return self._stop_noted(self._checked(self.update(batch)))
+
+    def _stop_noted(self, st):
+        """``st`` with ``extra["stopped"]`` saying why the run ends at it, when it does: converged
+        (:meth:`converged`, with the relative change), the cap of ``iterations``, or the last epoch."""
+        if st is None or "stopped" in st.extra:
+            return st
+        if self.done and self._change is not None:
+            st.extra["stopped"] = (f"converged at iteration {self.it}: relative change of the objective "
+                                   f"{self._change:.3g} <= tolerance {self.tolerance:g}")
+        elif self.batches is None and self.it >= self.iterations:
+            st.extra["stopped"] = f"reached the cap of {self.iterations} iterations" + (
+                f" before converging (tolerance {self.tolerance:g})" if self._change is not None else "")
+        elif self.batches is not None and self.batches.exhausted():
+            st.extra["stopped"] = "the last minibatch of the last epoch"
+        return st
 
     def _checked(self, st):
         """``st``, unless its objective is NaN or infinite: then the run stops with a NumericalError."""
@@ -139,6 +156,8 @@ class Algorithm:
 
     def observe(self, objective) -> None:
         """After iteration ``it``: ``done`` when :meth:`converged`; ``prev`` = objective."""
+        if self.prev is not None:
+            self._change = abs(objective - self.prev) / abs(self.prev) if self.prev else math.inf
         if self.converged(self.prev, objective):
             self.done = True
         self.prev = objective

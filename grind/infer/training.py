@@ -642,6 +642,7 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
                 if best is not None and dev < best[0] and 1 + _below_best(trace, best[0]) >= patience:
                     algo.set_state(best[1])
                     kept = _best_step(trace, best[0])
+                    st.extra["kept_step"] = kept
                     st.extra["stopped"] = (
                         "held-out log probability decreased; kept the previous state" if patience == 1
                         else f"held-out log probability below its best for {patience} evaluations; "
