@@ -583,8 +583,8 @@ def test_mbr_fallback_of_a_committee_is_the_first_grammars_viterbi_tree_named_by
 def test_weights_below_the_flush_level_are_said_once(capsys, monkeypatch):
     """The DMV kernel reads weights in (0, 1e-200) as 0: a run is told once (every path, every parser), not at
     every step."""
-    from grind.kernels import dmv as kernel
-    monkeypatch.setitem(kernel._flush, "said", False)
+    from grind.kernels import contract, dmv as kernel
+    monkeypatch.setattr(contract, "_flush_said", set())
     sents = [["a", "b"], ["b", "a", "b"]]
     g = dmv_grammar(sents)
     w = g.normalize(np.ones(len(g)))
@@ -596,3 +596,25 @@ def test_weights_below_the_flush_level_are_said_once(capsys, monkeypatch):
     parser.inside_outside(w)
     DMVParser(g, sents).inside_outside(w)
     assert capsys.readouterr().err.count("the DMV kernel reads 1 rule weight(s) in (0, 1e-200) as 0") == 1
+
+
+def test_both_kernels_read_subnormal_weights_as_0_and_agree(monkeypatch):
+    """EM drove three DMV weights subnormal (9.44e-322) and --kernel cky, which the DMV kernel's warning
+    recommended for them, stopped with 'the E-step produced NaN': its outside scores, stored relative to
+    the inside ones, overflowed.  Both kernels now read weights below FLUSH as 0 and agree."""
+    from conftest import SAMPLE
+    from grind.formats.corpus import CorpusSpec, read_corpus
+    from grind.kernels import contract
+    monkeypatch.setattr(contract, "_flush_said", set())
+    sents = [s.tokens for s in read_corpus(str(SAMPLE / "en_ewt-ud-train-sample.conllu.gz"),
+                                           CorpusSpec(column="UPOS", punct="ud", max_length=10))]
+    g = dmv_grammar(sents)
+    w = g.normalize(np.random.default_rng(3).uniform(0.2, 1.0, len(g)))
+    for key in ("L'_AUX --> Y_ADJ L_AUX", "R'_NUM --> R_NUM Y_DET"):
+        w[g.index[key]] = 1.9e-310
+    c_cky, z_cky = make_parser(g, sents, "cky").inside_outside(w)
+    c_dmv, z_dmv = make_parser(g, sents, "dmv").inside_outside(w)
+    assert np.isfinite(c_cky).all() and np.isfinite(z_cky).all()
+    np.testing.assert_allclose(c_cky, c_dmv, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(z_cky, z_dmv, rtol=1e-12)
+    assert contract._flush_said == {"CKY", "DMV"}

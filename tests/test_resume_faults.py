@@ -64,9 +64,16 @@ ARGS = {
 assert set(ARGS) == set(ALGORITHMS)
 
 
+def read_by(algo, *pairs) -> list:
+    """The (option, value) pairs that --algo ALGO reads (the others are usage errors), flattened."""
+    from grind.cli.train import UNREAD
+    unread = set(UNREAD.get(algo, {})) | ({"alpha"} if algo == "mixture" else set())   # mixture over ln
+    return [x for opt, v in pairs if opt[2:] not in unread for x in (opt, v)]
+
+
 def args_of(d, algo, out, ck, *more):
-    return ["train", "--algo", algo, "--alpha", "0.5", "--seed", "7", "--iterations", "4", "--tolerance", "0",
-            *ARGS[algo], "--checkpoint", ck, "--checkpoint-every", "1", *more, "-o", out,
+    return ["train", "--algo", algo, *read_by(algo, ("--alpha", "0.5"), ("--iterations", "4"), ("--tolerance", "0")),
+            "--seed", "7", *ARGS[algo], "--checkpoint", ck, "--checkpoint-every", "1", *more, "-o", out,
             d / "g1.txt", d / "c.txt"]
 
 
@@ -194,8 +201,8 @@ def early_args(d, algo, out, tr, ck):
     dev = d / "dev.txt"
     if not dev.exists():
         dev.write_text("".join(s + "\n" for s in DEV))
-    return ["train", "--algo", algo, "--alpha", "0.5", "--seed", "7", "--iterations", "10", "--tolerance", "0",
-            *EARLY[algo], "--dev", dev, "--eval-every", "1", "--early-stop",
+    return ["train", "--algo", algo, *read_by(algo, ("--alpha", "0.5"), ("--iterations", "10"), ("--tolerance", "0")),
+            "--seed", "7", *EARLY[algo], "--dev", dev, "--eval-every", "1", "--early-stop",
             "--checkpoint", ck, "--checkpoint-every", "1", "--trace", tr, "-o", out, d / "g1.txt", d / "c.txt"]
 
 

@@ -31,28 +31,16 @@ import threading
 
 import numpy as np
 
-from grind import log
 from grind.kernels import _dmv
 from grind.grammars.dmv import (CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_grammar, release_dmv_index,  # noqa: F401 (re-export)
                                 split_token)
 from grind.kernels.eisner import eisner
 from grind.errors import NumericalError
-from grind.kernels.contract import ChartParser
+from grind.kernels.contract import FLUSH, ChartParser, flushed, say_flush  # noqa: F401 (FLUSH re-exported)
 
 __all__ = ["DMVParser", "is_dmv_grammar"]
 _CHUNK = 1 << 16          # stored rule-table entries built at once (bounds the temporaries)
 _LOOKUP_MAX = 1 << 17     # arc rules looked up in the kernel when the dense table is this small (<= 256 types)
-FLUSH = 1e-200            # smaller weights count as 0 (see DMVParser._weights)
-_flush = {"said": False}
-
-
-def _say_flush(tiny) -> None:
-    """Once a process (training makes a parser per minibatch and calls the kernel every step): that the
-    weights in ``tiny`` (a mask) are read as 0."""
-    if not _flush["said"]:
-        _flush["said"] = True
-        log.warn(f"the DMV kernel reads {int(np.count_nonzero(tiny))} rule weight(s) in (0, {FLUSH:g}) as 0 (its "
-                 "scaled arithmetic cannot mix them with ordinary weights); --kernel cky computes with them exactly")
 
 
 class DMVParser(ChartParser):
@@ -217,12 +205,7 @@ class DMVParser(ChartParser):
         weights (it returned NaN), and a tree that needs one weighs less than
         FLUSH times one that does not.  A sentence all of whose trees need one
         gets log Z = -inf and is reported as unparseable."""
-        w = self._weight_vector(weights, check=False)
-        tiny = (w > 0) & (w < FLUSH)
-        if not tiny.any():
-            return w
-        _say_flush(tiny)
-        return np.where(tiny, 0.0, w)
+        return flushed(self._weight_vector(weights, check=False), "DMV")
 
     def _check(self, logz, idx):
         bad = np.isnan(logz)
@@ -264,7 +247,7 @@ class DMVParser(ChartParser):
         read = w[rules]                       # only the rules read: no pass over all of them on this path
         tiny = (read > 0) & (read < FLUSH)
         if tiny.any():
-            _say_flush(tiny)
+            say_flush(tiny, "DMV")
         self._check(logz, idx)
         return rules, values, logz
 
