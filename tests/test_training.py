@@ -285,6 +285,16 @@ def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, al
     assert "# unparsed: 1 of 3 sentences without a parse in the last step (left out of its counts)" in out
 
 
+def test_streaming_header_counts_sentences_left_out_and_without_a_parse(tmp_path):
+    """Streaming VB's grammar had neither line (1,432 left out, 407 unparsed on the EWT sample; audit)."""
+    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n1 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
+    (tmp_path / "c.txt").write_text("a b\nb\nb a\na b a b a b\nb\n")
+    out = grind("train", "--algo", "streaming", "--batch", "2", "--max-length", "4",
+                tmp_path / "g.txt", tmp_path / "c.txt").stdout
+    assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
+    assert "# unparsed: 2 of 4 sentences without a parse in their minibatch (skipped)" in out
+
+
 def header_of(text) -> dict:
     return {k.strip(): v.strip() for k, _, v in (ln[1:].partition(":") for ln in text.splitlines()
                                                   if ln.startswith("#"))}

@@ -314,7 +314,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     info = dict(algorithm=algo, alpha=None if "alpha" in unread_options(algo, cfg) else alpha,
                 steps=kept.step if kept else 0,
                 objective=repr(kept.objective) if kept else None, corpus=corpus_text,
-                left_out=left_out(sents if sents is not None else index, "not trained on"))
+                left_out=left_out(sents if sents is not None else index if index is not None else
+                                  getattr(algorithm.batches, "read", lambda: None)(), "not trained on"))
     if last is not None and last.extra.get("stopped"):
         info["stopped"] = f"after step {last.step}: {last.extra['stopped']}"
         if kept is not last:
@@ -325,6 +326,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         info["unparsed"] = f"{n - parsed} of {n} {what} without a parse in the last step (left out of its counts)"
     elif failed0:
         info["unparsed"] = f"{failed0} of {n} {what} without a parse under the initial grammar (left out)"
+    elif algo in STREAMING and getattr(algorithm, "unparsed", 0):
+        info["unparsed"] = (f"{algorithm.unparsed} of {algorithm.consumed} sentences without a parse in their "
+                            "minibatch (skipped)")
     if on_trees:
         from grind.grammars.latent import treebank_meta
         info.update(treebank_meta(g))

@@ -89,6 +89,7 @@ class StreamingVB(Algorithm):
         self.kernel, self.jobs = cfg.kernel, cfg.jobs
         self.alpha_hat = self.prior.copy()
         self.it, self.done = 0, False
+        self.unparsed = 0               # sentences of the stream without a parse in their minibatch (skipped)
 
     @property
     def consumed(self) -> int:
@@ -110,6 +111,7 @@ class StreamingVB(Algorithm):
         idx = np.array([i for i in range(len(sents)) if i not in parser.failures], dtype=np.int64)
         if not idx.size:
             _report(sents, [(i, parser.failures[i]) for i in range(len(sents))])
+            self.unparsed += len(sents)
             return base, 0.0, 0
         # the first minibatch that parses starts from theta0 (Alg. 2); one with no parse leaves alpha_hat at the prior
         local, first = base, np.array_equal(base, self.prior)
@@ -118,7 +120,9 @@ class StreamingVB(Algorithm):
         for k in range(self.iterations):
             counts, logz, lost, inexact = vb_estep(estep, self.g, local, idx)
             if k == 0:
-                _report(sents, _unparsed(parser, idx, logz, lost))
+                bad = _unparsed(parser, idx, logz, lost)
+                _report(sents, bad)
+                self.unparsed += len(bad)
             self.lost = len(lost)
             if k == 0 and (len(lost) or len(inexact)):
                 # Never silent: sentences whose every derivation needs a rule of
@@ -139,11 +143,13 @@ class StreamingVB(Algorithm):
         return posterior_mean(self.g, self.alpha_hat)
 
     def get_state(self):
-        return {"alpha_hat": self.alpha_hat, "it": self.it, **self.batches.get_state(), "done": self.done}
+        return {"alpha_hat": self.alpha_hat, "it": self.it, **self.batches.get_state(), "done": self.done,
+                "unparsed": self.unparsed}
 
     def set_state(self, s):
         self.alpha_hat = np.array(s["alpha_hat"], dtype=np.float64)
         self.it, self.done = int(s["it"]), bool(s["done"])
+        self.unparsed = int(s.get("unparsed", 0))
         self.batches.set_state(s)
 
 

@@ -238,11 +238,20 @@ class StreamBatches(Minibatches):
         self.size, self.first = size, first or size
         self.consumed = 0
         self._stream = None
+        #: What the reader counted (sentences outside the length limits, ...), complete at the stream's end.
+        self.stats: dict = {}
+
+    def read(self):
+        """The stream's counts as :class:`grind.formats.corpus.Corpus` has them (``left_out``, ``wordless``,
+        ...), once it has been read to its end; else None."""
+        import types
+        return types.SimpleNamespace(**self.stats) if "left_out" in self.stats else None
 
     def next(self):
         """The next minibatch (a list of :class:`grind.formats.corpus.Sentence`), None at the end."""
         if self._stream is None:
-            self._stream = iter_corpus(self.path, self.spec)
+            self.stats = {}
+            self._stream = iter_corpus(self.path, self.spec, self.stats)
             for _ in itertools.islice(self._stream, self.consumed):
                 pass
         sents = list(itertools.islice(self._stream, self.first if self.consumed == 0 else self.size))
