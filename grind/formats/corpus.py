@@ -257,7 +257,9 @@ def _sentences(path, spec, lines, stats=None):
         else:
             left_out += 1
     if not kept:
-        raise InputError(f"{name}: no sentences ({spec.describe()})")
+        why = (f": {left_out} read, every one outside the length limits {spec.min_length}.."
+               f"{spec.max_length or 'inf'} (after punctuation removal)" if left_out else "")
+        raise InputError(f"{name}: no sentences ({spec.describe()}){why}")
     if stats is not None:
         stats["left_out"], stats["format"] = left_out, fmt
         if spec.types:
