@@ -361,3 +361,14 @@ def test_an_ln_grammar_header_names_no_dirichlet_alpha(dmv):
     d, train = dmv
     out = grind("train", "--algo", "ln", "--iterations", "1", *C, d / "g1.txt", train).stdout
     assert "# alpha:" not in out and "# algorithm: ln" in out
+
+
+def test_a_nonterminal_whose_rules_are_all_0_is_warned(tmp_path):
+    """A starting grammar with every rule of one LHS at 0 was accepted in silence (audit)."""
+    (tmp_path / "g.txt").write_text("1 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n0 C --> a\n0 C --> b\n")
+    (tmp_path / "c.txt").write_text("a b\n")
+    r = grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt")
+    assert "every rule of 'C' has probability 0: such a nonterminal derives nothing" in r.stderr
+    r = grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt")
+    (tmp_path / "g.txt").write_text("1 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n")
+    assert "probability 0" not in grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt").stderr

@@ -288,6 +288,13 @@ def require_probabilities(grammar: Grammar, path: str, command: str = "this comm
         lhs, tot = bad
         raise InputError(f"{name}: the weights of the rules of {lhs} sum to {tot!r}, not 1, so they are not "
                          f"probabilities ({command} needs them): {fix}")
+    dead = np.flatnonzero(grammar.lhs_sums(w) == 0)
+    if len(dead):
+        from grind import log
+        more = f" and {len(dead) - 1} more" if len(dead) > 1 else ""
+        log.warn(f"{name}: every rule of {grammar.nonterminals[int(dead[0])]!r}{more} has probability 0: such a "
+                 "nonterminal derives nothing (a tree through it has probability 0), and training keeps its rules "
+                 "at 0")
 
 
 def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
