@@ -601,7 +601,8 @@ def test_weights_below_the_flush_level_are_said_once(capsys, monkeypatch):
 def test_both_kernels_read_subnormal_weights_as_0_and_agree(monkeypatch):
     """EM drove three DMV weights subnormal (9.44e-322) and --kernel cky, which the DMV kernel's warning
     recommended for them, stopped with 'the E-step produced NaN': its outside scores, stored relative to
-    the inside ones, overflowed.  Both kernels now read weights below FLUSH as 0 and agree."""
+    the inside ones, overflowed.  The CKY kernel reads subnormal weights as 0 (the DMV kernel: all below
+    FLUSH), so the two agree on them."""
     from conftest import SAMPLE
     from grind.formats.corpus import CorpusSpec, read_corpus
     from grind.kernels import contract

@@ -79,7 +79,8 @@ def test_estep_count_file_is_the_plain_estep_one(tmp_path, kind):
     assert not ok[-1] and ok[:-1].all()          # the unknown word's sentence fails, as reported
     stats = {"sentences": len(toks), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(toks, ok) if k)), "loglik": float(logz[ok].sum())}
-    meta = {"estep": kind, "estep-weights": fingerprint_array(ref_g.weights), "corpus": spec.describe(toks.format)}
+    meta = {"estep": kind, "estep-weights": fingerprint_array(ref_g.weights), "estep-start": ref_g.start,
+            "corpus": spec.describe(toks.format)}
     ref = tmp_path / "ref.txt"
     write_counts(str(ref), Counts.of(ref_g, counts, stats, meta))
     assert body(out) == body(ref)

@@ -14,7 +14,8 @@ from grind.cli.common import output_option
 
 @click.command("plot")
 @click.option("--x", "x", type=click.Choice(["step", "seconds", "sentences"]), default="step", show_default=True,
-              help="The x axis: the trace column to plot against.")
+              help="The x axis: the trace column to plot against (sentences: cumulative, counted per algorithm "
+                   "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
 @click.option("--label", "labels", multiple=True,
               help="Legend label of a TRACE, once per TRACE in order (default: the file names).")
 @click.option("--reference", "references", multiple=True, metavar="COLUMN=VALUE[:LABEL]",

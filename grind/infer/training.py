@@ -700,7 +700,9 @@ def _copy_state(state: dict) -> dict:
 
 
 def write_trace(path, trace):
-    """The trace as TSV: step, objective, sentences parsed, seconds, then extras."""
+    """The trace as TSV: step, objective, sentences (cumulative: the parsed sentences of each sweep for cvb,
+    gibbs and hastings; every sentence of each pass, parsed or not, for em, vb, ln and mixture; the
+    sentences read for streaming and stochastic VB), seconds, then extras (``parsed``: of the step)."""
     from grind.formats.textio import header_lines
     extra = sorted({k for s in trace for k in s.extra})
     with open_out(path) as f:

@@ -27,7 +27,7 @@ import numpy as np
 
 from grind.errors import InputError
 from grind.grammars.grammar import post_order
-from grind.kernels.contract import ChartParser, flushed
+from grind.kernels.contract import SUBNORMAL, ChartParser, flushed
 
 try:
     from grind.kernels import _cky
@@ -142,7 +142,8 @@ class CKYParser(ChartParser):
         return ok, np.ascontiguousarray(idx[ok], dtype=np.int64)
 
     def _weights(self, weights, log: bool):
-        return self._c.kernel_weights(flushed(self._weight_vector(weights), "CKY"), self.path == "dense", log)
+        w = flushed(self._weight_vector(weights), "CKY", SUBNORMAL)
+        return self._c.kernel_weights(w, self.path == "dense", log)
 
     def _derivations(self, n, ok, rows, off, n_rows):
         out = [None] * n

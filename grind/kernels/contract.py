@@ -22,32 +22,35 @@ import numpy as np
 from grind import log
 from grind.errors import NumericalError
 
-#: Rule weights in (0, FLUSH) are read as 0 by the kernels (DMV, CKY): their scaled arithmetic cannot
-#: mix them with ordinary weights (the DMV kernel returned NaN; the CKY kernel's outside scores, stored
-#: relative to the inside ones, overflowed), and a tree that needs one weighs less than FLUSH times one
-#: that does not.  A sentence all of whose trees need one is unparseable (log Z = -inf).
+#: Rule weights in (0, FLUSH) are read as 0 by the DMV kernel: its power-of-two scaling cannot mix
+#: them with ordinary weights (it returned NaN), and a tree that needs one weighs less than FLUSH times
+#: one that does not.  A sentence all of whose trees need one is unparseable (log Z = -inf).
 FLUSH = 1e-200
+#: The CKY kernel reads subnormal weights (below the smallest normal float, ~2.2e-308) as 0: its outside
+#: scores, stored relative to the inside ones, overflowed with them (EM had driven three weights to
+#: ~1e-310 .. 9e-322).  Normal weights, however small (VB's exp(psi) under a sparse prior), stay exact.
+SUBNORMAL = float(np.finfo(np.float64).tiny)
 #: The kernels that have said so in this process (once each: training calls a kernel every step).
 _flush_said: set = set()
 
 
-def flushed(w: np.ndarray, kernel: str) -> np.ndarray:
-    """``w`` with its weights in (0, FLUSH) set to 0, said once a process per ``kernel`` name."""
-    tiny = (w > 0) & (w < FLUSH)
+def flushed(w: np.ndarray, kernel: str, below: float = FLUSH) -> np.ndarray:
+    """``w`` with its weights in (0, ``below``) set to 0, said once a process per ``kernel`` name."""
+    tiny = (w > 0) & (w < below)
     if not tiny.any():
         return w
-    say_flush(tiny, kernel)
+    say_flush(tiny, kernel, below)
     return np.where(tiny, 0.0, w)
 
 
-def say_flush(tiny, kernel: str) -> None:
+def say_flush(tiny, kernel: str, below: float = FLUSH) -> None:
     """Warn (once a process per kernel) that the weights in ``tiny`` (a mask) are read as 0."""
     if kernel not in _flush_said:
         _flush_said.add(kernel)
-        log.warn(f"the {kernel} kernel reads {int(np.count_nonzero(tiny))} rule weight(s) in (0, {FLUSH:g}) as 0: "
-                 "its scaled arithmetic cannot mix them with ordinary weights, and a tree that needs one weighs "
-                 f"less than {FLUSH:g} times one that does not (a sentence all of whose trees need one is "
-                 "unparseable)")
+        log.warn(f"the {kernel} kernel reads {int(np.count_nonzero(tiny))} rule weight(s) in (0, {below:.3g}) as "
+                 "0: its scaled arithmetic cannot mix them with ordinary weights, and a tree that needs one "
+                 f"weighs less than {below:.3g} times one that does not (a sentence all of whose trees need one "
+                 "is unparseable)")
 
 
 
