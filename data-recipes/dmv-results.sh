@@ -16,7 +16,7 @@ ewt=$shared/UD_English-EWT
 C="--column UPOS --punct ud"
 run grind make-grammar dmv $C --max-length 10 -o "$out/ewt-dmv0.txt" "$ewt/en_ewt-ud-train.conllu.xz"
 run grind init --harmonic --corpus "$ewt/en_ewt-ud-train.conllu.xz" $C --max-length 10 -o "$out/ewt-dmv1.txt" "$out/ewt-dmv0.txt"
-run grind train --algo em --iterations "$iters" $C --max-length 10 --trace "$out/ewt-em.tsv" -o "$out/ewt-em.txt" \
+run grind train --algo em --iterations "$iters" --tolerance 0 $C --max-length 10 --trace "$out/ewt-em.tsv" -o "$out/ewt-em.txt" \
     "$out/ewt-dmv1.txt" "$ewt/en_ewt-ud-train.conllu.xz"
 for dec in viterbi mbr; do
   run grind parse --$dec $C -o "$out/ewt-test-$dec.conllu" "$out/ewt-em.txt" "$ewt/en_ewt-ud-test.conllu"
@@ -32,7 +32,7 @@ for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; ec
 P="--column XPOS --punct ptb --max-length 10"
 run grind make-grammar dmv $P -o "$out/wsj10-dmv0.txt" "$ptb"
 run grind init --harmonic --corpus "$ptb" $P -o "$out/wsj10-dmv1.txt" "$out/wsj10-dmv0.txt"
-run grind train --algo em --iterations "$iters" $P --trace "$out/wsj10-em.tsv" -o "$out/wsj10-em.txt" "$out/wsj10-dmv1.txt" "$ptb"
+run grind train --algo em --iterations "$iters" --tolerance 0 $P --trace "$out/wsj10-em.tsv" -o "$out/wsj10-em.txt" "$out/wsj10-dmv1.txt" "$ptb"
 for dec in viterbi mbr; do
   run grind parse --$dec $P -o "$out/wsj10-$dec.conllu" "$out/wsj10-em.txt" "$ptb"
   run grind eval $P -o "$out/wsj10-$dec.eval" "$ptb" "$out/wsj10-$dec.conllu"
@@ -46,4 +46,4 @@ ch=$shared/UD_English-CHILDES/en_childes-derived-train.conllu.xz
 L="--column LFORM --punct ud --min-length 4 --max-length 15"
 run grind make-grammar dmv --lexicalized $L -o "$out/childes-lex0.txt" "$ch"
 run grind init --harmonic --corpus "$ch" $L -o "$out/childes-lex1.txt" "$out/childes-lex0.txt"
-run grind train --algo em --iterations 10 $L --trace "$out/childes-em.tsv" -o "$out/childes-em.txt" "$out/childes-lex1.txt" "$ch"
+run grind train --algo em --iterations 10 --tolerance 0 $L --trace "$out/childes-em.tsv" -o "$out/childes-em.txt" "$out/childes-lex1.txt" "$ch"

@@ -44,7 +44,7 @@ for f in $FILES; do
   if [[ ! -s $d/em.conllu ]]; then
     run grind make-grammar dmv $C -o "$d/dmv0.txt" "$src" 2>"$d/make.log"
     run grind init --harmonic --corpus "$src" $C -o "$d/dmv1.txt" "$d/dmv0.txt" 2>"$d/init.log"
-    run grind train --algo em --iterations "$EM_ITER" $C -o "$d/em.txt" "$d/dmv1.txt" "$src" 2>"$d/train.log"
+    run grind train --algo em --iterations "$EM_ITER" --tolerance 0 $C -o "$d/em.txt" "$d/dmv1.txt" "$src" 2>"$d/train.log"
     run grind parse --mbr $C -o "$d/em.conllu" "$d/em.txt" "$src" 2>"$d/parse.log"
   fi
   run grind eval $C -o "$d/content.eval" "$src" "$d/em.conllu" 2>/dev/null
