@@ -487,3 +487,14 @@ def test_cluster_makefile_refuses_other_settings_and_follows_iterations(grammars
         r = make(bad)
         assert r.returncode != 0 and "must be a whole number >= 1" in r.stderr, bad
     assert make("clean").returncode == 0 and not out.exists()
+
+
+def test_split_keeps_a_comment_block_that_stands_alone_between_sentences(tmp_path):
+    """'# newdoc id = d2' between two blank lines was dropped although split promises every block whole."""
+    row = "1\tc\tc\tNOUN\tNN\t_\t0\troot\t_\t_\n"
+    text = f"# sent_id = 1\n{row}\n# newdoc id = d2\n\n# sent_id = 2\n{row}\n# sent_id = 3\n{row}\n"
+    (tmp_path / "c.conllu").write_text(text)
+    run("split", "--column", "UPOS", "-n", 2, "-o", tmp_path / "s", tmp_path / "c.conllu")
+    got = "".join((tmp_path / f"s.{k}.conllu").read_text() for k in (1, 2))
+    assert got.count("# newdoc id = d2\n") == 1
+    assert sum(len(read_corpus(str(tmp_path / f"s.{k}.conllu"), CorpusSpec(column="UPOS"))) for k in (1, 2)) == 3

@@ -438,10 +438,11 @@ def _ptb_groups(lines):
         yield first, "".join(buf)
 
 
-def _blocks(lines, heads: list | None = None):
+def _blocks(lines, heads: list | None = None, orphans: bool = False):
     """Yield (first line number, comment lines, token lines) per blank-line-separated block;
     ``heads`` gets the comment lines of comment-only blocks before the first block with rows (a
-    header grind wrote)."""
+    header grind wrote); ``orphans``: a comment-only block after it (``# newdoc id = ...`` on its
+    own) is yielded too, with no token lines."""
     comments: list[str] = []
     rows: list[tuple[int, str]] = []
     start, seen = None, False
@@ -453,6 +454,8 @@ def _blocks(lines, heads: list | None = None):
                 yield start, comments, rows
             elif heads is not None and not seen:
                 heads.extend(comments)
+            elif orphans and seen and comments:
+                yield start, comments, rows
             comments, rows, start = [], [], None
             continue
         if start is None:
@@ -813,8 +816,9 @@ def corpus_blocks(path: str, spec: CorpusSpec, pairs=None) -> tuple[str, list[Bl
     raises the errors that reader raises (``no sentences`` included).  What
     belongs to no sentence is not a block: a text file's leading ``#``
     header lines and blank lines, CoNLL comment lines not followed by token
-    rows (a file header), blank lines and trailing ``#`` lines of a PTB
-    file."""
+    rows before the first sentence (a file header; such lines later, e.g. a
+    ``# newdoc`` block on its own, are a block without sentences), blank
+    lines and trailing ``#`` lines of a PTB file."""
     pairs = list(read_lines(path)) if pairs is None else pairs
     for _ in _sentences(path, spec, iter(pairs)):
         pass
@@ -894,7 +898,10 @@ def iter_blocks(path: str, spec: CorpusSpec, fmt: str, pairs):
                 yield Block([t for _, t in comments + group], sents)
                 comments, group, depth = [], [], 0
     else:
-        for start, comment_lines, rows in _blocks(iter(pairs)):
+        for start, comment_lines, rows in _blocks(iter(pairs), orphans=True):
+            if not rows:                         # comments on their own between sentences: kept, no sentence
+                yield Block(comment_lines, [])
+                continue
             lines = [(start, c + "\n") for c in comment_lines] + [(n, t + "\n") for n, t in rows]
             sents = list(_read_treebank(lines, name, fmt, spec))
             yield Block(comment_lines + [t for _, t in rows], sents)
