@@ -48,3 +48,25 @@ def sample_dmv(directory: Path, corpus_options) -> tuple[Path, str]:
     grind("make-grammar", "dmv", *corpus_options, "-o", directory / "g0.txt", train)
     grind("init", "--harmonic", "--corpus", train, *corpus_options, "-o", directory / "g1.txt", directory / "g0.txt")
     return directory, train
+
+
+def remote_shards(build, shard: int):
+    """A stand-in for the Dask E-step (``remote``): a ShardedEstep over ``build()``'s parser whose
+    ``map_shards`` runs each shard's work on a parser built again (as a worker builds one) with a
+    pickled copy of the payload, in reverse shard order; the results come back in shard order;
+    ``calls`` counts the calls."""
+    import pickle
+
+    from grind.infer.training import ShardedEstep
+
+    class RemoteShards(ShardedEstep):
+        remote = True
+        calls = 0
+
+        def map_shards(self, fn, payload, idx=None):
+            shards = self.shards(idx)
+            self.calls += 1
+            out = {k: fn(build(), s, pickle.loads(pickle.dumps(payload))) for k, s in reversed(list(enumerate(shards)))}
+            return [out[k] for k in range(len(shards))]
+
+    return RemoteShards(build(), shard=shard)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from conftest import remote_shards
 from grind.infer import ln
 from grind.grammars.dmv import dmv_grammar
 from grind.errors import InputError, NumericalError
@@ -652,26 +653,6 @@ def test_a_prior_beyond_the_linear_zeta_range_is_an_error_not_a_wrong_bound():
         ln.closed_zeta(mask, np.array([[0.0, 0.0, 0.0], [-800.0, -900.0, -760.0]]), s2)
 
 
-class _RemoteShards(ShardedEstep):
-    """A stand-in for the Dask E-step: each shard's work runs on a parser of its own (built
-    again, as a worker builds one) with a pickled copy of the payload, in reverse shard
-    order; results come back in shard order."""
-    remote = True
-
-    def __init__(self, grammar, sents, shard):
-        super().__init__(make_parser(grammar, sents), shard=shard)
-        self.build = lambda: make_parser(grammar, sents)
-        self.sent = 0
-
-    def map_shards(self, fn, payload, idx=None):
-        import pickle
-        shards = self.shards(idx)
-        self.sent += 1
-        out = {k: fn(self.build(), s, pickle.loads(pickle.dumps(payload)))
-               for k, s in reversed(list(enumerate(shards)))}
-        return [out[k] for k in range(len(shards))]
-
-
 @pytest.mark.parametrize("tied", [False, True], ids=["plain", "tied"])
 def test_model1_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypatch, tied):
     """Model I through ``map_shards`` (what ``--cluster`` runs: the shards' posteriors summed
@@ -684,13 +665,13 @@ def test_model1_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypat
     theta0 = g.normalize(np.exp(rng.standard_normal(len(g))))
     extra = dict(tie="A", families=FAM, tie_warmup=1) if tied else {}
     runs = []
-    for est in (ShardedEstep(make_parser(g, sents), shard=4), _RemoteShards(g, sents, 4)):
+    for est in (ShardedEstep(make_parser(g, sents), shard=4), remote_shards(lambda: make_parser(g, sents), 4)):
         a = ln.LogisticNormal(g, est, None, theta0, SimpleNamespace(iterations=3, tolerance=0, model=1,
                                                                      ln_cycles=2, **extra))
         steps = [a.step() for _ in range(3)]
         runs.append((a, steps, est))
     (a, sa, _), (b, sb, remote) = runs
-    assert b.remote and remote.sent == 3 and len(remote.shards()) == 3
+    assert b.remote and remote.calls == 3 and len(remote.shards()) == 3
     assert [s.objective for s in sa] == [s.objective for s in sb]
     assert [s.extra["parsed"] for s in sa] == [s.extra["parsed"] for s in sb] == [11] * 3
     for x, y in zip(a.mu + a.Sigma, b.mu + b.Sigma):
@@ -703,7 +684,7 @@ def test_model1_on_remote_shards_refuses_per_sentence_state(cfg):
     sents = corpus(rng, ["a", "b", "c"], 4)
     g = dmv_grammar(sents)
     with pytest.raises(InputError, match="model I on a cluster needs cold starts and the plain M-step"):
-        ln.LogisticNormal(g, _RemoteShards(g, sents, 256), None, g.weights,
+        ln.LogisticNormal(g, remote_shards(lambda: make_parser(g, sents), 256), None, g.weights,
                           SimpleNamespace(iterations=1, tolerance=0, model=1, **cfg))
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import grind, sample_dmv
+from conftest import grind, remote_shards, sample_dmv
 from grind.infer.constraints import constrained_parser
 from grind.grammars.dmv import SLOT, dmv_grammar, dmv_index
 from grind.kernels.dmv import DMVParser
@@ -264,26 +264,6 @@ def test_ln_model2_does_not_reuse_a_parse_made_under_other_coefficients(monkeypa
     np.testing.assert_array_equal(m1.weights(), m0.weights())
 
 
-class _RemoteShards(ShardedEstep):
-    """A stand-in for the Dask E-step (``remote``): each shard's work runs on a DMV parser
-    built again, as a worker builds one, with a pickled copy of the payload, in reverse
-    shard order; the results come back in shard order."""
-    remote = True
-
-    def __init__(self, g, sents, shard):
-        super().__init__(DMVParser(g, sents), shard=shard)
-        self.build = lambda: DMVParser(g, sents)
-        self.calls = 0
-
-    def map_shards(self, fn, payload, idx=None):
-        import pickle
-        shards = self.shards(idx)
-        self.calls += 1
-        out = {k: fn(self.build(), s, pickle.loads(pickle.dumps(payload)))
-               for k, s in reversed(list(enumerate(shards)))}
-        return [out[k] for k in range(len(shards))]
-
-
 @pytest.mark.parametrize("base, extra", [("em", {}), ("vb", {}), ("ln", dict(model=1)), ("ln", dict(model=2))],
                          ids=["em", "vb", "ln-model-1", "ln-model-2"])
 def test_mixture_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypatch, base, extra):
@@ -297,7 +277,7 @@ def test_mixture_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypa
     g = dmv_grammar(sents)
     kw = dict(mix_base=base, mix_constraints="RA+VAR+SD,LC+NS", mix_start=0.6, mix_rate=0.1, **extra)
     runs = []
-    for est in (ShardedEstep(DMVParser(g, sents), shard=8), _RemoteShards(g, sents, 8)):
+    for est in (ShardedEstep(DMVParser(g, sents), shard=8), remote_shards(lambda: DMVParser(g, sents), 8)):
         m = Mixture(g, est, np.full(len(g), 1.1), g.probabilities(), cfg(**kw), np.random.default_rng(0))
         runs.append((m, [m.step() for _ in range(4)], est))
     (a, sa, _), (b, sb, remote) = runs
