@@ -324,6 +324,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     what = "trees" if on_trees else "sentences"
     if isinstance(parsed, (int, np.integer)) and algorithm.batches is None and isinstance(n, int) and parsed < n:
         info["unparsed"] = f"{n - parsed} of {n} {what} without a parse in the last step (left out of its counts)"
+        if algo in ("gibbs", "hastings"):       # a sampler keeps the sentences that had an initial tree
+            info["unparsed"] = (f"{n - parsed} of {n} {what} without a tree under the initial grammar (the sampler "
+                                "leaves them out of the whole run)")
     elif failed0:
         info["unparsed"] = f"{failed0} of {n} {what} without a parse under the initial grammar (left out)"
     elif algo in STREAMING and getattr(algorithm, "unparsed", 0):
