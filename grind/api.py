@@ -348,9 +348,11 @@ def evaluate(gold, predicted, baselines: bool = True, **corpus_options) -> dict:
     overlap_right / overlap_left; with ``baselines``, ``"baselines"``:
     ``{"right": rows, "left": rows}`` of the attach-right / attach-left trees.
     """
-    from grind.eval.dependencies import baseline_rows, evaluate as evaluate_sentences, score_heads
+    from grind.eval.dependencies import baseline_rows, check_parse_punct, evaluate as evaluate_sentences, score_heads
     gold = read_corpus(gold, **corpus_options) if isinstance(gold, (str, os.PathLike)) else _sentences(gold)
     if isinstance(predicted, (str, os.PathLike)):
+        # a parse written under another --punct has the removed tokens attached to the root as filler
+        check_parse_punct(os.fspath(predicted), corpus_options.get("punct", "none"))
         predicted = read_corpus(predicted, **corpus_options)
     if predicted and all(p is None or isinstance(p, Sentence) for p in predicted) \
             and any(isinstance(p, Sentence) for p in predicted):

@@ -305,3 +305,15 @@ def test_a_treebank_path_points_to_read_corpus(tmp_path):
     (tmp_path / "g.txt").write_text("1 S --> a\n")
     with pytest.raises(InputError, match=r"grind.read_corpus\(path, column="):
         grind.estep(str(tmp_path / "g.txt"), str(tmp_path / "t.conllu"))
+
+
+def test_evaluate_refuses_a_parse_file_written_under_another_punct(dmv_files, tmp_path):
+    """grind.evaluate scored a --punct ud parse without punct= (0.2382 over 697 words, the removed
+    tokens' filler arcs counted as predictions) where grind eval refuses (API audit)."""
+    _, gpath, _ = dmv_files
+    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    out = tmp_path / "p.conllu"
+    run_grind("parse", "--column", "UPOS", "--punct", "ud", "-o", out, gpath, dev)
+    with pytest.raises(grind.api.InputError, match="written with punct-removed=ud .* score it with --punct ud"):
+        grind.evaluate(dev, str(out), column="UPOS")
+    assert 0 < grind.evaluate(dev, str(out), column="UPOS", punct="ud")["directed"] < 1

@@ -113,8 +113,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         if base is not None:
             report += format_baselines(base)
     else:
-        from grind.eval.dependencies import (baseline_rows, evaluate, format_baselines, format_report,
-                                             format_spread, significance_rows)
+        from grind.eval.dependencies import (baseline_rows, check_parse_punct, evaluate, format_baselines,
+                                             format_report, format_spread, significance_rows)
         gold_sents = read_corpus(gold, spec)
         try:
             base = baseline_rows(gold_sents) if baselines else None
@@ -122,13 +122,13 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
             raise InputError(f"{gold}: {e}") from None
         runs, report, heads = [], "", {}
         for p in predicted:
-            _check_parse_punct(p, spec.punct)
+            check_parse_punct(p, spec.punct)
         for k, p in enumerate(predicted):
             try:
                 pred_sents = read_corpus(p, spec)
                 if is_stream(p):            # its header is known once it is read
                     from grind.formats.corpus import HEADERS_READ
-                    _check_parse_punct(p, spec.punct, HEADERS_READ.get("<stdin>" if p == "-" else p, {}))
+                    check_parse_punct(p, spec.punct, HEADERS_READ.get("<stdin>" if p == "-" else p, {}))
                 rows = evaluate(gold_sents, pred_sents, baselines)
                 heads[_unique_name(p, heads)] = [s.heads for s in pred_sents]
             except InputError as e:
@@ -150,22 +150,6 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
     with open_out(output) as f:
         f.writelines(header_lines())
         f.write(report)
-
-
-def _check_parse_punct(path, punct, head=None) -> None:
-    """A prediction that grind parse or baseline wrote under another punctuation rule than the one it is
-    scored with is an error: the tokens that rule removed were attached to the root word as filler.
-    ``head``: its header as read already (a stream); by default read from the file (a stream: none)."""
-    import re
-
-    from grind.formats.textio import read_header
-    if head is None:
-        head = read_header(path)
-    m = re.search(r"\bpunct-removed=(\S+)", head.get("corpus", ""))
-    if m and "removed_tokens" in head and m[1] != punct:
-        raise InputError(f"{path} was written with punct-removed={m[1]} (its '# corpus:' header) but is scored with "
-                         f"--punct {punct}: the tokens it removed are attached to the root word as filler, not "
-                         f"predictions; score it with --punct {m[1]}")
 
 
 def _labeled_report(gold, predicted, spec, baselines, segmentation):

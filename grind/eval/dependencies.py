@@ -132,6 +132,22 @@ def significance_rows(gold_sents, predicted: dict, rng, samples: int, baselines:
     return rows
 
 
+def check_parse_punct(path, punct, head=None) -> None:
+    """A prediction that grind parse or baseline wrote under another punctuation rule than the one it is
+    scored with is an error: the tokens that rule removed were attached to the root word as filler.
+    ``head``: its header as read already (a stream); by default read from the file (a stream: none)."""
+    import re
+
+    from grind.formats.textio import read_header
+    if head is None:
+        head = read_header(path)
+    m = re.search(r"\bpunct-removed=(\S+)", head.get("corpus", ""))
+    if m and "removed_tokens" in head and m[1] != punct:
+        raise InputError(f"{path} was written with punct-removed={m[1]} (its '# corpus:' header) but is scored with "
+                         f"--punct {punct}: the tokens it removed are attached to the root word as filler, not "
+                         f"predictions; score it with --punct {m[1]}")
+
+
 def _div(a, b):
     return a / b if b else float("nan")
 
