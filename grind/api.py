@@ -308,12 +308,26 @@ def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
     if isinstance(parser, DMVParser):
         thetas = np.stack([theta] + [m.probabilities() for m in members])
         heads = parser.mbr_heads(thetas, fallback=[]) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
-        return [None if h is None else [int(x) for x in h] for h in heads]
+        return _said_unparsed([None if h is None else [int(x) for x in h] for h in heads], sents, parser)
     if decoder == "mbr":
         raise ValueError("mbr decoding is for DMV grammars; use decoder='viterbi' for a PCFG")
     from grind.formats.trees import derivation_tree
     derivs, _ = parser.viterbi(theta)
-    return [None if d is None else derivation_tree(g, d, s.tokens) for s, d in zip(sents, derivs)]
+    return _said_unparsed([None if d is None else derivation_tree(g, d, s.tokens) for s, d in zip(sents, derivs)],
+                          sents, parser)
+
+
+def _said_unparsed(out: list, sents, parser) -> list:
+    """``out``, the sentences it has no parse for (None) named on stderr as the command line names them."""
+    bad = [i for i, x in enumerate(out) if x is None]
+    for i in bad[:10]:
+        why = parser.failures.get(i, "no derivation has positive probability")
+        log.warn(f"grind.parse: sentence {i + 1} has no parse: {why}")
+    if len(bad) > 10:
+        log.warn(f"grind.parse: ... and {len(bad) - 10} more")
+    if bad:
+        log.warn(f"grind.parse: {len(bad)} of {len(sents)} sentences have no parse (None)")
+    return out
 
 
 def estep(grammar, corpus) -> Counts:

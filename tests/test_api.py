@@ -317,3 +317,12 @@ def test_evaluate_refuses_a_parse_file_written_under_another_punct(dmv_files, tm
     with pytest.raises(grind.api.InputError, match="written with punct-removed=ud .* score it with --punct ud"):
         grind.evaluate(dev, str(out), column="UPOS")
     assert 0 < grind.evaluate(dev, str(out), column="UPOS", punct="ud")["directed"] < 1
+
+
+def test_parse_names_the_sentences_it_cannot_parse(dmv_files, capsys):
+    """The README says so; grind.parse returned None in silence (API audit)."""
+    _, gpath, _ = dmv_files
+    out = grind.parse(gpath, [["NOUN", "FOO"], ["NOUN", "VERB"]])
+    err = capsys.readouterr().err
+    assert out[0] is None and out[1] is not None
+    assert "grind.parse: sentence 1 has no parse: unknown word 'FOO'" in err and "1 of 2 sentences" in err
