@@ -619,3 +619,12 @@ def test_both_kernels_read_subnormal_weights_as_0_and_agree(monkeypatch):
     np.testing.assert_allclose(c_cky, c_dmv, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(z_cky, z_dmv, rtol=1e-12)
     assert contract._flush_said == {"CKY", "DMV"}
+
+
+def test_head_types_whose_symbols_coincide_are_refused():
+    """Tags 'B_l' and 'Y_B': Y_B_l is the first's nonterminal and the second's left terminal; make-grammar
+    dmv wrote a grammar that joined them (API audit)."""
+    from grind.errors import InputError
+    with pytest.raises(InputError, match="'Y_B_l' belongs to both head type 'B_l' and head type 'Y_B'"):
+        dmv_grammar([["B_l", "Y_B"], ["Y_B", "B_l"]])
+    assert len(dmv_grammar([["B", "C_x"]]))                  # other underscores are fine

@@ -446,6 +446,20 @@ def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None) -> Gramma
     return g
 
 
+def _symbol_clash(names, types) -> None:
+    """InputError naming two head types whose DMV symbols coincide (type ``B_l`` has the nonterminal
+    ``Y_B_l``, type ``Y_B`` the terminal ``Y_B_l``): the grammar would join them, silently."""
+    first: dict[str, int] = {}
+    for k, x in enumerate(names):
+        if x in first:
+            def owner(i):
+                return "the start symbol" if i == 0 else f"head type {types[(i - 1) // len(_TYPE_SYMBOLS)]!r}"
+            raise InputError(f"the DMV symbol {x!r} belongs to both {owner(first[x])} and {owner(k)}: a head type "
+                             f"whose name ends in _l / _r or starts with Y_, L_, R_, L0_, R0_, L'_, R'_ can clash "
+                             "with another's symbols; rename the tags (or words)")
+        first[x] = k
+
+
 #: Per-type symbols of :func:`_dmv_table`, in this order after ``S``.
 _TYPE_SYMBOLS = ("Y_{}", "L0_{}", "R0_{}", "L_{}", "R_{}", "L'_{}", "R'_{}", "{}_l", "{}_r")
 #: The 9 non-root rules of a type (SLOTS 1..9), as positions in _TYPE_SYMBOLS: lhs, rhs...
@@ -461,6 +475,8 @@ def _dmv_table(types, h, d, right) -> RuleTable:
     names = [START] + [f.format(t) for t in types for f in _TYPE_SYMBOLS]
     sid: dict[str, int] = {}
     ids = np.fromiter((sid.setdefault(x, len(sid)) for x in names), dtype=np.int32, count=len(names))
+    if len(sid) < len(names):
+        _symbol_clash(names, types)
     del names
     sym = ids[1:].reshape(T, len(_TYPE_SYMBOLS))          # [type, position] -> symbol id
     lhs = [np.full(T, ids[0], np.int32)] + [sym[:, r[0]] for r in _TYPE_RULES]
