@@ -292,3 +292,18 @@ def test_init_harmonic_names_the_sentences_it_leaves_out_and_its_corpus(tmp_path
     assert "1 of 2 sentences have a XPOS the grammar lacks" in r.stderr and "sentence 2 (line 4) 'XY'" in r.stderr
     head = (tmp_path / "h.txt").read_text()
     assert "# harmonic_corpus: " in head and "1 of 2 sentences (1 with a XPOS the grammar lacks left out)" in head
+
+
+@pytest.mark.parametrize("start, message", [
+    ("PT0", "start symbol 'PT0' is one of the grammar's own symbols"),
+    ("X0", "start symbol 'X0' is one of the grammar's own symbols"),
+    ("a b", "start symbol 'a b': the rule format cannot hold it"),
+    ("", "start symbol '': the rule format cannot hold it"),
+])
+def test_make_grammar_cnf_checks_its_start_symbol(tmp_path, start, message):
+    """'-p 1 --start-symbol PT0' merged the start with a preterminal (one-word sentences derivable), X0 wrote
+    'X0 --> X0' (refused only by train), and 'a b' or '' wrote files grind could not read back (API audit)."""
+    from grind.errors import InputError
+    from grind.grammars.cnf import cnf_grammar
+    with pytest.raises(InputError, match=message):
+        cnf_grammar(["a", "b"], 2, 1, start)

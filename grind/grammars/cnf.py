@@ -25,6 +25,11 @@ def cnf_grammar(vocab, n_nonterminals: int, n_preterminals: int = 0, start: str 
                          "an empty token or one with whitespace in it")
     xs = [f"X{i}" for i in range(n_nonterminals)]
     pts = [f"PT{j}" for j in range(n_preterminals)]
+    if unholdable(start):
+        raise InputError(f"start symbol {start!r}: the rule format cannot hold it (empty, whitespace or '{ARROW}')")
+    if start in xs or start in pts:
+        raise InputError(f"start symbol {start!r} is one of the grammar's own symbols (X0..X{n_nonterminals - 1}"
+                         f"{f', PT0..PT{n_preterminals - 1}' if pts else ''}): choose another name")
     clash = ({start} | set(xs) | set(pts)) & set(vocab)
     if clash:
         raise InputError(f"corpus words clash with grammar symbols: {', '.join(sorted(clash)[:5])}")
