@@ -34,7 +34,7 @@ from grind.formats.corpus import CorpusSpec, Sentence
 from grind.formats.corpus import read_corpus as _read_corpus
 from grind.formats.counts import Counts
 from grind.formats.rules import PSEUDO_COUNTS
-from grind.formats.textio import set_run_info
+from grind.formats.textio import clear_run_info, set_run_info
 from grind.grammars.grammar import Grammar, as_probabilities, read_grammar as _read_grammar
 from grind.infer import RANDOM_ALGOS
 from grind.infer.registry import ALGORITHMS, CONFIG_OF
@@ -279,6 +279,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         log.warn(f"grind.fit: the run ended at step {trace[-1].step} at temperature {t_end:.4g}, before the "
                  "annealing (over anneal_sweeps, else iterations) reached 1: the grammar is a tempered state")
     trained = g.with_weights(algorithm.weights(), meta)
+    clear_run_info()                    # the result's grammar carries the call; later files are not its
     return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha, "seed": seed})
 
 

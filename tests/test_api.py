@@ -326,3 +326,18 @@ def test_parse_names_the_sentences_it_cannot_parse(dmv_files, capsys):
     err = capsys.readouterr().err
     assert out[0] is None and out[1] is not None
     assert "grind.parse: sentence 1 has no parse: unknown word 'FOO'" in err and "1 of 2 sentences" in err
+
+
+def test_a_file_written_from_python_claims_no_command_and_no_finished_call(tmp_path):
+    """A grammar written by a script said '# command: grind <the script's arguments>', and one written after
+    grind.fit said '# call: grind.fit(...)' (API audit)."""
+    script = tmp_path / "rt.py"
+    script.write_text("import sys, grind\nfrom grind.grammars.dmv import dmv_grammar\n"
+                      "g = dmv_grammar([['a', 'b']])\ng.write(sys.argv[1])\n"
+                      "r = grind.fit(g, [['a', 'b']], 'em', iterations=1)\ng.write(sys.argv[2])\n"
+                      "r.grammar.write(sys.argv[3])\n")
+    out = [tmp_path / f"g{k}.txt" for k in (1, 2, 3)]
+    subprocess.run([sys.executable, str(script), *map(str, out)], check=True, capture_output=True, cwd=REPO)
+    heads = [p.read_text().splitlines()[1] for p in out]
+    assert heads[0] == heads[1] == "# call: the grind library, from Python (rt.py)"
+    assert heads[2].startswith("# call: grind.fit(algo='em'")

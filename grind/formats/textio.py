@@ -44,8 +44,16 @@ def header_lines(**extra) -> list[str]:
     ``# key: value`` lines."""
     if _run_info["argv"] is None and _run_info["call"] is not None:
         return _header(f"# call: {_run_info['call']}", _run_info["seed"], extra)
-    argv = _run_info["argv"] or sys.argv
+    if _run_info["argv"] is None:             # written from Python, by no grind command or call
+        script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "an interactive session"
+        return _header(f"# call: the grind library, from Python ({_quote(script)})", _run_info["seed"], extra)
+    argv = _run_info["argv"]
     return _header("# command: " + " ".join(["grind"] + [_quote(a) for a in argv[1:]]), _run_info["seed"], extra)
+
+
+def clear_run_info() -> None:
+    """Forget the recorded command or call (a Python call that has returned: files written later are not its)."""
+    _run_info.update(argv=None, seed=None, call=None)
 
 
 def call_header_lines(call: str, seed, **extra) -> list[str]:
