@@ -142,7 +142,8 @@ def test_array_built_dmv_is_the_rule_by_rule_one(monkeypatch, chunk):
     real = D._choose_arrays
     monkeypatch.setattr(D, "_choose_arrays", lambda s, t, lex: real(s, t, lex, chunk=chunk))
     rng = np.random.default_rng(3)
-    words = ["a", "b", "x_l", "Y_a", "a_l", "L0_b", "R'_c", "日本", "S"]
+    # names like the DMV's own symbols, none of which coincide ('Y_a' with 'a_l' would: refused, test_dmv)
+    words = ["a", "b", "x_l", "Y_b", "a_l", "L0_b", "R'_c", "日本", "S"]
     sents = [list(rng.choice(words, size=int(rng.integers(1, 9)))) for _ in range(120)]
     for lex, vocab in ((True, None), (True, words[::-1] + ["unused"]), (False, None), (False, words[:4])):
         g = D.dmv_grammar(sents, lexicalized=lex, vocabulary=vocab)

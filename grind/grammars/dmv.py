@@ -470,7 +470,7 @@ def _dmv_table(types, h, d, right) -> RuleTable:
     """The :class:`RuleTable` of :func:`dmv_grammar`'s rules: the root rules
     ``S --> Y_t``, the 9 other rules of each type t, then ``R'_h --> R_h Y_d``
     (right) / ``L'_h --> Y_d L_h`` (left) for the type-id arrays ``h``, ``d``,
-    ``right``.  Symbols are strings: two types whose symbols coincide share them."""
+    ``right``.  Symbols are strings; two types whose symbols coincide are an InputError (:func:`_symbol_clash`)."""
     T = len(types)
     names = [START] + [f.format(t) for t in types for f in _TYPE_SYMBOLS]
     sid: dict[str, int] = {}
