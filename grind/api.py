@@ -212,7 +212,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     (``spec=CorpusSpec(...)`` gives its reading options); ``stochastic`` given a
     path indexes it on disk (:mod:`grind.infer.corpus_index`) and never holds it.
     """
-    from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training
+    from grind.infer.training import ShardedEstep, heldout, prior_vector, run_summary, train as run_training
     _check_args(seed, kernel, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience,
                 **{k: options[k] for k in ("batch", "epochs", "model") if k in options})
     if patience < 1 or eval_every < 0:
@@ -269,9 +269,13 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
             index.close()             # the spool of the corpus's tokens
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
-    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(len(trace)), call=call, seed=str(shown))
-    if trace:
-        meta["objective"] = repr(trace[-1].objective)
+    summary = run_summary(trace)              # an early-stopped run: the kept state's steps and objective
+    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(summary["steps"]), call=call,
+                seed=str(shown))
+    if summary["objective"] is not None:
+        meta["objective"] = summary["objective"]
+    if summary.get("stopped"):
+        meta["stopped"] = summary["stopped"]
     from grind.infer.training import unfinished_annealing
     t_end = unfinished_annealing(trace)
     if t_end:                         # as grind train says it

@@ -341,3 +341,15 @@ def test_a_file_written_from_python_claims_no_command_and_no_finished_call(tmp_p
     heads = [p.read_text().splitlines()[1] for p in out]
     assert heads[0] == heads[1] == "# call: the grind library, from Python (rt.py)"
     assert heads[2].startswith("# call: grind.fit(algo='em'")
+
+
+def test_fit_says_why_it_stopped_and_keeps_an_early_stop_honest(dmv_files):
+    """grind.fit's grammar had no '# stopped:' and, early-stopped, the discarded step's steps (API audit)."""
+    _, gpath, train = dmv_files
+    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    sents = grind.read_corpus(train, **OPTS)
+    r = grind.fit(gpath, sents, "em", iterations=200, dev=grind.read_corpus(dev, **OPTS), eval_every=1,
+                  early_stop=True, patience=3)
+    last = r.trace[-1]
+    assert r.grammar.meta["steps"] == str(last.extra["kept_step"]) == str(last.step - 3)
+    assert r.grammar.meta["stopped"].startswith(f"after step {last.step}: held-out log probability below its best")

@@ -309,17 +309,14 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                          on_step=lambda s: log.info(format_step(s)), early_stop=early_stop,
                          patience=patience)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
+    from grind.infer.training import run_summary
     last = trace[-1] if trace else None
-    kept = next((st for st in trace if last is not None and st.step == last.extra.get("kept_step")), last)
+    summary = run_summary(trace)
     info = dict(algorithm=algo, alpha=None if "alpha" in unread_options(algo, cfg) else alpha,
-                steps=kept.step if kept else 0,
-                objective=repr(kept.objective) if kept else None, corpus=corpus_text,
+                steps=summary["steps"], objective=summary["objective"], corpus=corpus_text,
                 left_out=left_out(sents if sents is not None else index if index is not None else
-                                  getattr(algorithm.batches, "read", lambda: None)(), "not trained on"))
-    if last is not None and last.extra.get("stopped"):
-        info["stopped"] = f"after step {last.step}: {last.extra['stopped']}"
-        if kept is not last:
-            info["stopped"] += f" (steps and objective: of step {kept.step}, the grammar written)"
+                                  getattr(algorithm.batches, "read", lambda: None)(), "not trained on"),
+                stopped=summary.get("stopped"))
     parsed = last.extra.get("parsed") if last else None
     what = "trees" if on_trees else "sentences"
     if isinstance(parsed, (int, np.integer)) and algorithm.batches is None and isinstance(n, int) and parsed < n:

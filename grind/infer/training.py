@@ -678,6 +678,19 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     return trace
 
 
+def run_summary(trace) -> dict:
+    """The output header's ``steps`` and ``objective`` (of the state kept: an early-stopped run's
+    ``kept_step``, else the last step) and ``stopped`` (why the run ended, when its last step says)."""
+    last = trace[-1] if trace else None
+    kept = next((st for st in trace if last is not None and st.step == last.extra.get("kept_step")), last)
+    out = {"steps": kept.step if kept else 0, "objective": repr(kept.objective) if kept else None}
+    if last is not None and last.extra.get("stopped"):
+        out["stopped"] = f"after step {last.step}: {last.extra['stopped']}"
+        if kept is not last:
+            out["stopped"] += f" (steps and objective: of step {kept.step}, the grammar written)"
+    return out
+
+
 def _below_best(trace, best: float) -> int:
     """How many of the trace's last held-out evaluations in a row are below ``best``."""
     n = 0
