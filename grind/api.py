@@ -89,13 +89,20 @@ def _sentences(corpus) -> list[Sentence]:
     return out
 
 
-def _warn_failures(what: str, parser, n: int) -> None:
-    """On stderr, as the command line does: the sentences the parser already knows it cannot parse."""
+def _warn_failures(what: str, parser, n: int, bad=None, fate: str = "are left out") -> None:
+    """On stderr, as the command line does: the sentences without a parse (``bad``, 0-based; default the
+    ones the parser already knows it cannot parse), the first ten by number, then how many and ``fate``."""
     fails = getattr(parser, "failures", {}) or {}
-    if fails:
-        i = min(fails)
-        log.warn(f"{what}: {len(fails)} of {n} sentences have no parse and are left out (sentence {i + 1}: "
-                 f"{fails[i]})")
+    bad = sorted(fails) if bad is None else list(bad)
+    if not bad:
+        return
+    def why(i):
+        return fails.get(i, "no derivation has positive probability")
+    for i in bad[:10]:
+        log.warn(f"{what}: sentence {i + 1} has no parse: {why(i)}")
+    if len(bad) > 10:
+        log.warn(f"{what}: ... and {len(bad) - 10} more")
+    log.warn(f"{what}: {len(bad)} of {n} sentences have no parse and {fate} (sentence {bad[0] + 1}: {why(bad[0])})")
 
 
 def _probabilities(grammar, normalise: bool, what: str) -> Grammar:
@@ -324,14 +331,7 @@ def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
 
 def _said_unparsed(out: list, sents, parser) -> list:
     """``out``, the sentences it has no parse for (None) named on stderr as the command line names them."""
-    bad = [i for i, x in enumerate(out) if x is None]
-    for i in bad[:10]:
-        why = parser.failures.get(i, "no derivation has positive probability")
-        log.warn(f"grind.parse: sentence {i + 1} has no parse: {why}")
-    if len(bad) > 10:
-        log.warn(f"grind.parse: ... and {len(bad) - 10} more")
-    if bad:
-        log.warn(f"grind.parse: {len(bad)} of {len(sents)} sentences have no parse (None)")
+    _warn_failures("grind.parse", parser, len(sents), [i for i, x in enumerate(out) if x is None], "are None")
     return out
 
 
