@@ -16,6 +16,7 @@ import numpy as np
 
 from grind import log
 from grind.errors import InputError, NumericalError
+from grind.formats.corpus import read_options
 from grind.formats.counts import Counts, missing_shards, read_counts, shard_meta, write_counts
 from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
@@ -143,12 +144,10 @@ def _check_split_options(corpus: str, split_as, read_as: str) -> None:
     """A grind split shard read with other corpus options than it was cut with: InputError (other
     --types or length limits make counts that do not add up to the whole corpus's: a repeat in
     another shard is counted again)."""
-    def norm(d):
-        return d.replace(" (auto-detected)", "")
-    if split_as is not None and norm(split_as) != norm(read_as):
-        raise InputError(f"{corpus}: grind split cut this shard with the corpus options '{norm(split_as)}', read "
-                         f"here with '{norm(read_as)}': give the split's options (the shards' counts add up to the "
-                         "corpus's only then)")
+    if split_as is not None and read_options(split_as) != read_options(read_as):
+        raise InputError(f"{corpus}: grind split cut this shard with the corpus options '{read_options(split_as)}', "
+                         f"read here with '{read_options(read_as)}': give the split's options (the shards' counts add "
+                         "up to the corpus's only then)")
 
 
 @click.command("sum")
@@ -287,7 +286,7 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         if same and g.meta.get("alpha") is not None and not _same_alpha(g.meta["alpha"], str(alpha)):
             log.warn(f"{grammar_path} was made with --alpha {g.meta['alpha']}, this step uses {alpha}: the run "
                      "goes on under another prior")
-        was, now = (str(x).replace(" (auto-detected)", "") for x in (g.meta.get("corpus"), c.meta.get("corpus")))
+        was, now = (read_options(str(x)) for x in (g.meta.get("corpus"), c.meta.get("corpus")))
         if same and "corpus" in g.meta and "corpus" in c.meta and was != now:
             log.warn(f"{grammar_path} was trained on a corpus read as '{was}', the counts on one read as '{now}'")
     objective = None

@@ -101,6 +101,12 @@ class CorpusSpec:
         return out
 
 
+def read_options(corpus_line: str) -> str:
+    """The options of a ``# corpus:`` header value (:meth:`CorpusSpec.describe`), a format that ``--format
+    auto`` detected written as the same format given: what two readings of one corpus must agree on."""
+    return corpus_line.replace(" (auto-detected)", "")
+
+
 _CONLL_ID = re.compile(r"[0-9]+(-[0-9]+|\.[0-9]+)?")
 
 

@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from grind.errors import InputError
+from grind.formats.corpus import read_options
 from grind.formats.rules import COUNTS_HEADER, RuleSet, RuleTable, _parse_file, rule_key
 from grind.formats.textio import header_lines, open_out
 
@@ -231,7 +232,7 @@ def add_mismatch(a: Counts, b: Counts) -> str | None:
     other lacks, whose sum would count the sentences of one of them only."""
     def agreed(c, k):            # a format --format auto found is the format given explicitly
         v = c.meta.get(k)
-        return v.replace(" (auto-detected)", "") if k == "corpus" and v else v
+        return read_options(v) if k == "corpus" and v else v
     for k in MUST_AGREE:
         if agreed(a, k) != agreed(b, k):
             what = "were read with different corpus options" if k == "corpus" else "come from different E-steps"
