@@ -182,10 +182,13 @@ def split(corpus, k, prefix, spec):
             problem = f"it is the file of shard {other} too (symbolic links?): one shard would overwrite the other"
         if problem:
             raise InputError(f"{p}: cannot write: {problem}")
-    source = hashlib.sha256()
-    for _, line in (pairs if is_stream(corpus) else read_lines(corpus)):
-        source.update(line.encode("utf-8"))
-    costs, kept, groups = block_costs(blocks(), spec)
+    source = hashlib.sha256()             # of the blocks' lines, taken in the cost pass (no pass of its own)
+
+    def hashed(bs):
+        for b in bs:
+            source.update("\n".join(b.lines).encode("utf-8") + b"\n")
+            yield b
+    costs, kept, groups = block_costs(hashed(blocks()), spec)
     positive = len({g for g, c in zip(groups, costs) if c > 0})
     if positive < k:
         raise InputError(f"{name}: only {positive} sentences (or --types groups) pass the corpus options "

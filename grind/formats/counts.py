@@ -183,7 +183,7 @@ def check_same_grammar(a: Counts, a_path: str, b_fp: str, b_path: str, hint: str
 def shard_meta(header: dict) -> str | None:
     """The ``# shards:`` value of the counts of a corpus file that ``grind split`` wrote (its header's
     ``# shard: i of K`` and, naming the split, a hash of its ``# command:``, ``# corpus:`` and
-    ``# corpus-sha256:`` (of the corpus's text) lines), else None."""
+    ``# corpus-sha256:`` (of the corpus's sentence blocks) lines), else None."""
     m = re.fullmatch(r"([0-9]+) of ([0-9]+)", header.get("shard", ""))
     if not m or "command" not in header:
         return None
