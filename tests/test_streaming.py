@@ -212,11 +212,14 @@ def test_cli_streaming_on_ewt(tmp_path, ewt_train):
     r = grind("train", "--algo", "streaming", "--batch", "200", "--batch-iterations", "2", *C,
               "--trace", tr, "-o", out, g1, ewt_train)
     assert "step    4" in r.stderr
-    rows = [ln.split("\t") for ln in open(tr) if not ln.startswith("#")]
+    rows = [ln.rstrip("\n").split("\t") for ln in open(tr) if not ln.startswith("#")]
     assert rows[0][:3] == ["step", "objective", "sentences"]
     assert [int(x[2]) for x in rows[1:]] == [200, 400, 600, 669]
+    stopped = rows[0].index("stopped")                  # the step that drew the last minibatch says so
+    assert [x[stopped] for x in rows[1:]] == ["", "", "", "'the last minibatch of the last epoch'"]
     assert all(np.isfinite(float(x[1])) for x in rows[1:])
     text = open(out).read()
+    assert "# stopped: after step 4: the last minibatch of the last epoch" in text
     assert "# weights: Dirichlet pseudo-counts (posterior)" in text and "# algorithm: streaming" in text
     parsed = grind("parse", *C, out, ewt_train).stdout
     assert parsed.count("\n\n") == 670                  # the blank line after the header, then 669 blocks

@@ -229,8 +229,11 @@ class StreamBatches(Minibatches):
     with ``spec``), ``first`` sentences first, then ``size`` at a time (the
     last minibatch may be shorter), never the whole file at once.
 
-    State: ``consumed``, the sentences read so far; a restored source reopens
-    the file and skips that many at its first draw.
+    One sentence is read ahead, so the step that draws the last minibatch
+    knows it is the last (:meth:`exhausted`; the trace's ``stopped`` cell).
+
+    State: ``consumed``, the sentences handed out so far; a restored source
+    reopens the file and skips that many at its first draw.
     """
 
     def __init__(self, path, spec, size: int, first: int | None = None):
@@ -238,6 +241,8 @@ class StreamBatches(Minibatches):
         self.size, self.first = size, first or size
         self.consumed = 0
         self._stream = None
+        self._ahead: list = []
+        self._end = False
         #: What the reader counted (sentences outside the length limits, ...), complete at the stream's end.
         self.stats: dict = {}
 
@@ -254,16 +259,23 @@ class StreamBatches(Minibatches):
             self._stream = iter_corpus(self.path, self.spec, self.stats)
             for _ in itertools.islice(self._stream, self.consumed):
                 pass
-        sents = list(itertools.islice(self._stream, self.first if self.consumed == 0 else self.size))
+            self._ahead = []
+        want = self.first if self.consumed == 0 else self.size
+        sents = self._ahead + list(itertools.islice(self._stream, want - len(self._ahead)))
+        self._ahead = list(itertools.islice(self._stream, 1))
+        self._end = not self._ahead
         self.consumed += len(sents)
         return sents or None
+
+    def exhausted(self) -> bool:
+        return self._end
 
     def get_state(self):
         return {"consumed": self.consumed}
 
     def set_state(self, s):
         self.consumed = int(s["consumed"])
-        self._stream = None
+        self._stream, self._ahead, self._end = None, [], False
 
 
 class ShuffledBatches(Minibatches):
