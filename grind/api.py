@@ -30,7 +30,7 @@ import numpy as np
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.corpus import CorpusSpec, Sentence
+from grind.formats.corpus import Corpus, CorpusSpec, Sentence, left_out
 from grind.formats.corpus import read_corpus as _read_corpus
 from grind.formats.counts import Counts
 from grind.formats.rules import PSEUDO_COUNTS
@@ -246,19 +246,23 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         options = dict(options, corpus=os.fspath(corpus), spec=options.get("spec") or CorpusSpec())
     cfg = _config(algo, dict(options, iterations=iterations, jobs=jobs, kernel=kernel))
     g = _probabilities(_grammar(grammar), True, "grind.fit")
-    index = None
+    index, failed0, sents = None, 0, None
     if algo == "streaming":
         estep, n = None, "a stream of"
     elif algo == "stochastic" and isinstance(corpus, (str, os.PathLike)):
         from grind.infer.corpus_index import FileEstep
         from grind.infer.stochastic import index_corpus
         index = index_corpus(g, os.fspath(corpus), CorpusSpec(), kernel)     # on disk, as grind train
-        index.report()
+        failed0 = index.report()
         estep, n = FileEstep(index, jobs), index.n
     else:
         sents = _sentences(corpus)
         parser = _parser(g, sents, kernel)
+        if algo == "stochastic":          # as grind train: its pool and N leave out what no weights can parse
+            from grind.infer.corpus_index import mark_underivable
+            mark_underivable(parser, g)
         _warn_failures("grind.fit", parser, len(sents))
+        failed0 = len(getattr(parser, "failures", {}) or {})
         estep, n = ShardedEstep(parser, jobs), len(sents)
     try:
         prior = prior_vector(g, alpha)
@@ -283,7 +287,15 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         meta["objective"] = summary["objective"]
     if summary.get("stopped"):
         meta["stopped"] = summary["stopped"]
-    from grind.infer.training import unfinished_annealing
+    from grind.infer.training import unfinished_annealing, unparsed_note
+    note = unparsed_note(algo, algorithm, trace, n, failed0)
+    if note:
+        meta["unparsed"] = note
+    read = (corpus if isinstance(corpus, Corpus) else sents if isinstance(sents, Corpus) else
+            index if index is not None else getattr(algorithm.batches, "read", lambda: None)())
+    dropped = left_out(read, "not trained on") if read is not None else None
+    if dropped:
+        meta["left_out"] = dropped
     t_end = unfinished_annealing(trace)
     if t_end:                         # as grind train says it
         meta["temperature"] = f"{t_end:.6g} (the annealing had not reached 1)"

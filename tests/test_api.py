@@ -353,3 +353,29 @@ def test_fit_says_why_it_stopped_and_keeps_an_early_stop_honest(dmv_files):
     last = r.trace[-1]
     assert r.grammar.meta["steps"] == str(last.extra["kept_step"]) == str(last.step - 3)
     assert r.grammar.meta["stopped"].startswith(f"after step {last.step}: held-out log probability below its best")
+
+
+@pytest.mark.parametrize("algo", ["em", "stochastic"])
+def test_fit_counts_unparsed_sentences_in_the_header_as_grind_train(dmv_files, tmp_path, algo):
+    """grind.fit warned about sentences without a parse, but its grammar's header did not count them."""
+    _, gpath, train = dmv_files
+    sents = [s.tokens for s in grind.read_corpus(train, **OPTS)][:20] + [["NOUN", "ZZZ"]]
+    path = tmp_path / "c.txt"
+    path.write_text("".join(" ".join(s) + "\n" for s in sents))
+    out = tmp_path / "g.txt"
+    budget = ["--iterations", "2"] if algo == "em" else ["--epochs", "1", "--batch", "5"]
+    run_grind("train", "--algo", algo, *budget, "--seed", "1", gpath, str(path), "-o", out)
+    cli = grind.read_grammar(out).meta["unparsed"]
+    assert cli.startswith("1 of 21 sentences without a parse")
+    options = dict(iterations=2) if algo == "em" else dict(epochs=1, batch=5)
+    assert grind.fit(gpath, sents, algo, seed=1, **options).grammar.meta["unparsed"] == cli
+
+
+def test_fit_header_counts_the_sentences_the_corpus_reader_left_out(dmv_files):
+    """A Corpus read with length limits carries what it dropped; grind train's header says it, grind.fit's did not."""
+    _, gpath, train = dmv_files
+    sents = grind.read_corpus(train, **OPTS)
+    assert sents.left_out == 1331
+    meta = grind.fit(gpath, sents, "em", iterations=1, seed=1).grammar.meta
+    assert meta["left_out"] == "1331 sentences outside the length limits (not trained on)"
+    assert "left_out" not in grind.fit(gpath, [s.tokens for s in sents], "em", iterations=1).grammar.meta

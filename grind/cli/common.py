@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from grind import log
-from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, read_corpus
+from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, left_out, read_corpus  # noqa: F401 (left_out: re-exported)
 from grind.errors import InputError
 from grind.grammars.grammar import Grammar, read_grammar
 from grind.formats.textio import header_lines, open_out, output_problem, set_run_info
@@ -208,20 +208,6 @@ def kernel_option(f):
                         show_default=True,
                         help="Chart kernel: auto = the DMV kernel for DMV grammars, the segmentation kernel for "
                              "morphology (template) grammars, CKY otherwise.")(f)
-
-
-def left_out(sents, what: str = "not written") -> str | None:
-    """The ``# left_out:`` header value for a corpus read by read_corpus (None when its length limits
-    dropped nothing and it had no PTB tree without words), so that an output never silently holds fewer
-    sentences than its input."""
-    n, w = getattr(sents, "left_out", 0), getattr(sents, "wordless", 0)
-    m, d, e = getattr(sents, "multiword", 0), getattr(sents, "duplicates", 0), getattr(sents, "no_words", 0)
-    parts = ([f"{n} sentences outside the length limits ({what})"] if n else []) + \
-        ([f"{w} trees without words, only -NONE- elements ({what})"] if w else []) + \
-        ([f"{e} CoNLL sentences without a word row, only empty nodes or multiword ranges ({what})"] if e else []) + \
-        ([f"{m} SIGMORPHON rows of more than one word ({what})"] if m else []) + \
-        ([f"{d} repeats dropped by --types"] if d else [])
-    return "; ".join(parts) or None
 
 
 def not_counted(sents) -> int:

@@ -317,18 +317,10 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                 left_out=left_out(sents if sents is not None else index if index is not None else
                                   getattr(algorithm.batches, "read", lambda: None)(), "not trained on"),
                 stopped=summary.get("stopped"))
-    parsed = last.extra.get("parsed") if last else None
-    what = "trees" if on_trees else "sentences"
-    if isinstance(parsed, (int, np.integer)) and algorithm.batches is None and isinstance(n, int) and parsed < n:
-        info["unparsed"] = f"{n - parsed} of {n} {what} without a parse in the last step (left out of its counts)"
-        if algo in ("gibbs", "hastings"):       # a sampler keeps the sentences that had an initial tree
-            info["unparsed"] = (f"{n - parsed} of {n} {what} without a tree under the initial grammar (the sampler "
-                                "leaves them out of the whole run)")
-    elif failed0:
-        info["unparsed"] = f"{failed0} of {n} {what} without a parse under the initial grammar (left out)"
-    elif algo in STREAMING and getattr(algorithm, "unparsed", 0):
-        info["unparsed"] = (f"{algorithm.unparsed} of {algorithm.consumed} sentences without a parse in their "
-                            "minibatch (skipped)")
+    from grind.infer.training import unparsed_note
+    note = unparsed_note(algo, algorithm, trace, n, failed0, "trees" if on_trees else "sentences")
+    if note:
+        info["unparsed"] = note
     if on_trees:
         from grind.grammars.latent import treebank_meta
         info.update(treebank_meta(g))

@@ -183,6 +183,20 @@ class Corpus(list["Sentence"]):
         return self
 
 
+def left_out(sents, what: str = "not written") -> str | None:
+    """The ``# left_out:`` header value for a corpus read by read_corpus (None when its length limits
+    dropped nothing and it had no PTB tree without words), so that an output never silently holds fewer
+    sentences than its input."""
+    n, w = getattr(sents, "left_out", 0), getattr(sents, "wordless", 0)
+    m, d, e = getattr(sents, "multiword", 0), getattr(sents, "duplicates", 0), getattr(sents, "no_words", 0)
+    parts = ([f"{n} sentences outside the length limits ({what})"] if n else []) + \
+        ([f"{w} trees without words, only -NONE- elements ({what})"] if w else []) + \
+        ([f"{e} CoNLL sentences without a word row, only empty nodes or multiword ranges ({what})"] if e else []) + \
+        ([f"{m} SIGMORPHON rows of more than one word ({what})"] if m else []) + \
+        ([f"{d} repeats dropped by --types"] if d else [])
+    return "; ".join(parts) or None
+
+
 def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     """The sentences of :func:`read_corpus` (the same errors in the same order:
     bad bytes anywhere first) holding only their tokens, number, line and

@@ -703,6 +703,26 @@ def run_summary(trace) -> dict:
     return out
 
 
+def unparsed_note(algo: str, algorithm, trace, n, failed0: int = 0, what: str = "sentences") -> str | None:
+    """The output header's ``unparsed`` line, or None when every sentence had a parse: the last step's
+    ``parsed`` count of a batch algorithm (a sampler keeps out, for the whole run, the sentences without a
+    tree under the initial grammar), ``failed0`` sentences known unparsed before training (a minibatch
+    algorithm), or streaming VB's sentences skipped in their minibatch."""
+    last = trace[-1] if trace else None
+    parsed = last.extra.get("parsed") if last else None
+    batches = getattr(algorithm, "batches", None)
+    if isinstance(parsed, (int, np.integer)) and batches is None and isinstance(n, int) and parsed < n:
+        if algo in ("gibbs", "hastings"):
+            return (f"{n - parsed} of {n} {what} without a tree under the initial grammar (the sampler "
+                    "leaves them out of the whole run)")
+        return f"{n - parsed} of {n} {what} without a parse in the last step (left out of its counts)"
+    if failed0:
+        return f"{failed0} of {n} {what} without a parse under the initial grammar (left out)"
+    if isinstance(batches, StreamBatches) and getattr(algorithm, "unparsed", 0):
+        return f"{algorithm.unparsed} of {algorithm.consumed} sentences without a parse in their minibatch (skipped)"
+    return None
+
+
 def _below_best(trace, best: float) -> int:
     """How many of the trace's last held-out evaluations in a row are below ``best``."""
     n = 0
