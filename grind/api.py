@@ -37,7 +37,7 @@ from grind.formats.rules import PSEUDO_COUNTS
 from grind.formats.textio import clear_run_info, set_run_info
 from grind.grammars.grammar import Grammar, as_probabilities, read_grammar as _read_grammar
 from grind.infer import RANDOM_ALGOS
-from grind.infer.registry import ALGORITHMS, CONFIG_OF
+from grind.infer.registry import ALGORITHMS, CONFIG_OF, unread_options
 
 __all__ = ["read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep", "Counts", "Grammar",
            "Sentence", "ALGORITHMS"]
@@ -199,7 +199,7 @@ def _config(algo: str, options: dict):
     return cls.from_options(options)
 
 
-def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None = None, seed: int | None = None,
+def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None = None, seed: int | None = None,
         jobs: int = 1, kernel: str = "auto", dev=None, eval_every: int = 0, early_stop: bool = False,
         patience: int = 1, on_step=None, **options) -> FitResult:
     """Train ``grammar``'s weights on ``corpus`` with algorithm ``algo``
@@ -208,7 +208,10 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
 
     ``alpha``: Dirichlet hyperparameter (a number; a number and per-LHS
     numbers, ``"1e-20,Stem=1e-15"``; or a grammar file of per-rule
-    pseudo-counts).  ``iterations``: None = the algorithm's default
+    pseudo-counts); None = 1.0 where the algorithm has a Dirichlet prior.
+    An option ``algo`` does not read (``alpha`` for ``ln``, ``iterations``
+    for ``stochastic``, ``tolerance`` for the samplers, ...) is a TypeError,
+    as ``grind train`` refuses it.  ``iterations``: None = the algorithm's default
     (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
     one random generator.  ``jobs``: E-step threads (results do not depend
     on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience``: held-out
@@ -245,6 +248,14 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
             raise ValueError("the streaming algorithm reads its corpus as a stream: give a path")
         options = dict(options, corpus=os.fspath(corpus), spec=options.get("spec") or CorpusSpec())
     cfg = _config(algo, dict(options, iterations=iterations, jobs=jobs, kernel=kernel))
+    given = {"alpha": ("alpha", alpha), "iterations": ("iterations", iterations)}
+    given.update({FLAG_NAMES.get(k, k): (k, v) for k, v in options.items()})    # by config name: as given
+    for name, why in unread_options(algo, cfg, lambda n: f"{n}=").items():
+        as_given, value = given.get(name, (name, None))
+        if value is not None:
+            raise TypeError(f"grind.fit(algo={algo!r}) does not read {as_given}=: {why}")
+    if alpha is None:
+        alpha = 1.0 if "alpha" not in unread_options(algo, cfg) else None
     g = _probabilities(_grammar(grammar), True, "grind.fit")
     index, failed0, sents = None, 0, None
     if algo == "streaming":
@@ -265,7 +276,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
         failed0 = len(getattr(parser, "failures", {}) or {})
         estep, n = ShardedEstep(parser, jobs), len(sents)
     try:
-        prior = prior_vector(g, alpha)
+        prior = prior_vector(g, 1.0 if alpha is None else alpha)
         log.info(f"training {algo} on {n} sentences, {len(g)} rules")
         algorithm = ALGORITHMS[algo](g, estep, prior, g.probabilities(), cfg, rng)
         eval_fn = None
@@ -281,8 +292,9 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=1.0, iterations: int | None 
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
     summary = run_summary(trace)              # an early-stopped run: the kept state's steps and objective
-    meta.update(weights=kind, algorithm=algo, alpha=str(alpha), steps=str(summary["steps"]), call=call,
-                seed=str(shown))
+    meta.update(weights=kind, algorithm=algo, steps=str(summary["steps"]), call=call, seed=str(shown))
+    if alpha is not None:
+        meta["alpha"] = str(alpha)
     if summary["objective"] is not None:
         meta["objective"] = summary["objective"]
     if summary.get("stopped"):

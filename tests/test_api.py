@@ -379,3 +379,23 @@ def test_fit_header_counts_the_sentences_the_corpus_reader_left_out(dmv_files):
     meta = grind.fit(gpath, sents, "em", iterations=1, seed=1).grammar.meta
     assert meta["left_out"] == "1331 sentences outside the length limits (not trained on)"
     assert "left_out" not in grind.fit(gpath, [s.tokens for s in sents], "em", iterations=1).grammar.meta
+
+
+@pytest.mark.parametrize("algo,kw,flag", [("stochastic", dict(iterations=3), "--iterations"),
+                                          ("gibbs", dict(tolerance=0.1), "--tolerance"),
+                                          ("ln", dict(alpha=0.5), "--alpha"),
+                                          ("mixture", dict(base="vb", cov="families"), "--cov")])
+def test_fit_refuses_an_option_the_algorithm_does_not_read_as_grind_train_does(dmv_files, algo, kw, flag):
+    """grind.fit ran stochastic VB with iterations=3, gibbs with a tolerance, ln with an alpha: ignored in silence."""
+    _, gpath, train = dmv_files
+    with pytest.raises(TypeError, match=f"does not read {flag[2:]}=: "):
+        grind.fit(gpath, [["NOUN", "VERB"]], algo, seed=1, **kw)
+    r = run_grind("train", "--algo", algo, flag, str(kw[flag[2:]]), *(["--base", "vb"] if "base" in kw
+                  else []), gpath, train, check=False)
+    assert r.returncode == 2 and f"does not read {flag}:" in r.stderr
+
+
+def test_fit_ln_header_has_no_alpha(dmv_files):
+    _, gpath, _ = dmv_files
+    assert "alpha" not in grind.fit(gpath, [["NOUN", "VERB"]], "ln", iterations=1).grammar.meta
+    assert grind.fit(gpath, [["NOUN", "VERB"]], "vb", iterations=1).grammar.meta["alpha"] == "1.0"

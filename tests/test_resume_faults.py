@@ -66,7 +66,7 @@ assert set(ARGS) == set(ALGORITHMS)
 
 def read_by(algo, *pairs) -> list:
     """The (option, value) pairs that --algo ALGO reads (the others are usage errors), flattened."""
-    from grind.cli.train import UNREAD
+    from grind.infer.registry import UNREAD
     unread = set(UNREAD.get(algo, {})) | ({"alpha"} if algo == "mixture" else set())   # mixture over ln
     return [x for opt, v in pairs if opt[2:] not in unread for x in (opt, v)]
 

@@ -312,6 +312,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     from grind.infer.training import run_summary
     last = trace[-1] if trace else None
     summary = run_summary(trace)
+    from grind.infer.registry import unread_options
     info = dict(algorithm=algo, alpha=None if "alpha" in unread_options(algo, cfg) else alpha,
                 steps=summary["steps"], objective=summary["objective"], corpus=corpus_text,
                 left_out=left_out(sents if sents is not None else index if index is not None else
@@ -539,37 +540,12 @@ def _check_algorithm_options(algo, configs):
             raise click.UsageError(f"{flags[name]} is an option of --algo {owners}, not of --algo {algo}")
 
 
-#: Options of every algorithm's that some do not read: given, a usage error saying why.
-_SWEEPS = "a sampler runs its --iterations sweeps (no convergence test)"
-_EPOCHS = "it runs --epochs passes (--batch-iterations: the VB iterations of each minibatch)"
-_STREAM = "it reads the stream once (--batch-iterations: the VB iterations of each minibatch)"
-_NO_DIRICHLET = "the logistic normal's prior is its mean and covariance (--cov), not a Dirichlet"
-UNREAD = {
-    "gibbs": {"tolerance": _SWEEPS},
-    "hastings": {"tolerance": _SWEEPS},
-    "stochastic": {"tolerance": _EPOCHS, "iterations": _EPOCHS},
-    "streaming": {"tolerance": _STREAM, "iterations": _STREAM},
-    "ln": {"alpha": _NO_DIRICHLET},
-}
-
-
-def unread_options(algo, cfg) -> dict:
-    """{option name: why --algo ALGO does not read it} (mixture: its base's)."""
-    if algo == "mixture":
-        if cfg.mix_base == "ln":
-            return {"alpha": f"the mixture's base is ln: {_NO_DIRICHLET}"}
-        from grind.infer.config import TrainConfig
-        from grind.infer.ln import LNConfig
-        return {n: f"it is an option of the logistic normal, and the mixture's base is {cfg.mix_base}"
-                for n in sorted(set(LNConfig.names()) - set(TrainConfig.names()))}
-    return UNREAD.get(algo, {})
-
-
 def _check_unread_options(algo, cfg):
     """An option that --algo ALGO does not read, given, would do nothing: a usage error."""
+    from grind.infer.registry import unread_options
     flags = {p.name: max(p.opts, key=len) for p in click.get_current_context().command.params
              if isinstance(p, click.Option)}
-    for name, why in unread_options(algo, cfg).items():
+    for name, why in unread_options(algo, cfg, lambda n: f"--{n.replace('_', '-')}").items():
         if name in flags and _given(name):
             raise click.UsageError(f"--algo {algo} does not read {flags[name]}: {why}")
 

@@ -16,3 +16,31 @@ ALGORITHMS = {"em": EM, "vb": VB, "cvb": CVB, "streaming": StreamingVB, "stochas
               "gibbs": Gibbs, "hastings": Hastings, "mixture": Mixture, "ln": LogisticNormal}
 #: --algo name -> its config dataclass.
 CONFIG_OF = {name: cls.Config for name, cls in ALGORITHMS.items()}
+
+#: Options of every algorithm's that some do not read -> why (``{name}``: another option, named as the
+#: caller names options): given, they would do nothing, so grind train and grind.fit refuse them.
+_SWEEPS = "a sampler runs its {iterations} sweeps (no convergence test)"
+_EPOCHS = "it runs {epochs} passes ({batch_iterations}: the VB iterations of each minibatch)"
+_STREAM = "it reads the stream once ({batch_iterations}: the VB iterations of each minibatch)"
+_NO_DIRICHLET = "the logistic normal's prior is its mean and covariance ({cov}), not a Dirichlet"
+UNREAD = {
+    "gibbs": {"tolerance": _SWEEPS},
+    "hastings": {"tolerance": _SWEEPS},
+    "stochastic": {"tolerance": _EPOCHS, "iterations": _EPOCHS},
+    "streaming": {"tolerance": _STREAM, "iterations": _STREAM},
+    "ln": {"alpha": _NO_DIRICHLET},
+}
+
+
+def unread_options(algo, cfg, flag=lambda name: name) -> dict:
+    """{option name: why ``algo`` does not read it} (mixture: its base's); ``flag(name)`` names the
+    other options a reason mentions (``--batch-iterations`` for the command line)."""
+    names = {n: flag(n) for n in ("iterations", "epochs", "batch_iterations", "cov")}
+    if algo == "mixture":
+        if cfg.mix_base == "ln":
+            return {"alpha": "the mixture's base is ln: " + _NO_DIRICHLET.format(**names)}
+        from grind.infer.config import TrainConfig
+        from grind.infer.ln import LNConfig
+        return {n: f"it is an option of the logistic normal, and the mixture's base is {cfg.mix_base}"
+                for n in sorted(set(LNConfig.names()) - set(TrainConfig.names()))}
+    return {k: why.format(**names) for k, why in UNREAD.get(algo, {}).items()}
