@@ -344,6 +344,19 @@ def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
     assert r.returncode == 1 and "-: " in r.stderr and "was written with punct-removed=ud" in r.stderr, r.stderr
 
 
+def test_eval_refuses_filler_rows_of_a_parse_that_lost_its_header(files, tmp_path):
+    """grep -v '^#' (or a format conversion) dropped the '# corpus:' line, and the filler rows were scored."""
+    d, g, _ = files
+    grind("make-grammar", "dmv", *UD, "-o", tmp_path / "dmv.txt", g)
+    for cmd in (["parse", *UD, tmp_path / "dmv.txt", g], ["baseline", "--attach", "right", *UD, g]):
+        bare = tmp_path / "bare.conllu"
+        bare.write_text("".join(ln for ln in grind(*cmd).stdout.splitlines(True) if not ln.startswith("#")))
+        r = grind("eval", "--column", "UPOS", g, bare, check=False)
+        assert r.returncode == 1 and "labels its arcs as grind parse does" in r.stderr, r.stderr
+        assert "directed" in grind("eval", *UD, g, bare).stdout            # the rule it was made with
+    assert "directed" in grind("eval", "--column", "UPOS", g, g).stdout     # gold labels: not grind's
+
+
 def test_parse_of_malt_tab_says_its_removed_tokens_are_not_written(tmp_path):
     (tmp_path / "t.dp").write_text("w1\tDT\t2\nw2\tNN\t0\nw3\t.\t2\n\n")
     c = ("--column", "XPOS", "--punct", "ptb")

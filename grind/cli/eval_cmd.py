@@ -113,8 +113,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
         if base is not None:
             report += format_baselines(base)
     else:
-        from grind.eval.dependencies import (baseline_rows, check_parse_punct, evaluate, format_baselines,
-                                             format_report, format_spread, significance_rows)
+        from grind.eval.dependencies import (baseline_rows, check_filler_rows, check_parse_punct, evaluate,
+                                             format_baselines, format_report, format_spread, significance_rows)
         gold_sents = read_corpus(gold, spec)
         try:
             base = baseline_rows(gold_sents) if baselines else None
@@ -129,6 +129,7 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
                 if is_stream(p):            # its header is known once it is read
                     from grind.formats.corpus import HEADERS_READ
                     check_parse_punct(p, spec.punct, HEADERS_READ.get("<stdin>" if p == "-" else p, {}))
+                check_filler_rows(p, pred_sents, spec.punct)
                 rows = evaluate(gold_sents, pred_sents, baselines)
                 heads[_unique_name(p, heads)] = [s.heads for s in pred_sents]
             except InputError as e:

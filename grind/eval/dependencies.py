@@ -148,6 +148,31 @@ def check_parse_punct(path, punct, head=None) -> None:
                          f"predictions; score it with --punct {m[1]}")
 
 
+#: The DEPRELs grind parse / baseline write: predicted arcs, the root, filler for removed tokens, unparsed.
+GRIND_DEPRELS = frozenset(["dep", "root", "punct", "_"])
+
+
+def check_filler_rows(path, pred_sents, punct) -> None:
+    """A prediction without its header (lost to ``grep -v '^#'`` or a format conversion) cannot say which
+    punctuation rule made it; but grind's predictions label every arc ``dep`` or ``root`` and the tokens
+    its rule removed ``punct`` (attached to the root word as filler).  A file labelled only so, with
+    ``punct`` rows among the tokens scored under ``punct``, is grind output made with another rule: an
+    error, not a score of filler as predictions."""
+    labels, filler = set(), []
+    for s in pred_sents:
+        for r in s.rows or ():
+            if len(r) > 7:
+                labels.add(r[7])
+                if r[7] == "punct":
+                    filler.append((s.number, r[0]))
+    if filler and "dep" in labels and labels <= GRIND_DEPRELS:
+        n, i = filler[0]
+        raise InputError(f"{path} labels its arcs as grind parse does (dep, root) and {len(filler)} of the tokens "
+                         f"--punct {punct} scores 'punct' (sentence {n}, word {i}): the filler grind writes for "
+                         "tokens its punctuation rule removed, not predictions; score it with the --punct it was "
+                         "made with (its '# corpus:' header, lost here, said which)")
+
+
 def _div(a, b):
     return a / b if b else float("nan")
 
