@@ -234,6 +234,9 @@ BAD_GRAMMARS = {
     "invalid-utf8": (PCFG.encode().replace(b"0.5 NP --> N", b"0.5 NP --> \xffN"), ("{F}:4",)),
     "utf16": (utf16(PCFG), ("{F}",)),
     "truncated-mid-line": (PCFG + "0.5 V --", ("{F}:14",)),
+    # a file grind wrote, cut short at a line end ('head', an interrupted copy): its '# rules:' line says so
+    "truncated-rules-count": ("# rules: 11\n" + PCFG.rsplit("0.5 V -->", 2)[0], ("{F}", "11 rules", "has 10")),
+    "rules-count-not-number": ("# rules: many\n" + PCFG, ("{F}", "many")),
     "start-header-unknown": ("# start: Z\n" + PCFG, ("{F}", "Z")),
     "weights-header-unknown": (PCFG.replace("# weights: probabilities", "# weights: banana"), ("{F}", "banana")),
     "corpus-as-grammar": (CORPUS, ("{F}:1",)),

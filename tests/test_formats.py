@@ -407,3 +407,19 @@ def test_bracket_eval_prints_the_branching_baselines_and_the_overlap_with_them(t
     assert "right-branching 0.2857" not in out
     bare = grind("eval", "--no-baselines", "--column", "FORM", tmp_path / "g.mrg", tmp_path / "p.mrg").stdout
     assert "overlap_" not in bare and "# baselines" not in bare and "corpus_f1\t0.5714\n" in bare
+
+
+def test_grammar_header_counts_its_rules_and_a_hand_edit_without_the_line_reads(tmp_path):
+    """A grind grammar cut short was read as a smaller grammar (its LHSs without rules became terminals)."""
+    from grind.grammars.grammar import read_grammar
+    from grind.grammars.cnf import cnf_grammar
+    g = cnf_grammar(["a", "b"], 2, 1)
+    g.write(tmp_path / "g.txt")
+    text = (tmp_path / "g.txt").read_text()
+    assert f"# rules: {len(g)}\n" in text and len(read_grammar(str(tmp_path / "g.txt"))) == len(g)
+    lines = text.splitlines(True)
+    (tmp_path / "cut.txt").write_text("".join(lines[:-3]))
+    with pytest.raises(InputError, match=f"says {len(g)} rules but the file has {len(g) - 3}"):
+        read_grammar(str(tmp_path / "cut.txt"))
+    (tmp_path / "edited.txt").write_text("".join(ln for ln in lines[:-3] if not ln.startswith("# rules:")))
+    assert len(read_grammar(str(tmp_path / "edited.txt"))) == len(g) - 3

@@ -257,7 +257,7 @@ def make_rng(seed, random: bool = False):
 def write_grammar(path, grammar: Grammar, weights, kind, **extra):
     """Write rules with ``weights`` and a header saying what the weights are."""
     with open_out(path) as f:
-        f.writelines(header_lines(weights=kind, start=grammar.start, **extra))
+        f.writelines(header_lines(weights=kind, start=grammar.start, rules=len(grammar), **extra))
         f.writelines(grammar.rule_text(weights, grammar.pseudocounts))
 
 

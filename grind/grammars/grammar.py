@@ -220,7 +220,7 @@ class Grammar(RuleSet):
             raise ValueError(f"{len(w)} weights for {len(self)} rules")
         meta = self.meta
         lines = {"weights": meta.get("weights"), "start": self.start,
-                 **{k: v for k, v in meta.items() if k not in _NOT_WRITTEN}, **header}
+                 **{k: v for k, v in meta.items() if k not in _NOT_WRITTEN}, "rules": len(self), **header}
         with open_out(os.fspath(path)) as f:         # made by grind.fit: its own call and seed, else the last
             f.writelines(call_header_lines(meta["call"], meta.get("seed"), **lines) if "call" in meta
                          else header_lines(**lines))
@@ -316,11 +316,27 @@ def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
     return grammar
 
 
+def check_rule_count(path, meta: dict, n_read: int) -> None:
+    """A grammar grind wrote says how many rules it has (``# rules: N``); a file cut short (a copy
+    interrupted, ``head``) would otherwise be read as a smaller grammar whose symbols without rules
+    are terminals.  A hand-edited file drops the line (or says the new number)."""
+    if "rules" not in meta:
+        return
+    try:
+        n = int(meta["rules"])
+    except ValueError:
+        raise InputError(f"{path}: header '# rules: {meta['rules']}' is not a whole number") from None
+    if n != n_read:
+        raise InputError(f"{path}: the header says {n} rules but the file has {n_read} (a truncated file? after "
+                         "editing rules by hand, correct or delete the '# rules:' line)")
+
+
 def read_grammar(path: str, start: str | None = None) -> Grammar:
     """The grammar of a rule file (``-`` = stdin); a large file is read through
     the binary cache of :func:`grind.formats.rules.read_rules_cached`."""
     p = read_rules_cached(path)
     t = p.table
+    check_rule_count(path, p.meta, len(t))
     start = start or p.meta.get("start") or t.symbols[int(t.lhs[0])]
     try:
         return Grammar._from_table(t, p.made, p.weights, start, p.pseudo, p.meta)
