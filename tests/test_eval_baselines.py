@@ -364,3 +364,23 @@ def test_parse_of_malt_tab_says_its_removed_tokens_are_not_written(tmp_path):
     out = grind("parse", *c, tmp_path / "g.txt", tmp_path / "t.dp").stdout
     assert "# removed_tokens: not written (malt input: the kept tokens are written with IDs 1..n" in out
     assert len([ln for ln in out.splitlines() if ln and not ln.startswith("#")]) == 2
+
+
+def test_unparsed_reason_names_the_averaged_member_and_a_zero_root_rule(tmp_path):
+    """--mbr --average explained a sentence under the first grammar (which parses it): 'the zeros are in how
+    they combine'; and a sentence whose every tag has a zero root rule was explained the same way (eval audit)."""
+    c = tmp_path / "c.conllu"
+    c.write_text(conll([(["NN", "VB"], [2, 0]), (["UH"], [0]), (["UH", "UH"], [0, 1])]))
+    x = ("--column", "XPOS")
+    g, z = tmp_path / "g.txt", tmp_path / "z.txt"
+    grind("make-grammar", "dmv", *x, "-o", g, c)
+    from grind.grammars.grammar import read_grammar
+    gr = read_grammar(str(g))
+    w = gr.weights.copy()
+    w[gr.keys().index("S --> Y_UH")] = 0.0                      # UH can no longer be the root
+    gr.with_weights(gr.normalize(w)).write(z)
+    r = grind("parse", "--mbr", "--average", z, *x, g, c)
+    assert "# unparsed: 2" in r.stdout
+    why = f"under {z}: no word of it can be the root: the root rule of each of its tags (UH) has probability 0"
+    assert f"sentence 2 (line 4) has no parse: {why}" in r.stderr
+    assert f"sentence 3 (line 6) has no parse: {why}" in r.stderr

@@ -423,3 +423,23 @@ def test_grammar_header_counts_its_rules_and_a_hand_edit_without_the_line_reads(
         read_grammar(str(tmp_path / "cut.txt"))
     (tmp_path / "edited.txt").write_text("".join(ln for ln in lines[:-3] if not ln.startswith("# rules:")))
     assert len(read_grammar(str(tmp_path / "edited.txt"))) == len(g) - 3
+
+
+def test_parse_output_writes_back_no_gold_arc(tmp_path):
+    """Empty nodes kept their gold DEPS and CoNLL-X kept its gold PDEPREL in grind parse's output (eval audit)."""
+    from conftest import grind
+    f = tmp_path / "c.conllu"
+    f.write_text(CONLLU.replace("4\tknow\tknow\tVERB\tVB\t_\t0\troot\t_\t_",
+                                "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t0:root\tSpaceAfter=No"))
+    x = tmp_path / "c.conllx"                  # CoNLL-X: PHEAD and PDEPREL in columns 9 and 10
+    x.write_text("".join("\t".join(ln.split("\t")[:8] + ["4", "nsubj"]) + "\n" if "\t" in ln else ln
+                         for ln in CONLLU.splitlines(True) if not ln.startswith("#") and "-" not in ln.split("\t")[0]
+                         and "." not in ln.split("\t")[0]))
+    g = tmp_path / "g.txt"
+    grind("make-grammar", "dmv", "--column", "UPOS", "-o", g, f)
+    rows = [ln.split("\t") for ln in grind("parse", "--column", "UPOS", g, f).stdout.splitlines() if "\t" in ln]
+    assert [r[8] for r in rows if "-" not in r[0]] == ["_"] * 9               # DEPS, of empty nodes too
+    assert rows[4][9] == "SpaceAfter=No"                                       # MISC passed through
+    rows = [ln.split("\t") for ln in grind("parse", "--format", "conllx", "--column", "UPOS", g, x).stdout.splitlines()
+            if "\t" in ln]
+    assert {(r[8], r[9]) for r in rows} == {("_", "_")}

@@ -417,20 +417,20 @@ def removed_tokens(spec, fmt) -> str | None:
             "aligns them with the gold)")
 
 
-def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, **extra):
+def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, **extra):
     """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
     written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
     header's ``# unparsed:`` line and named with its reason on stderr (the
     offending tag when the grammar lacks it or, given ``weights``, gives it
-    probability 0)."""
+    probability 0; ``explain(i)``, given, says it instead)."""
     from grind.formats.corpus import conll_block
     bad = [i for i, h in enumerate(heads) if h is None]
-    zero = parser.zero_types(weights) if bad and weights is not None else set()
+    zero = parser.zero_types(weights) if bad and weights is not None and explain is None else set()
     for k, i in enumerate(bad):
         if k == 10:
             log.warn(f"... and {len(bad) - 10} more")
             break
-        why = parser.explain(i, weights, zero)
+        why = explain(i) if explain is not None else parser.explain(i, weights, zero)
         log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
     if bad:
         log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
@@ -440,7 +440,7 @@ def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None
                                   unparsed=len(bad), removed_tokens=removed_tokens(spec, sents.format), **extra))
         f.write("\n")                   # the header is the file's, not the first sentence's comments
         for s, h in zip(sents, heads):
-            f.write(conll_block(s, h))
+            f.write(conll_block(s, h, sents.format))
 
 
 def dependency_convention(spec, read_as=None) -> str:

@@ -64,9 +64,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     A PCFG writes one bracketed tree a line; a sentence without a parse is
     reported on stderr, counted in the header ('# unparsed: N') and written
     as (NOPARSE w1 ... wn) so lines stay aligned.  A DMV grammar writes CoNLL
-    with the HEAD column filled and every other line and column of a
-    CoNLL-U/CoNLL-X input passed through (comments, original IDs, multiword
-    tokens, empty nodes); tokens --punct removed get HEAD = the root word and
+    with HEAD and DEPREL (root/dep) filled, the gold's other arcs cleared (DEPS,
+    also of empty nodes; CoNLL-X PHEAD, PDEPREL) and every other line and
+    column of a CoNLL-U/CoNLL-X input passed through (comments, original IDs,
+    multiword tokens, empty nodes); tokens --punct removed get HEAD = the root word and
     DEPREL punct (not predicted: the header's '# removed_tokens:' line says
     so; a Malt-TAB or PTB input has no rows to pass through, so only its kept
     tokens are written, numbered 1..n).  A sentence without a parse (e.g. a tag the
@@ -152,6 +153,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
             if fallback:
                 log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
         write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
+                           _member_failure(parser, thetas, [grammar, *average]) if average else None,
                            **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}),
                            **averaged)
         return
@@ -172,6 +174,18 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
+
+
+def _member_failure(parser, thetas, paths):
+    """``explain(i)`` for --average: the first member grammar under which sentence ``i`` has no tree, and why
+    (a sentence one member cannot parse has no averaged posteriors)."""
+    def explain(i):
+        for path, theta in zip(paths, thetas):
+            _, z = parser.inside_outside(theta, idx=np.array([i], dtype=np.int64))
+            if not np.isfinite(z[0]):
+                return f"under {path}: {parser.explain(i, theta)}"
+        return parser.explain(i, thetas[0])
+    return explain
 
 
 def _member(path, g, first_path):
@@ -485,7 +499,7 @@ def baseline(corpus, spec, attach, output):
                                   left_out=left_out(sents), removed_tokens=removed_tokens(spec, sents.format)))
         f.write("\n")                   # the header is the file's, not the first sentence's comments
         for s in sents:
-            f.write(conll_block(s, attach_heads(len(s), attach)))
+            f.write(conll_block(s, attach_heads(len(s), attach), sents.format))
 
 
 @click.command()

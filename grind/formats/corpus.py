@@ -727,19 +727,20 @@ def _is_punct(row, punct):
     return row[4] in tags or (row[4] == "_" and row[3] in tags)
 
 
-def conll_block(sentence: Sentence, heads) -> str:
+def conll_block(sentence: Sentence, heads, fmt: str = "conllu") -> str:
     """The sentence as a CoNLL block with HEAD set to ``heads`` (1-based, 0 = root).
 
-    A CoNLL-U/CoNLL-X sentence (``sentence.raw``) is written back line for
-    line with its original IDs, multiword-token ranges and empty nodes, see
-    :func:`_conll_passthrough`.  Other sentences (Malt-TAB, PTB, plain text):
+    A CoNLL-U/CoNLL-X sentence (``sentence.raw``; ``fmt`` the format it was
+    read as) is written back line for line with its original IDs,
+    multiword-token ranges and empty nodes, see :func:`_conll_passthrough`.
+    Other sentences (Malt-TAB, PTB, plain text):
     the kept rows with IDs renumbered 1..n.  DEPREL becomes ``root``/``dep``
     and DEPS ``_``.  ``heads=None`` (no parse) writes HEAD and DEPREL ``_``,
     which :func:`read_corpus` reads back as a sentence without heads.  A
     plain-text sentence gets FORM = token and ``_`` elsewhere.
     """
     if sentence.raw is not None and sentence.rows:
-        return _conll_passthrough(sentence, heads)
+        return _conll_passthrough(sentence, heads, fmt == "conllx")
     rows = sentence.rows or [[str(i), t] + ["_"] * 8 for i, t in enumerate(sentence.tokens, 1)]
     out = [c + "\n" for c in sentence.comments]
     for i, row in enumerate(rows, 1):
@@ -757,12 +758,13 @@ def conll_block(sentence: Sentence, heads) -> str:
 REMOVED_DEPREL = "punct"
 
 
-def _conll_passthrough(sentence: Sentence, heads) -> str:
+def _conll_passthrough(sentence: Sentence, heads, conllx: bool = False) -> str:
     """A CoNLL-U/CoNLL-X sentence written back line for line (comments, IDs,
-    multiword-token ranges, empty nodes unchanged).  Kept tokens get HEAD =
-    the original ID of their head in ``heads`` and DEPREL ``root``/``dep``;
-    tokens punctuation removal left out get HEAD = the root word's ID and
-    DEPREL ``punct`` (not a prediction); DEPS becomes ``_`` on every token.
+    multiword-token ranges unchanged; empty nodes with DEPS ``_``).  Kept
+    tokens get HEAD = the original ID of their head in ``heads`` and DEPREL
+    ``root``/``dep``; tokens punctuation removal left out get HEAD = the root
+    word's ID and DEPREL ``punct`` (not a prediction); DEPS (CoNLL-X: PHEAD and
+    PDEPREL) becomes ``_`` on every token: no gold arc is written back.
     ``heads=None``: HEAD, DEPREL and DEPS ``_`` on every token."""
     assert sentence.rows is not None and sentence.raw is not None     # checked by the caller
     ids = [r[0] for r in sentence.rows]
@@ -774,8 +776,12 @@ def _conll_passthrough(sentence: Sentence, heads) -> str:
     for row in sentence.raw:
         r = list(row)
         if not (r[0].isascii() and r[0].isdigit()):
+            if "." in r[0] and len(r) > 8:
+                r[8] = "_"                              # an empty node's enhanced arcs are gold's
             out.append("\t".join(r) + "\n")            # multiword range or empty node: as read
             continue
+        if conllx and len(r) > 9:
+            r[9] = "_"                                  # PDEPREL (PHEAD is column 8, set below)
         k = pos.get(r[0])
         if heads is None:
             r[6], r[7], r[8] = "_", "_", "_"

@@ -424,6 +424,10 @@ class DMVParser(ChartParser):
                 return (f"{sent[i]!r} at position {i + 1} cannot stop taking {side} dependents under this grammar "
                         "(its stop rules on that side have probability 0)")
         n, root = len(sent), pos("root")
+        if not root.any():
+            tags = ", ".join(sorted(set(sent)))
+            return (f"no word of it can be the root: the root rule of each of its tags ({tags}) has probability 0 "
+                    "under this grammar")
         for i in range(n):
             if root[i]:
                 continue
