@@ -443,3 +443,15 @@ def test_parse_output_writes_back_no_gold_arc(tmp_path):
     rows = [ln.split("\t") for ln in grind("parse", "--format", "conllx", "--column", "UPOS", g, x).stdout.splitlines()
             if "\t" in ln]
     assert {(r[8], r[9]) for r in rows} == {("_", "_")}
+
+
+def test_a_punctuation_root_removed_leaves_several_roots_and_says_so(tmp_path, capsys):
+    """The reader warned of gold with several roots, but not of those --punct ud makes (eval audit)."""
+    p = tmp_path / "pr.conllu"
+    p.write_text("1\tyes\tyes\tINTJ\tUH\t_\t2\tdiscourse\t_\t_\n2\t-\t-\tPUNCT\t:\t_\t0\troot\t_\t_\n"
+                 "3\tno\tno\tINTJ\tUH\t_\t2\tdiscourse\t_\t_\n\n")
+    assert read_corpus(str(p), CorpusSpec(column="UPOS", punct="ud"))[0].heads == [0, 0]
+    err = capsys.readouterr().err
+    assert "1 sentence(s) whose root is punctuation, at line(s) 1: --punct ud removes it" in err
+    assert read_corpus(str(p), CorpusSpec(column="UPOS"))[0].heads == [2, 0, 2]
+    assert "root is punctuation" not in capsys.readouterr().err

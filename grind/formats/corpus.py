@@ -488,7 +488,7 @@ def _blocks(lines, heads: list | None = None, orphans: bool = False):
         yield start, comments, rows
 
 
-_WARNED_ROOTS: set[str] = set()
+_WARNED_ROOTS: set = set()
 
 
 def _read_treebank(lines, name, fmt, spec, stats=None):
@@ -496,6 +496,7 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
     if column not in COLUMNS:
         raise InputError(f"--column must be one of {', '.join(COLUMNS)}")
     roots = []                       # sentences with several HEAD 0 word rows (first lines)
+    punct_roots = []                 # ... with one, punctuation, whose removal left its dependents at HEAD 0
     tally: Counter = Counter()
     kept_tags: set = set()
     heads: list[str] = []
@@ -512,12 +513,15 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
         elif sum(t[6] == "0" for t in toks) > 1:
             roots.append(start)
         toks = [t for t in toks if "-" not in t[0] and "." not in t[0]] if fmt != "malt" else toks
-        if fmt != "malt" and sum(t[6] == "0" for t in toks) > 1:
+        several = sum(t[6] == "0" for t in toks) > 1
+        if fmt != "malt" and several:
             roots.append(start)
         if toks:
             _tally_punct(tally, kept_tags, toks, spec.punct)
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
+            if not several and s.heads is not None and sum(h == 0 for h in s.heads) > 1:
+                punct_roots.append(start)
             yield s
         else:
             no_words.append(start)
@@ -530,9 +534,14 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
     if roots and name not in _WARNED_ROOTS:   # (Malt-TAB has no IDs: sentences run together show as a second root)
         _WARNED_ROOTS.add(name)                 # once a file (split reads it several times)
         hint = ("is a blank line missing between sentences?" if fmt == "malt" else
-                "UD has one; each is scored as annotated")
+                "UD has one; grind eval scores each as annotated")
         log.warn(f"{name}: {len(roots)} sentence(s) with more than one root (HEAD 0), at line(s) "
                  f"{shown(roots)}: {hint}")
+    if punct_roots and (name, spec.punct) not in _WARNED_ROOTS:
+        _WARNED_ROOTS.add((name, spec.punct))
+        log.warn(f"{name}: {len(punct_roots)} sentence(s) whose root is punctuation, at line(s) {shown(punct_roots)}: "
+                 f"--punct {spec.punct} removes it and its dependents take its head (HEAD 0), so they have more than "
+                 "one root (grind eval scores each as such)")
 
 
 def conll_trees(lines, name: str, fmt: str):
