@@ -33,13 +33,13 @@ def test_empty_constituent_is_an_error(tmp_path, command, tree, empty, line):
     f = tmp_path / "ep.mrg"
     f.write_text(f"# header\n(S (NP (DT A) (NN cat)))\n( )\n{tree}\n")
     msg = error(grind(*command, f, check=False))
-    assert f"{f}: line {line}: empty constituent '{empty}'" in msg
+    assert f"{f}:{line}: empty constituent '{empty}'" in msg
 
 
 def test_empty_constituent_named_on_its_own_line_in_labeled_eval(tmp_path):
     f = tmp_path / "ep.mrg"
     f.write_text("(S (NP (DT A) (NN cat)))\n(S\n  (NP (DT The)\n    (NN))\n  (VP (VBZ barks)))\n")
-    assert f"{f}: line 4: empty constituent '(NN)'" in error(grind("eval", "--labeled", f, f, check=False))
+    assert f"{f}:4: empty constituent '(NN)'" in error(grind("eval", "--labeled", f, f, check=False))
 
 
 @pytest.mark.parametrize("tree, word, beside", [("(S (NP (DT The) dog) (VP (VBZ barks)))", "dog", "constituents"),
@@ -48,7 +48,7 @@ def test_word_not_under_a_preterminal_in_a_ptb_corpus(tmp_path, tree, word, besi
     f = tmp_path / "mx.mrg"
     f.write_text(f"(S\n  (NP (DT A) (NN cat)))\n{tree}\n")
     msg = error(grind("make-grammar", "cnf", "-n", "1", "-p", "1", "--column", "FORM", f, check=False))
-    assert f"{f}: line 3: word '{word}' is not under a preterminal" in msg and f"beside {beside}" in msg
+    assert f"{f}:3: word '{word}' is not under a preterminal" in msg and f"beside {beside}" in msg
 
 
 def test_ptb_sentences_carry_their_line(tmp_path):

@@ -179,10 +179,10 @@ def test_make_grammar_treebank_bad_input(tmp_path):
     f = tmp_path / "bad.mrg"
     f.write_text("( (S (NP (NN a))\n  (VP (VB b)) )\n")
     r = grind("make-grammar", "treebank", f, check=False)
-    assert r.returncode == 1 and "bad.mrg: line 1: unbalanced '('" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 1 and "bad.mrg:1: unbalanced '('" in r.stderr and "Traceback" not in r.stderr
     f.write_text("( (S (NP (NN a)) (VP (VB b)) )) )\n")
     r = grind("make-grammar", "treebank", f, check=False)
-    assert r.returncode == 1 and "line 1: unbalanced ')'" in r.stderr
+    assert r.returncode == 1 and ":1: unbalanced ')'" in r.stderr
     f.write_text("( (S (-NONE- *)) )\n")
     r = grind("make-grammar", "treebank", f, check=False)
     assert r.returncode == 1 and "no tree with a word" in r.stderr
@@ -191,7 +191,7 @@ def test_make_grammar_treebank_bad_input(tmp_path):
                  "( (S (NP (DT A) (NN cow)) (VP (VBZ moos))) ))\n")
     for cmd in (["make-grammar", "treebank"], ["eval", "--labeled", f]):
         r = grind(*cmd, f, check=False)
-        assert r.returncode == 1 and "bad.mrg: line 3: a bracket without a label inside a tree" in r.stderr, r.stderr
+        assert r.returncode == 1 and "bad.mrg:3: a bracket without a label inside a tree" in r.stderr, r.stderr
 
 
 def test_every_training_tree_round_trips():
@@ -243,4 +243,4 @@ def test_make_grammar_names_the_line_of_a_bad_tree(tmp_path):
     f = tmp_path / "bw.mrg"
     f.write_text("( (S (NP (NN x)) (VP (VB y))) )\n\n( (S (NP (NN a) b) (VP (VB c))) )\n")
     r = grind("make-grammar", "treebank", f, check=False)
-    assert r.returncode == 1 and "bw.mrg: line 3: constituent 'NP' has words and constituents" in r.stderr, r.stderr
+    assert r.returncode == 1 and "bw.mrg:3: constituent 'NP' has words and constituents" in r.stderr, r.stderr

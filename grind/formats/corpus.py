@@ -425,7 +425,7 @@ def _read_ptb(lines, name, spec, stats=None, warn=True):
         for tree in parse_trees(text, name, starts, first):
             number += 1
             line = first + text.count("\n", 0, starts[-1])
-            tagged = [p for p in preterminals(tree, f"{name}: line {line}") if p[0] not in TRACE_TAGS]
+            tagged = [p for p in preterminals(tree, f"{name}:{line}") if p[0] not in TRACE_TAGS]
             rows = [[str(i), w, "_", "_", t, "_", "_", "_", "_", "_", line] for i, (t, w) in enumerate(tagged, 1)]
             if rows:
                 _tally_punct(tally, kept_tags, rows, spec.punct)

@@ -219,7 +219,7 @@ def prepare(trees, where: str = "<trees>", h: int | None = 0, known=None, rare: 
     counter: Counter = Counter()
     cleaned = []
     for k, t in enumerate(trees, 1):
-        c = clean(t, f"{where}: line {lines[k - 1]}" if lines else f"{where}: tree {k}")
+        c = clean(t, f"{where}:{lines[k - 1]}" if lines else f"{where}: tree {k}")
         if c is None:
             counter["empty"] += 1
         else:

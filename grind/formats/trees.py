@@ -29,11 +29,11 @@ def parse_trees(text: str, where: str = "<trees>", starts: list | None = None, f
             opens.append(m.start())
         elif tok == ")":
             if not stack:
-                raise InputError(f"{where}: line {_line(text, m.start(), first_line)}: unbalanced ')' "
+                raise InputError(f"{where}:{_line(text, m.start(), first_line)}: unbalanced ')' "
                                  "(no tree is open)")
             node, start = stack.pop(), opens.pop()
             if len(node) == 1 and isinstance(node[0], str):
-                raise InputError(f"{where}: line {_line(text, start, first_line)}: empty constituent "
+                raise InputError(f"{where}:{_line(text, start, first_line)}: empty constituent "
                                  f"'({node[0]})' (no word or constituent under it)")
             label = node[0] if node and isinstance(node[0], str) else ""
             children = node[1:] if label else node
@@ -41,7 +41,7 @@ def parse_trees(text: str, where: str = "<trees>", starts: list | None = None, f
             if stack and not label:
                 # only the outermost bracket of a tree may be unlabelled (the PTB's "( (S ...) )"): one
                 # inside a tree is a missing ')' before it and an extra one after (two trees read as one)
-                raise InputError(f"{where}: line {_line(text, start, first_line)}: a bracket without a label "
+                raise InputError(f"{where}:{_line(text, start, first_line)}: a bracket without a label "
                                  "inside a tree (a missing ')' on an earlier line?)")
             if stack:
                 stack[-1].append(tree)
@@ -51,11 +51,11 @@ def parse_trees(text: str, where: str = "<trees>", starts: list | None = None, f
                 yield _strip_empty_root(tree)
         else:
             if not stack:
-                raise InputError(f"{where}: line {_line(text, m.start(), first_line)}: token {tok!r} outside "
+                raise InputError(f"{where}:{_line(text, m.start(), first_line)}: token {tok!r} outside "
                                  "brackets")
             stack[-1].append(tok)
     if stack:
-        raise InputError(f"{where}: line {_line(text, opens[0], first_line)}: unbalanced '(': the tree starting "
+        raise InputError(f"{where}:{_line(text, opens[0], first_line)}: unbalanced '(': the tree starting "
                          "here is never closed")
 
 
