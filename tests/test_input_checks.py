@@ -291,7 +291,13 @@ def test_init_harmonic_names_the_sentences_it_leaves_out_and_its_corpus(tmp_path
               tmp_path / "g.txt")
     assert "1 of 2 sentences have a XPOS the grammar lacks" in r.stderr and "sentence 2 (line 4) 'XY'" in r.stderr
     head = (tmp_path / "h.txt").read_text()
-    assert "# harmonic_corpus: " in head and "1 of 2 sentences (1 with a XPOS the grammar lacks left out)" in head
+    assert "# harmonic_corpus: " in head
+    assert "1 of the 2 sentences read (1 with a XPOS the grammar lacks left out)" in head
+    # and the sentences its length limits left out (the header said '1 of 1' of a 2-sentence file)
+    grind("init", "--harmonic", "--corpus", tmp_path / "mix.conllu", "--column", "XPOS", "--min-length", "2",
+          "-o", tmp_path / "h2.txt", tmp_path / "g.txt")
+    assert ("1 of the 1 sentences read; 1 sentences outside the length limits (not counted)"
+            in (tmp_path / "h2.txt").read_text())
 
 
 @pytest.mark.parametrize("start, message", [

@@ -51,7 +51,7 @@ def corpus_options(f):
         click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True,
                      help="Remove punctuation first: ud = UPOS PUNCT; ptb = PTB tags `` '' , . : -LRB- -RRB-; "
                           "ptb+ also # $."),
-        click.option("--max-length", type=click.IntRange(1), default=None,
+        click.option("--max-length", type=click.IntRange(1), default=None, show_default="none: no limit",
                      help="Keep sentences of at most this many tokens (after punctuation removal)."),
         click.option("--min-length", type=click.IntRange(1), default=1, show_default=True,
                      help="Keep sentences of at least this many tokens."),

@@ -286,6 +286,9 @@ def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     """The head types of an unlexicalized DMV and a one-line description (see make_dmv); ``stats``
     gets the format CORPUS was read as."""
     from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags
+    if spec.max_length is not None or spec.min_length > 1:
+        log.info(f"the tag set is read from every sentence of {corpus}, whatever its length (--max-length and "
+                 "--min-length are for the commands that read sentences: the '# corpus:' line says them for those)")
     seen = corpus_types(corpus, spec, stats)
     sources = [f"{corpus} (all lengths)"]
     for path in tags_from:
@@ -459,6 +462,8 @@ def harmonic_weights(g, corpus_path, spec, variant="km-global"):
         log.warn(f"{corpus_path}: {len(misfit)} of {len(sents)} sentences have a {spec.column or 'token'} the grammar "
                  f"lacks and are left out of the harmonic counts: "
                  + shown(f"sentence {s.number} (line {s.line}) {t!r}" for s, t in misfit))
-    used = (f"{corpus_path} ({spec.describe(corpus.format)}): {len(sents) - len(misfit)} of {len(sents)} sentences"
-            + (f" ({len(misfit)} with a {spec.column or 'token'} the grammar lacks left out)" if misfit else ""))
+    dropped = left_out(corpus, "not counted")
+    used = (f"{corpus_path} ({spec.describe(corpus.format)}): {len(sents) - len(misfit)} of the {len(sents)} "
+            "sentences read" + (f" ({len(misfit)} with a {spec.column or 'token'} the grammar lacks left out)"
+                                if misfit else "") + (f"; {dropped}" if dropped else ""))
     return harmonic_counts(g, sents, variant), used
