@@ -299,6 +299,12 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
         meta["objective"] = summary["objective"]
     if summary.get("stopped"):
         meta["stopped"] = summary["stopped"]
+    if hasattr(algorithm, "st"):                # as grind train's header: the LN structure, M-step, mixture
+        meta["structure"] = algorithm.st.describe()
+    if hasattr(algorithm, "mstep"):
+        meta["ln_mstep"] = algorithm.mstep
+    if algo == "mixture":
+        meta["mixture"] = algorithm.describe()
     from grind.infer.training import unfinished_annealing, unparsed_note
     note = unparsed_note(algo, algorithm, trace, n, failed0)
     if note:

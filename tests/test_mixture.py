@@ -316,12 +316,16 @@ def test_cli_mixture_defaults_and_columns(dmv):
     assert float(t[-1]["beta_meanfield"]) == pytest.approx(0.95)
     for k in ("L_meanfield", "L_RA+VAR", "fallback_RA+VAR", "bound", "beta_RA+VAR"):
         assert k in t[0]
+    # the header says the base, components and schedule even when they are defaults (the trace alone did)
+    assert ("# mixture: base em; components RA+VAR; schedule I (cap on the mean-field coefficient from 0.85 by "
+            "0.01 a step to 0.95); last step's beta meanfield=0.95 RA+VAR=0.05") in r.stdout
     tr = d / "ln.tsv"
     r = grind("train", "--algo", "mixture", "--mix-schedule", "fixed-0.85", "--iterations", "2", "--cov", "families",
               "--trace", tr, *C, d / "g1.txt", train_)
     t = rows(tr)
     assert len(t) == 2 and all(float(x["beta_meanfield"]) == 0.85 for x in t)
     assert "# weights: probabilities" in r.stdout and "structure" in r.stdout
+    assert "# mixture: base ln; components RA+VAR+SD; schedule II (mean-field coefficient 0.85)" in r.stdout
 
 
 def test_cli_mixture_usage_errors(dmv):

@@ -327,6 +327,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         info.update(treebank_meta(g))
     if hasattr(algorithm, "st"):
         info["structure"] = algorithm.st.describe()
+    if algo == "mixture":
+        info["mixture"] = algorithm.describe()
     if hasattr(algorithm, "mstep"):
         info["ln_mstep"] = algorithm.mstep
     from grind.infer.training import unfinished_annealing

@@ -366,6 +366,19 @@ class Mixture(Algorithm):
         self.L = np.full(K + 1, np.nan)                 # L_k of the latest E-step
         self.it = 0
 
+    def describe(self) -> str:
+        """The output header's ``mixture`` line: the base, the constrained components, the polytope of the
+        coefficients and the coefficients of the last step (mean-field first)."""
+        if self.fixed is not None:
+            polytope = "fixed coefficients (no C-step)"
+        elif self.schedule == "I":
+            polytope = (f"schedule I (cap on the mean-field coefficient from {self.start:g} by {self.rate:g} a "
+                        f"step to {self.end:g})")
+        else:
+            polytope = f"schedule {self.schedule} (mean-field coefficient {FIXED_COEF[self.schedule]:g})"
+        beta = " ".join(f"{n}={b:.6g}" for n, b in zip(self.names, self.beta))
+        return f"base {self.base_name}; components {', '.join(self.names[1:])}; {polytope}; last step's beta {beta}"
+
     # -- the polytope
 
     def bounds(self, t):
