@@ -384,3 +384,12 @@ def test_unparsed_reason_names_the_averaged_member_and_a_zero_root_rule(tmp_path
     why = f"under {z}: no word of it can be the root: the root rule of each of its tags (UH) has probability 0"
     assert f"sentence 2 (line 4) has no parse: {why}" in r.stderr
     assert f"sentence 3 (line 6) has no parse: {why}" in r.stderr
+
+
+def test_digits_sets_the_decimals_of_every_fraction(files):
+    """Recipes rounded eval's 4 decimals again to a percent with one decimal (34.348 -> 0.3435 -> 34.4)."""
+    d, g, p = files
+    out = grind("eval", "--digits", "6", *UD, g, p).stdout
+    assert rows_of(out)["all"][2:4] == ["0.333333", "0.555556"]            # 3/9, 5/9 (worked out above)
+    assert rows_of(out)["attach-right:all"][2] == "0.555556"
+    assert rows_of(grind("eval", *UD, g, p).stdout)["all"][2] == "0.3333"

@@ -33,10 +33,14 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
               help="Samples of the --significance test.")
 @click.option("--seed", type=click.IntRange(0), default=None,
               help="Seed of the --significance test's random generator.  [default: 1]")
+@click.option("--digits", type=click.IntRange(1, 17), default=4, show_default=True,
+              help="Decimals of every fraction written (accuracies, P/R/F, overlaps; --labeled's percentages "
+                   "keep EVALB's 2).  A table rounded again to one decimal of a percent needs more than 4: "
+                   "0.34348 is 0.3435 at 4, which rounds to 34.4, not 34.3.")
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
-def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance, samples, seed, output):
+def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance, samples, seed, digits, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -76,6 +80,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
       grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
     """
     from grind.cli.common import _given
+    from grind.eval.number import set_digits
+    set_digits(digits)
     if not significance and (_given("samples") or _given("seed")):
         raise click.UsageError("--samples and --seed are options of --significance")
     sig = (make_rng(1 if seed is None else seed), samples) if significance else None

@@ -13,6 +13,7 @@ spans are read; the gold trees are filtered by length like the parsed corpus.
 """
 from __future__ import annotations
 
+from grind.eval.number import frac
 from grind.formats.corpus import PTB_PUNCT, PTB_PUNCT_PLUS
 from grind.errors import InputError
 from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
@@ -176,15 +177,15 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None,
             f"sentences\t{res['sentences']}\n"
             f"scored\t{res['scored']}\n"
             f"noparse\t{res['noparse']}\n"
-            f"corpus_precision\t{res['precision']:.4f}\n"
-            f"corpus_recall\t{res['recall']:.4f}\n"
-            f"corpus_f1\t{res['f1']:.4f}\n"
-            f"sentence_mean_f1\t{res['sentence_f1']:.4f}\n"
-            f"exact_match\t{res['exact']:.4f}\n")
+            f"corpus_precision\t{frac(res['precision'])}\n"
+            f"corpus_recall\t{frac(res['recall'])}\n"
+            f"corpus_f1\t{frac(res['f1'])}\n"
+            f"sentence_mean_f1\t{frac(res['sentence_f1'])}\n"
+            f"exact_match\t{frac(res['exact'])}\n")
     if base is not None:
-        text += "".join(f"overlap_{b}\t{res[f'overlap_{b}']:.4f}\n" for b in BASELINES)
-        text += "".join(f"# note: corpus_f1 {res['f1']:.4f} is within {100 * NEAR:g} point of {b} "
-                        f"{base[b]['f1']:.4f}\n" for b in BASELINES
+        text += "".join(f"overlap_{b}\t{frac(res[f'overlap_{b}'])}\n" for b in BASELINES)
+        text += "".join(f"# note: corpus_f1 {frac(res['f1'])} is within {100 * NEAR:g} point of {b} "
+                        f"{frac(base[b]['f1'])}\n" for b in BASELINES
                         if abs(res["f1"] - base[b]["f1"]) <= NEAR + 1e-12)
     return text, res
 
@@ -196,7 +197,7 @@ def format_baselines(base) -> str:
            f"note line where a corpus F1 is within {100 * NEAR:g} point ({NEAR}) of a baseline's\n"]
     for b in BASELINES:
         r = base[b]
-        out += [f"{b}:{key}\t{r[k]:.4f}\n" for key, k in (("corpus_precision", "precision"),
+        out += [f"{b}:{key}\t{frac(r[k])}\n" for key, k in (("corpus_precision", "precision"),
                                                           ("corpus_recall", "recall"), ("corpus_f1", "f1"),
                                                           ("sentence_mean_f1", "sentence_f1"),
                                                           ("exact_match", "exact"))]
@@ -210,5 +211,5 @@ def format_spread(results) -> str:
     for key, label in (("precision", "corpus_precision"), ("recall", "corpus_recall"), ("f1", "corpus_f1"),
                        ("sentence_f1", "sentence_mean_f1"), ("exact", "exact_match")):
         x = np.array([r[key] for r in results], dtype=np.float64)
-        out.append(f"{label}\t{x.mean():.4f}\t{x.std(ddof=1):.4f}\n")
+        out.append(f"{label}\t{frac(x.mean())}\t{frac(x.std(ddof=1))}\n")
     return "".join(out)

@@ -22,6 +22,7 @@ so a parser that only reproduces attach-right has overlap_right = 1.
 """
 from __future__ import annotations
 
+from grind.eval.number import frac
 from grind.errors import InputError
 from grind.formats.textio import one_line
 
@@ -198,8 +199,8 @@ def near_baseline_notes(rows, base, near: float = NEAR) -> list[str]:
         for b in BASELINES:
             br = next(x for x in base[b] if x["subset"] == r["subset"])
             if abs(r["directed"] - br["directed"]) <= near + 1e-12:     # 1e-12: decimal inputs
-                out.append(f"# note: {r['subset']} directed {r['directed']:.4f} is within "
-                           f"{100 * near:g} point of attach-{b} {br['directed']:.4f}\n")
+                out.append(f"# note: {r['subset']} directed {frac(r['directed'])} is within "
+                           f"{100 * near:g} point of attach-{b} {frac(br['directed'])}\n")
     return out
 
 
@@ -226,7 +227,7 @@ def format_table(rows, label=None, header: bool = True) -> str:
     out = ["\t".join(cols) + "\n"] if header else []
     for r in rows:
         vals = [f"{label}:{r['subset']}" if label else r["subset"]]
-        vals += [str(r[c]) if isinstance(r[c], int) else f"{r[c]:.4f}" for c in cols[1:]]
+        vals += [str(r[c]) if isinstance(r[c], int) else f"{frac(r[c])}" for c in cols[1:]]
         out.append("\t".join(vals) + "\n")
     return "".join(out)
 
@@ -256,5 +257,5 @@ def format_spread(runs) -> str:
     for i, name in enumerate(r["subset"] for r in runs[0]):
         d = np.array([rows[i]["directed"] for rows in runs])
         u = np.array([rows[i]["undirected"] for rows in runs])
-        out.append(f"{name}\t{d.mean():.4f}\t{d.std(ddof=1):.4f}\t{u.mean():.4f}\t{u.std(ddof=1):.4f}\n")
+        out.append(f"{name}\t{frac(d.mean())}\t{frac(d.std(ddof=1))}\t{frac(u.mean())}\t{frac(u.std(ddof=1))}\n")
     return "".join(out)

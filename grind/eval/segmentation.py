@@ -37,6 +37,7 @@ words whose segmentation equals the baseline's, divided by the parsed words.
 """
 from __future__ import annotations
 
+from grind.eval.number import frac
 import math
 
 from grind.errors import InputError
@@ -189,7 +190,7 @@ def near_baseline_notes(row, base, near: float = NEAR) -> list[str]:
         for b in BASELINES:
             x, y = row[m], base[b][m]
             if not (math.isnan(x) or math.isnan(y)) and abs(x - y) <= near + 1e-12:
-                out.append(f"# note: {m} {x:.4f} is within {100 * near:g} point of the {b} baseline's {y:.4f}\n")
+                out.append(f"# note: {m} {frac(x)} is within {100 * near:g} point of the {b} baseline's {frac(y)}\n")
     return out
 
 
@@ -224,7 +225,7 @@ def definitions(gold_name: str, n_lines: int, n_types: int) -> list[str]:
 def format_table(rows, header: bool = True) -> str:
     out = ["\t".join(COLUMNS) + "\n"] if header else []
     for r in rows:
-        out.append("\t".join(str(r[c]) if isinstance(r[c], (int, str)) else f"{r[c]:.4f}" for c in COLUMNS) + "\n")
+        out.append("\t".join(str(r[c]) if isinstance(r[c], (int, str)) else f"{frac(r[c])}" for c in COLUMNS) + "\n")
     return "".join(out)
 
 
@@ -243,5 +244,5 @@ def format_spread(rows) -> str:
     out = [f"# {len(rows)} predicted files: mean and sample standard deviation\n", "measure\tmean\tsd\n"]
     for m in MEASURES:
         v = np.array([r[m] for r in rows], dtype=np.float64)
-        out.append(f"{m}\t{v.mean():.4f}\t{v.std(ddof=1):.4f}\n")
+        out.append(f"{m}\t{frac(v.mean())}\t{frac(v.std(ddof=1))}\n")
     return "".join(out)

@@ -20,6 +20,7 @@ differences.
 """
 from __future__ import annotations
 
+from grind.eval.number import frac, signed
 import numpy as np
 
 #: Samples of the randomization test unless the caller says otherwise.
@@ -68,7 +69,7 @@ def format_rows(rows) -> str:
     """``rows``: (system, against, measure, score, against_score, p) tuples."""
     out = ["\t".join(COLUMNS) + "\n"]
     for s, o, m, x, y, p in rows:
-        out.append(f"{s}\t{o}\t{m}\t{x:.4f}\t{y:.4f}\t{x - y:+.4f}\t{p:.4g}\n")
+        out.append(f"{s}\t{o}\t{m}\t{frac(x)}\t{frac(y)}\t{signed(x - y)}\t{p:.4g}\n")
     return "".join(out)
 
 
