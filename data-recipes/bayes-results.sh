@@ -72,6 +72,8 @@ declare -A EXTRA=(
   [stochastic]="--batch 500 --epochs 5 --batch-iterations 3 --tau 1 --kappa 0.7"
 )
 run() { echo "+ $*" >&2; "$@"; }
+source "$(dirname "$0")/settings.sh"
+settings_stamp "$out" "PASSES=$PASSES"
 for init in $INITS; do
   [[ $init == harmonic || $init == uniform ]] || { echo "bayes-results.sh: INITS takes harmonic and uniform, not '$init'" >&2; exit 2; }
 done
@@ -86,7 +88,7 @@ one() {  # init algo alpha seed budget-options -> trains, parses, evaluates (ski
   run grind train --algo $a "$@" --alpha $alpha ${EXTRA[$a]} --seed $seed $T10 --trace "$o.tsv" \
     -o "$o.txt" "$out/dmv-$init.txt" "$train" 2>"$o.log"
   run grind parse $C -o "$o.conllu" "$o.txt" "$test" 2>>"$o.log"
-  run grind eval $C -o "$o.eval" "$test" "$o.conllu"
+  run grind eval --digits 6 $C -o "$o.eval" "$test" "$o.conllu"
 }
 
 run grind make-grammar dmv $T10 -o "$out/dmv0.txt" "$train"
@@ -96,8 +98,8 @@ for init in $INITS; do
 done
 run grind baseline --attach right $C -o "$out/right.conllu" "$test"
 run grind baseline --attach left $C -o "$out/left.conllu" "$test"
-[[ -s $out/right.eval ]] || run grind eval $C -o "$out/right.eval" "$test" "$out/right.conllu"
-[[ -s $out/left.eval ]] || run grind eval $C -o "$out/left.eval" "$test" "$out/left.conllu"
+[[ -s $out/right.eval ]] || run grind eval --digits 6 $C -o "$out/right.eval" "$test" "$out/right.conllu"
+[[ -s $out/left.eval ]] || run grind eval --digits 6 $C -o "$out/left.eval" "$test" "$out/left.conllu"
 
 for init in $INITS; do
   for alpha in $ALPHAS; do

@@ -20,11 +20,11 @@ run grind train --algo em --iterations "$iters" --tolerance 0 $C --max-length 10
     "$out/ewt-dmv1.txt" "$ewt/en_ewt-ud-train.conllu.xz"
 for dec in viterbi mbr; do
   run grind parse --$dec $C -o "$out/ewt-test-$dec.conllu" "$out/ewt-em.txt" "$ewt/en_ewt-ud-test.conllu"
-  run grind eval $C -o "$out/ewt-test-$dec.eval" "$ewt/en_ewt-ud-test.conllu" "$out/ewt-test-$dec.conllu"
+  run grind eval --digits 6 $C -o "$out/ewt-test-$dec.eval" "$ewt/en_ewt-ud-test.conllu" "$out/ewt-test-$dec.conllu"
 done
 for a in left right; do
   run grind baseline --attach $a $C -o "$out/ewt-test-$a.conllu" "$ewt/en_ewt-ud-test.conllu"
-  run grind eval $C -o "$out/ewt-test-$a.eval" "$ewt/en_ewt-ud-test.conllu" "$out/ewt-test-$a.conllu"
+  run grind eval --digits 6 $C -o "$out/ewt-test-$a.eval" "$ewt/en_ewt-ud-test.conllu" "$out/ewt-test-$a.conllu"
 done
 
 ptb=$out/wsj-sample.dp
@@ -35,11 +35,11 @@ run grind init --harmonic --corpus "$ptb" $P -o "$out/wsj10-dmv1.txt" "$out/wsj1
 run grind train --algo em --iterations "$iters" --tolerance 0 $P --trace "$out/wsj10-em.tsv" -o "$out/wsj10-em.txt" "$out/wsj10-dmv1.txt" "$ptb"
 for dec in viterbi mbr; do
   run grind parse --$dec $P -o "$out/wsj10-$dec.conllu" "$out/wsj10-em.txt" "$ptb"
-  run grind eval $P -o "$out/wsj10-$dec.eval" "$ptb" "$out/wsj10-$dec.conllu"
+  run grind eval --digits 6 $P -o "$out/wsj10-$dec.eval" "$ptb" "$out/wsj10-$dec.conllu"
 done
 for a in left right; do
   run grind baseline --attach $a $P -o "$out/wsj10-$a.conllu" "$ptb"
-  run grind eval $P -o "$out/wsj10-$a.eval" "$ptb" "$out/wsj10-$a.conllu"
+  run grind eval --digits 6 $P -o "$out/wsj10-$a.eval" "$ptb" "$out/wsj10-$a.conllu"
 done
 
 ch=$shared/UD_English-CHILDES/en_childes-derived-train.conllu.xz

@@ -29,6 +29,8 @@ declare -A FILE=(
 )
 FILES=${FILES:-"en-ewt-test en-childes-dev de-gsd-test pt-bosque-test cs-cac-dev cs-fictree-dev cs-cltt-dev he-htb-test tr-imst-test ja-gsd-dev zh-gsd-test"}
 EM_ITER=${EM_ITER:-100}
+source "$(dirname "$0")/settings.sh"
+settings_stamp "$out" "EM_ITER=$EM_ITER"
 for f in $FILES; do
   [[ -n ${FILE[$f]+x} ]] || { echo "heads-results.sh: unknown file '$f' in FILES (one of: ${!FILE[*]})" >&2; exit 2; }
 done
@@ -37,7 +39,11 @@ run() { echo "+ $*" >&2; "$@"; }
 acc() { awk -F'\t' '$1 == "<=10" {printf "%.1f", 100*$4; exit}' "$1"; }
 base() { awk -F'\t' -v b="attach-$2:<=10" '$1 == b {printf "%.1f", 100*$4; exit}' "$1"; }
 overlap() { awk -F'\t' '$1 == "<=10" {printf "%.0f%%", 100*$7; exit}' "$1"; }
-echo -e "file\tsentences <= 10\tEM MBR (content heads)\tattach-right\tattach-left\tEM MBR (function heads)\tattach-right\tattach-left\toverlap with attach-right"
+unparsed() { awk -F'\t' '$1 == "<=10" {print $6; exit}' "$1"; }
+near() {  # eval-file label: grind eval's notes of a <= 10 score within 1 point of a baseline, one a line
+  { grep '^# note: <=10 ' "$1" || true; } | sed "s/^# note: <=10 directed [0-9.]* is /$2 /; s/ attach-\([a-z]*\) [0-9.]*$/ attach-\1/"
+}
+echo -e "file\tsentences <= 10\tEM MBR (content heads)\tattach-right\tattach-left\tEM MBR (function heads)\tattach-right\tattach-left\toverlap with attach-right\tunparsed\tnote"
 for f in $FILES; do
   d=$out/$f; mkdir -p "$d"; src=${FILE[$f]}
   [[ -s $d/fh.conllu ]] || run grind function-heads -o "$d/fh.conllu" "$src" 2>"$d/fh.log"
@@ -47,8 +53,8 @@ for f in $FILES; do
     run grind train --algo em --iterations "$EM_ITER" --tolerance 0 $C -o "$d/em.txt" "$d/dmv1.txt" "$src" 2>"$d/train.log"
     run grind parse --mbr $C -o "$d/em.conllu" "$d/em.txt" "$src" 2>"$d/parse.log"
   fi
-  run grind eval $C -o "$d/content.eval" "$src" "$d/em.conllu" 2>/dev/null
-  run grind eval $C -o "$d/function.eval" "$d/fh.conllu" "$d/em.conllu" 2>/dev/null
+  run grind eval --digits 6 $C -o "$d/content.eval" "$src" "$d/em.conllu" 2>"$d/eval.log"
+  run grind eval --digits 6 $C -o "$d/function.eval" "$d/fh.conllu" "$d/em.conllu" 2>>"$d/eval.log"
   n=$(awk -F'\t' '$1 == "<=10" {print $2; exit}' "$d/content.eval")
-  echo -e "$f\t$n\t$(acc "$d/content.eval")\t$(base "$d/content.eval" right)\t$(base "$d/content.eval" left)\t$(acc "$d/function.eval")\t$(base "$d/function.eval" right)\t$(base "$d/function.eval" left)\t$(overlap "$d/content.eval")"
+  echo -e "$f\t$n\t$(acc "$d/content.eval")\t$(base "$d/content.eval" right)\t$(base "$d/content.eval" left)\t$(acc "$d/function.eval")\t$(base "$d/function.eval" right)\t$(base "$d/function.eval" left)\t$(overlap "$d/content.eval")\t$(unparsed "$d/content.eval")\t$( (near "$d/content.eval" content; near "$d/function.eval" function) | paste -sd ';' -)"
 done

@@ -43,6 +43,8 @@ PARTS=${PARTS:-"train test"}
 ptb=$shared/nltk_ptb_sample/treebank/combined
 if [ ! -d "$ptb" ]; then echo "latent-results.sh: $ptb not found (set SHARED)" >&2; exit 1; fi
 mkdir -p "$out"
+source "$(dirname "$0")/settings.sh"
+settings_stamp "$out" "ITER=$ITER" "EVAL=$EVAL" "ALPHA=$ALPHA" "PRUNE=$PRUNE"
 split() {  # split NAME FIRST LAST
   [ -s "$out/$1.mrg" ] && return
   local tmp="$out/$1.mrg.tmp.$$"  # per process: the README's runs start several of these at once

@@ -114,6 +114,9 @@ declare -A METHODS=(
   [ln2-families-1cycle]="--algo ln --model 2 $LNI --cov families --ln-cycles 1 --ln-warm"
 )
 ORDER=${ORDER:-"mle dirichlet ln-identity ln-families sln-tiev sln-tien sln-tievn sln-tiea"}
+source "$(dirname "$0")/settings.sh"
+settings_stamp "$out" "EM_ITER=$EM_ITER" "LN_ITER=$LN_ITER" "ALPHA=$ALPHA" "PATIENCE=$PATIENCE" \
+    "JOINT_ITER=${JOINT_ITER:-}" "WSJSIZE_STEPS=${WSJSIZE_STEPS:-4 2 1}"
 MIXTURES=${MIXTURES:-"RA AR LC VAR NS SD RA+VAR+SD"}
 run() { echo "+ $*" >&2; "$@"; }
 ptb_families() {  # --families ptb for the methods that read a family map (--cov families, --tie, mixtures)
@@ -136,13 +139,13 @@ steps() { grep -v '^#' "$1" | tail -1 | awk -F'\t' '{printf "%s\t%.0f", $1, $4}'
 baselines() {  # tb: the attach-right / attach-left rows of its test set
   for a in right left; do
     grind baseline --attach $a $C -o "$out/$1/$a.conllu" "${TEST[$1]}"
-    grind eval $C -o "$out/$1/$a.eval" "${TEST[$1]}" "$out/$1/$a.conllu"
+    grind eval --digits 6 $C -o "$out/$1/$a.eval" "${TEST[$1]}" "$out/$1/$a.conllu"
     echo -e "$1\tattach-$a (baseline)\t$(acc "$out/$1/$a.eval")\t-\t-\t-\t-"
   done
 }
 evaluate() {  # tb grammar name trace
   run grind parse --mbr $C -o "$2.conllu" "$2" "${TEST[$1]}" 2>/dev/null
-  run grind eval $C --significance -o "$2.eval" "${TEST[$1]}" "$2.conllu"
+  run grind eval --digits 6 $C --significance -o "$2.eval" "${TEST[$1]}" "$2.conllu"
   echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")\t$(pright "$2.eval")"
 }
 done_before() {  # tb grammar name trace: print the row of a finished run
@@ -261,7 +264,7 @@ if [[ " $PARTS " == *" extra "* ]]; then
   for s in 1 2 3 4 5 6 7 8 9 10; do
     run grind parse --mbr --committee "$o.params" --seed $s $C -o "$o.m$s.conllu" "$o.txt" "${TEST[zh]}" 2>/dev/null
   done
-  run grind eval $C -o "$o.eval" "${TEST[zh]}" "$o".m*.conllu
+  run grind eval --digits 6 $C -o "$o.eval" "${TEST[zh]}" "$o".m*.conllu
   echo -e "zh\tcommittee of 10 (LN-I families), mean+-sd\t$(awk -F'\t' '/^# [0-9]+ runs/{f=1; next} f && $1 ~ /^(<=|all)/{printf "%s%.1f+-%.1f", (n++?"/":""), 100*$2, 100*$3}' "$o.eval")\t-\t$(steps "$o.tsv")\t-"
 fi
 

@@ -25,11 +25,11 @@
 #          their boundary posteriors averaged (grind parse --segment --mbr --average), cut at 0.5 (.mbr) and at the
 #          threshold of maximum expected boundary F (--expected-f, .mbrf); files {algos}-a{alpha}-committee_{seeds}.*.
 #   decode dev with Viterbi and with --mbr (maximum expected boundary accuracy) under the posterior mean
-#          (EM: its probabilities); score with grind eval --segmentation (morph P/R/F over spans, exact,
+#          (EM: its probabilities); score with grind eval --digits 6 --segmentation (morph P/R/F over spans, exact,
 #          internal-boundary P/R/F, overlap with the one-morph / every-character baselines), and the
 #          held-out per-character perplexity of dev with grind loglik --summary (EM: its unparsed dev
 #          words -- substrings unseen in train have probability 0 -- are counted and left out of it).
-#   Morfessor Baseline 2.0 (pip install morfessor into the active environment if missing; optional):
+#   Morfessor Baseline 2.0 (optional: only when morfessor is installed; the recipe installs nothing):
 #          trained with its defaults on the train word types (count 1 each), dev segmented with
 #          viterbi_segment, scored by the same grind eval.
 # A finished step (its trained grammar, .eval or .ppl exists) is not run again: rerunning resumes.  Prints a TSV summary to stdout.
@@ -118,7 +118,7 @@ score() {  # name grammar: decode dev (Viterbi, MBR), score, perplexity
   for d in viterbi mbr; do
     [[ -s $o.$d.eval ]] && continue
     run grind parse $C --segment --seg-format sigmorphon --$d -o "$o.$d.tsv" "$g" "$dev" 2>>"$o.log"
-    run grind eval --segmentation -o "$o.$d.eval" "$dev" "$o.$d.tsv"
+    run grind eval --digits 6 --segmentation -o "$o.$d.eval" "$dev" "$o.$d.tsv"
   done
   [[ -s $o.ppl ]] || run grind loglik $C --summary -o "$o.ppl" "$g" "$dev"
 }
@@ -131,7 +131,7 @@ committee() {  # name grammars...: decoded together, MBR over their averaged bou
     ef=""; [[ $d == mbrf ]] && ef=--expected-f
     run grind parse $C --segment --seg-format sigmorphon --mbr $ef "${av[@]}" -o "$out/$n.$d.tsv" "$first" "$dev" \
       2>>"$out/$n.log"
-    run grind eval --segmentation -o "$out/$n.$d.eval" "$dev" "$out/$n.$d.tsv"
+    run grind eval --digits 6 --segmentation -o "$out/$n.$d.eval" "$dev" "$out/$n.$d.tsv"
   done
 }
 committees() {  # alpha...: the BEST_SEEDS runs of Hastings, of CVB, and of both, each decoded as one committee; with
@@ -150,7 +150,7 @@ committees() {  # alpha...: the BEST_SEEDS runs of Hastings, of CVB, and of both
   local sig=$out/committees-a$name$tag.significance.eval files=() n d
   [[ -s $out/morfessor.viterbi.tsv && ! -s $sig ]] || return 0
   for n in hastings cvb hastings+cvb; do for d in mbr mbrf; do files+=("$out/$n-a$name-committee$tag.$d.tsv"); done; done
-  run grind eval --segmentation --significance --seed 1 -o "$sig" "$dev" "$out/morfessor.viterbi.tsv" "${files[@]}"
+  run grind eval --digits 6 --segmentation --significance --seed 1 -o "$sig" "$dev" "$out/morfessor.viterbi.tsv" "${files[@]}"
 }
 one() {  # algo alpha seed extra-options...
   local a=$1 alpha=$2 seed=$3; shift 3
@@ -163,7 +163,11 @@ one() {  # algo alpha seed extra-options...
 }
 
 # Morfessor Baseline (optional extra): morfessor_segment TRAIN_TSV WORDS_TSV OUT_TSV.
-have_morfessor() { python3 -c 'import morfessor' 2>/dev/null || python3 -m pip install -q morfessor >&2; }
+have_morfessor() {  # installs nothing: the recipe must not change the environment it runs in
+  python3 -c 'import morfessor' 2>/dev/null && return 0
+  echo "# morfessor is not installed (pip install 'grind[morfessor]'): no Morfessor row" >&2
+  return 1
+}
 morfessor_segment() {
   python3 - "$1" "$2" "$3" <<'PY'
 import random, sys, morfessor
@@ -180,9 +184,7 @@ PY
 if has base && [[ ! -s $out/morfessor.viterbi.eval ]]; then
   if have_morfessor; then
     morfessor_segment "$train" "$dev" "$out/morfessor.viterbi.tsv"
-    run grind eval --segmentation -o "$out/morfessor.viterbi.eval" "$dev" "$out/morfessor.viterbi.tsv"
-  else
-    echo "# morfessor could not be installed: no Morfessor row" >&2
+    run grind eval --digits 6 --segmentation -o "$out/morfessor.viterbi.eval" "$dev" "$out/morfessor.viterbi.tsv"
   fi
 fi
 
@@ -229,7 +231,7 @@ elif has threshold; then
       [[ -s $o.eval ]] && continue
       run grind parse $C --segment --seg-format sigmorphon --mbr --boundary-threshold $T -o "$o.tsv" "$g" \
         "$out/train-every7.tsv" 2>>"$out/thr.log"
-      run grind eval --segmentation -o "$o.eval" "$out/train-every7.tsv" "$o.tsv"
+      run grind eval --digits 6 --segmentation -o "$o.eval" "$out/train-every7.tsv" "$o.tsv"
     done
     T=$(for f in "$out"/thr-$a-T*.train.eval; do
           awk -F'\t' -v f="$f" '$1 == "predicted" {t = f; sub(/.*-T/, "", t); sub(/\.train\.eval$/, "", t); print $10, t}' "$f"
@@ -240,7 +242,7 @@ elif has threshold; then
       [[ -s $o.eval ]] && continue
       run grind parse $C --segment --seg-format sigmorphon --mbr --boundary-threshold $T -o "$o.tsv" \
         "$out/$a-a$ta-s$s.txt" "$dev" 2>>"$out/thr.log"
-      run grind eval --segmentation -o "$o.eval" "$dev" "$o.tsv"
+      run grind eval --digits 6 --segmentation -o "$o.eval" "$dev" "$o.tsv"
     done
   done
 fi
@@ -294,13 +296,13 @@ elif has validation; then
       2>"$out/$n.log"
     [[ -s $out/$n.mbr.eval ]] && continue
     run grind parse $C --segment --seg-format sigmorphon --mbr -o "$out/$n.mbr.tsv" "$out/$n.txt" "$out/val.tsv" 2>>"$out/$n.log"
-    run grind eval --segmentation -o "$out/$n.mbr.eval" "$out/val.tsv" "$out/$n.mbr.tsv"
+    run grind eval --digits 6 --segmentation -o "$out/$n.mbr.eval" "$out/val.tsv" "$out/$n.mbr.tsv"
   done
   if [[ ! -s $out/val-morfessor.tsv ]] && have_morfessor; then
     morfessor_segment "$out/val-train.tsv" "$out/val.tsv" "$out/val-morfessor.tsv"
   fi
   [[ -s $out/val-morfessor.tsv ]] && vfiles=("$out/val-morfessor.tsv" "${vfiles[@]}")
-  run grind eval --segmentation --significance --seed 1 -o "$out/validation.significance.eval" "$out/val.tsv" "${vfiles[@]}"
+  run grind eval --digits 6 --segmentation --significance --seed 1 -o "$out/validation.significance.eval" "$out/val.tsv" "${vfiles[@]}"
 fi
 # Part "long" (extra, not an equal budget): Hastings at the best alpha (BEST_ALPHA, else the one chosen
 # above, else 1e-5) for LONG_PASSES sweeps, annealed over the first 4/5, seeds LONG_SEEDS (default 1).
