@@ -30,7 +30,7 @@ def test_readme_session_runs_verbatim(tmp_path, monkeypatch, capsys):
     exec(compile(readme_example(), "README.md (Python API)", "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert "20 steps" in out and "directed" in out
-    head = (tmp_path / "dmv-vb.txt").read_text().splitlines()[:5]
+    head = (tmp_path / "demo-out" / "dmv-vb.txt").read_text().splitlines()[:5]
     assert head[1].startswith("# call: grind.fit(") and "algo='vb'" in head[1]
     assert "# seed: 1" in head
 
