@@ -9,7 +9,7 @@ settings_stamp() {
     [[ $(cat "$dir/settings") == "$now" ]] && return 0
     {
       echo "$(basename "$0"): $dir holds runs made with other settings (its finished runs would be reused):"
-      diff <(cat "$dir/settings") <(echo "$now") | sed -n 's/^< /  made with: /p; s/^> /  now:       /p'
+      { diff <(cat "$dir/settings") <(echo "$now") || true; } | sed -n 's/^< /  made with: /p; s/^> /  now:       /p'
       echo "  give another OUTDIR, or remove $dir to make them again"
     } >&2
     exit 2
