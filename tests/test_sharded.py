@@ -351,7 +351,9 @@ def test_slurm_wrapper_runs_with_a_stand_in_sbatch(grammars, tmp_path):
     got = tmp_path / "my run" / "grammar.txt"
     np.testing.assert_allclose(read_grammar(str(got)).weights, read_grammar(str(tmp_path / "want.txt")).weights,
                                rtol=1e-12, atol=0)
-    trace = (tmp_path / "my run" / "trace.tsv").read_text().splitlines()
+    lines = (tmp_path / "my run" / "trace.tsv").read_text().splitlines()
+    assert lines[0].startswith("# grind ") and lines[1].startswith("# command: ")      # a header, as grind's
+    trace = [ln for ln in lines if not ln.startswith("#")]
     assert trace[0] == "step\tobjective" and float(trace[1].split("\t")[1]) == pytest.approx(
         trace_objectives(tmp_path / "t.tsv")[0], rel=1e-12)
 
@@ -478,7 +480,7 @@ def test_cluster_makefile_refuses_other_settings_and_follows_iterations(grammars
     assert make("SHARDS=2", "ITERATIONS=1").returncode == 0
     out = tmp_path / "run"
     assert (out / "grammar.txt").read_bytes() == (out / "g1.txt").read_bytes()
-    assert len((out / "trace.tsv").read_text().splitlines()) == 2
+    assert len([ln for ln in (out / "trace.tsv").read_text().splitlines() if not ln.startswith("#")]) == 2
     r = make("SHARDS=3", "ITERATIONS=1")
     assert r.returncode != 0 and "was made with other settings" in r.stderr and "shards=2" in r.stderr
     r = make("SHARDS=2", "ITERATIONS=1", f"CORPUS={SAMPLE / 'en_ewt-ud-dev-sample.conllu.gz'}")
