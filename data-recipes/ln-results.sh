@@ -136,21 +136,22 @@ overlap() { awk -F'\t' '$1 == "all" {printf "%.0f%%", 100*$7; exit}' "$1"; }
 pright() {  # the significance test's p of the directed accuracy (all) against attach-right, or - if not run
   awk -F'\t' '$2 == "attach-right" && $3 == "directed:all" {p = $7} END {print (p == "" ? "-" : p)}' "$1"; }
 steps() { grep -v '^#' "$1" | tail -1 | awk -F'\t' '{printf "%s\t%.0f", $1, $4}'; }
+unparsed() { awk -F'\t' '$1 == "all" {print $6; exit}' "$1"; }   # test sentences without a parse (scored 0)
 baselines() {  # tb: the attach-right / attach-left rows of its test set
   for a in right left; do
     grind baseline --attach $a $C -o "$out/$1/$a.conllu" "${TEST[$1]}"
     grind eval --digits 6 $C -o "$out/$1/$a.eval" "${TEST[$1]}" "$out/$1/$a.conllu"
-    echo -e "$1\tattach-$a (baseline)\t$(acc "$out/$1/$a.eval")\t-\t-\t-\t-"
+    echo -e "$1\tattach-$a (baseline)\t$(acc "$out/$1/$a.eval")\t-\t-\t-\t-\t-"
   done
 }
 evaluate() {  # tb grammar name trace
-  run grind parse --mbr $C -o "$2.conllu" "$2" "${TEST[$1]}" 2>/dev/null
+  run grind parse --mbr $C -o "$2.conllu" "$2" "${TEST[$1]}" 2>"${2%.txt}.parse.log"
   run grind eval --digits 6 $C --significance -o "$2.eval" "${TEST[$1]}" "$2.conllu"
-  echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")\t$(pright "$2.eval")"
+  echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")\t$(pright "$2.eval")\t$(unparsed "$2.eval")"
 }
 done_before() {  # tb grammar name trace: print the row of a finished run
   [[ -s $2.eval && -s $4 ]] || return 1
-  echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")\t$(pright "$2.eval")"
+  echo -e "$1\t$3\t$(acc "$2.eval")\t$(overlap "$2.eval")\t$(steps "$4")\t$(pright "$2.eval")\t$(unparsed "$2.eval")"
 }
 wsj_sample() {  # file: the NLTK PTB sample's .dp files in one file (blank line between files), made once
   [[ -s $1 ]] || for f in "$shared"/nltk_ptb_sample/dependency_treebank/wsj_*.dp; do cat "$f"; echo; done > "$1"
@@ -183,7 +184,7 @@ prepare() {  # tb
   run grind init --harmonic --corpus "${TRAIN[$1]}" $T10 -o "$d/dmv-harmonic.txt" "$d/dmv0.txt"
 }
 
-echo -e "treebank\tmethod\tdirected MBR <=10/<=20/all\toverlap with attach-right (all)\tsteps\tseconds\tp vs attach-right (all; paired randomization)"
+echo -e "treebank\tmethod\tdirected MBR <=10/<=20/all\toverlap with attach-right (all)\tsteps\tseconds\tp vs attach-right (all; paired randomization)\tunparsed test sentences"
 for tb in $TREEBANKS; do
   prepare "$tb"
   baselines "$tb"
@@ -262,7 +263,7 @@ if [[ " $PARTS " == *" extra "* ]]; then
   run grind train --algo ln $LNI --cov families --dev "${DEV[zh]}" $STOP --seed 1 $T10 \
       --ln-params "$o.params" --trace "$o.tsv" -o "$o.txt" "$out/zh/dmv-harmonic.txt" "${TRAIN[zh]}" 2>"$o.log"
   for s in 1 2 3 4 5 6 7 8 9 10; do
-    run grind parse --mbr --committee "$o.params" --seed $s $C -o "$o.m$s.conllu" "$o.txt" "${TEST[zh]}" 2>/dev/null
+    run grind parse --mbr --committee "$o.params" --seed $s $C -o "$o.m$s.conllu" "$o.txt" "${TEST[zh]}" 2>"$o.m$s.parse.log"
   done
   run grind eval --digits 6 $C -o "$o.eval" "${TEST[zh]}" "$o".m*.conllu
   echo -e "zh\tcommittee of 10 (LN-I families), mean+-sd\t$(awk -F'\t' '/^# [0-9]+ runs/{f=1; next} f && $1 ~ /^(<=|all)/{printf "%s%.1f+-%.1f", (n++?"/":""), 100*$2, 100*$3}' "$o.eval")\t-\t$(steps "$o.tsv")\t-"
