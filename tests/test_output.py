@@ -149,6 +149,21 @@ def test_fifo_whose_reader_left_is_a_write_error(tmp_path):
     reader.join(10)
 
 
+def test_a_socket_output_is_refused_before_the_work(tmp_path, capsys):
+    """A socket passed the upfront check and the write failed after training (output-layer audit)."""
+    import socket
+    path, g = str(tmp_path / "sock"), tmp_path / "g.txt"
+    assert run(capsys, "make-grammar", "dmv", *SHORT, "-o", g, TRAIN)[0] == 0
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(path)
+        code, _, err = run(capsys, "train", "--iterations", "1", *SHORT, "-o", path, g, TRAIN)
+    finally:
+        s.close()
+    assert code != 0 and "a socket" in err and "training" not in err
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
 def test_dev_null_is_written_not_replaced(capsys):
     write("/dev/null")
     code, _, err = run(capsys, "make-grammar", "dmv", *SHORT, "-o", "/dev/null", TRAIN)
@@ -500,3 +515,9 @@ def test_a_header_value_with_a_line_break_stays_on_one_line():
     """A file name with a newline broke the header in two (the second half read as data; CLI audit)."""
     lines = header_lines(treebank="nl\nx.conllu (conllu)")
     assert "# treebank: nl\\nx.conllu (conllu)\n" in lines and all(ln.count("\n") == 1 for ln in lines)
+
+
+def test_split_checks_its_shard_paths_before_reading_the_corpus(tmp_path, capsys):
+    """split read (and, from stdin, used up) the whole corpus before refusing its shard paths (audit)."""
+    code, _, err = run(capsys, "split", *SHORT, "-n", "2", "-o", tmp_path / "nodir" / "x", TRAIN)
+    assert code == 1 and "no such directory" in err and "sentences kept" not in err

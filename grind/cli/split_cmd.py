@@ -161,27 +161,31 @@ def split(corpus, k, prefix, spec):
                                  "(e.g. shards/train)", param_hint="'-o' / '--output'")
     name = "<stdin>" if corpus == "-" else corpus
     stem, ext = split_name(corpus) if corpus != "-" else ("", "")
+    if prefix is None:
+        prefix = os.path.basename(stem)
+
+    def check_paths(ext):
+        paths = shard_paths(prefix, ext, k)
+        for p in paths:
+            problem = output_problem(p, regular=True)
+            if corpus != "-" and _same_path(p, corpus):
+                problem = f"it is the corpus {corpus} itself (give another -o PREFIX)"
+            other = next((q for q in paths[:paths.index(p)] if _same_path(p, q)), None)
+            if other is not None:
+                problem = f"it is the file of shard {other} too (symbolic links?): one shard would overwrite the other"
+            if problem:
+                raise InputError(f"{p}: cannot write: {problem}")
+        return paths
+    # before the corpus is read (a stream's extension is its format's, known once read: checked again then)
+    paths = check_paths(FORMAT_EXT.get(spec.format, ".txt") if is_stream(corpus) else ext)
     if is_stream(corpus):                    # stdin or a pipe: read once, held whole
         pairs = list(read_lines(corpus))
         fmt, held = corpus_blocks(corpus, spec, pairs)
         blocks = lambda: iter(held)  # noqa: E731
+        paths = check_paths(FORMAT_EXT[fmt])  # stdin or a pipe (/dev/fd/63): the extension of its format
     else:                                    # a file is read again at each pass, never held whole
         fmt = check_corpus(corpus, spec)
         blocks = lambda: iter_blocks(corpus, spec, fmt, read_lines(corpus))  # noqa: E731
-    if is_stream(corpus):                    # stdin or a pipe (/dev/fd/63): the extension of its format
-        ext = FORMAT_EXT[fmt]
-    if prefix is None:
-        prefix = os.path.basename(stem)
-    paths = shard_paths(prefix, ext, k)
-    for p in paths:
-        problem = output_problem(p, regular=True)
-        if corpus != "-" and _same_path(p, corpus):
-            problem = f"it is the corpus {corpus} itself (give another -o PREFIX)"
-        other = next((q for q in paths[:paths.index(p)] if _same_path(p, q)), None)
-        if other is not None:
-            problem = f"it is the file of shard {other} too (symbolic links?): one shard would overwrite the other"
-        if problem:
-            raise InputError(f"{p}: cannot write: {problem}")
     source = hashlib.sha256()             # of the blocks' lines, taken in the cost pass (no pass of its own)
 
     def hashed(bs):

@@ -209,6 +209,11 @@ def output_problem(path: str, regular: bool = False) -> str | None:
     if path == "-":
         return None
     if is_special(path):
+        try:
+            if stat.S_ISSOCK(os.stat(path).st_mode):      # open() cannot write a socket: it would fail at the end
+                return "a socket, which a file cannot be written to"
+        except OSError:
+            pass
         return None if os.access(path, os.W_OK) else "permission denied"
     if path.endswith(("/", os.sep, "/.", "/..")) or path in (".", ".."):
         return "names a directory"
