@@ -290,6 +290,10 @@ def test_resume_with_a_changed_option_is_an_error(data, tmp_path, capsys):
     assert run(*short) == 0
     capsys.readouterr()
     before = out.read_bytes()
+    import json
+    with np.load(ck) as z:                  # the checkpoint names what made it, as every output's header does
+        made_by = json.loads(str(z["__header__"]))["made_by"]
+    assert made_by[0].startswith("# grind ") and made_by[1].startswith("# command: grind train")
     for change, what, old, new in [
             (["--alpha", "0.25"], "--alpha", "'0.5'", "'0.25'"),
             (["--seed", "8"], "--seed", "7", "8"),

@@ -31,7 +31,7 @@ from grind import log
 from grind.errors import check_terminated, InputError, NumericalError
 from grind.formats.corpus import iter_corpus
 from grind.grammars.grammar import read_grammar, rule_key
-from grind.formats.textio import is_special, open_out
+from grind.formats.textio import header_lines, is_special, open_out
 
 #: E-step shard size: counts are summed shard by shard in corpus order, so the
 #: result is the same whatever the number of worker threads.
@@ -361,7 +361,8 @@ def save_checkpoint(path, algo, rng, trace, meta, best=None):
     for k, v in algo.get_state().items():
         (arrays if isinstance(v, np.ndarray) else scalars)[k] = v
     head = {"meta": meta, "scalars": scalars, "rng": rng.bit_generator.state,
-            "trace": [[s.step, s.objective, s.sentences, s.seconds, s.extra] for s in trace]}
+            "trace": [[s.step, s.objective, s.sentences, s.seconds, s.extra] for s in trace],
+            "made_by": [ln.rstrip("\n") for ln in header_lines()]}     # the grind version, command, seed
     if best is not None:
         best_scalars = {}
         for k, v in best[1].items():
@@ -748,7 +749,6 @@ def write_trace(path, trace):
     """The trace as TSV: step, objective, sentences (cumulative: the parsed sentences of each sweep for cvb,
     gibbs and hastings; every sentence of each pass, parsed or not, for em, vb, ln and mixture; the
     sentences read for streaming and stochastic VB), seconds, then extras (``parsed``: of the step)."""
-    from grind.formats.textio import header_lines
     extra = sorted({k for s in trace for k in s.extra})
     with open_out(path) as f:
         f.writelines(header_lines())
