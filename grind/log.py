@@ -7,20 +7,28 @@ from __future__ import annotations
 
 import sys
 
-_state = {"quiet": False}
+_state = {"quiet": False, "bars": 0}
 
 
 def set_quiet(quiet: bool) -> None:
     _state["quiet"] = bool(quiet)
 
 
+def _line(text: str) -> None:
+    if _state["bars"]:                  # a bar is drawn: clear it, write the line, draw it again below
+        from tqdm import tqdm
+        tqdm.write(text, file=sys.stderr)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
 def info(msg: str) -> None:
     if not _state["quiet"]:
-        print(f"grind: {msg}", file=sys.stderr, flush=True)
+        _line(f"grind: {msg}")
 
 
 def warn(msg: str) -> None:
-    print(f"grind: warning: {msg}", file=sys.stderr, flush=True)
+    _line(f"grind: warning: {msg}")
 
 
 class _NoBar:
@@ -40,4 +48,24 @@ def bar(**kw):
     if _state["quiet"] or not sys.stderr.isatty():
         return _NoBar()
     from tqdm import tqdm
-    return tqdm(file=sys.stderr, leave=False, **kw)
+    return _Bar(tqdm(file=sys.stderr, leave=False, **kw))
+
+
+class _Bar:
+    """A tqdm bar that, while open, makes :func:`info` and :func:`warn` write above it."""
+
+    def __init__(self, bar):
+        self._bar, self._open = bar, True
+        _state["bars"] += 1
+
+    def update(self, n=1):
+        self._bar.update(n)
+
+    def set_postfix_str(self, s):
+        self._bar.set_postfix_str(s)
+
+    def close(self):
+        if self._open:
+            self._open = False
+            _state["bars"] -= 1
+            self._bar.close()

@@ -188,3 +188,22 @@ def test_progress_bar_only_on_a_terminal(files):
         out += chunk
     os.waitpid(pid, 0)
     assert (b"step/s" in out or b"s/step" in out) and (d / "out.txt").exists()
+
+
+def test_a_message_while_a_progress_bar_is_drawn_starts_its_own_line(monkeypatch):
+    """On a terminal the step lines were written after the bar's text on its line (output-layer audit)."""
+    import io
+    from grind import log
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    err = Terminal()
+    monkeypatch.setattr("sys.stderr", err)
+    monkeypatch.setitem(log._state, "quiet", False)
+    bar = log.bar(desc="em", unit="step")
+    bar.update()
+    log.info("step 1")
+    bar.close()
+    assert any(seg.startswith("grind: step 1\n") for seg in err.getvalue().split("\r")), repr(err.getvalue())
+    assert log._state["bars"] == 0
