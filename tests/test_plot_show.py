@@ -90,7 +90,9 @@ def test_plot_writes_a_png(tmp_path, capsys):
     status, _, err = run(capsys, "plot", "--x", "seconds", "--label", "em", "--label", "vb",
                          tmp_path / "em.trace", tmp_path / "vb.trace", "-o", tmp_path / "c.png")
     assert status == 0, err
-    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = (tmp_path / "c.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"# grind " in png and b"# command: grind plot --x seconds" in png     # what made it, in its text chunk
     from grind.eval.plot import plotted_columns, read_trace
     assert plotted_columns([read_trace(str(tmp_path / "em.trace"))]) == ["objective", "dev_directed", "dev_logprob"]
 
@@ -148,3 +150,10 @@ def test_every_root_of_a_forest_gets_its_arrow():
     assert drawn[0] == "root      root"
     assert drawn[-2].count("▼") == 3 and drawn[-1] == "the long word"     # two roots and 'long''s head end
     assert draw_dependencies(["a", "bb"], [0, 0]).splitlines()[-2] == "▼ ▼"
+
+
+def test_plot_refuses_to_write_an_image_to_a_terminal(tmp_path, capsys, monkeypatch):
+    (tmp_path / "em.trace").write_text(TRACE_EM)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    status, _, err = run(capsys, "plot", tmp_path / "em.trace")
+    assert status == 2 and "give -o FILE.png" in err

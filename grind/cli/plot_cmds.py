@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 
 import click
 
 from grind.errors import InputError
-from grind.formats.textio import open_out
+from grind.formats.textio import header_lines, open_out
 from grind.cli.common import output_option
 
 
@@ -34,6 +35,8 @@ def plot(traces, x, labels, references, output):
       grind plot --label em --label vb em.trace vb.trace -o curves.png
       grind plot --reference dev_directed=0.331:attach-right em.trace -o em.png
     """
+    if output == "-" and sys.stdout.isatty():
+        raise click.UsageError("grind plot writes a PNG image: give -o FILE.png (standard output is a terminal)")
     if labels and len(labels) != len(traces):
         raise click.UsageError(f"{len(labels)} --label for {len(traces)} TRACE files: give one per file, or none")
     from grind.eval.plot import parse_reference, plotted_columns, read_trace, trace_figure
@@ -54,8 +57,9 @@ def plot(traces, x, labels, references, output):
     matplotlib.use("Agg")
     fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,
                        refs)
+    made_by = [ln.rstrip("\n") for ln in header_lines()]       # the header every text output starts with
     with open_out(output, binary=True) as f:
-        fig.savefig(f, format="png", dpi=100, metadata={"Software": None})
+        fig.savefig(f, format="png", dpi=100, metadata={"Software": made_by[0][2:], "Comment": "\n".join(made_by)})
 
 
 @click.command("show")
