@@ -24,6 +24,11 @@ class Terminated(BaseException):
     (``open_out`` deletes its temporary file); exit status 143."""
 
 
+class Interrupted(BaseException):
+    """SIGINT (Ctrl-C) arrived: raised by the command line's handler instead of KeyboardInterrupt, which
+    click answers with a blank line on stderr before grind can say "interrupted"; exit status 130."""
+
+
 #: Set by the SIGTERM handler.  A handler's exception raised while Python runs
 #: a finaliser (``__del__``) is swallowed, so long loops also call
 #: :func:`check_terminated` between steps: the signal is never lost.

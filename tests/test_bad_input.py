@@ -979,7 +979,7 @@ def test_closed_pipe_exits_0(pfiles, cmd):
     assert r.stdout.startswith("# grind") and r.stderr == "", r.stderr
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT], ids=["SIGTERM", "SIGKILL", "SIGINT"])
 def test_signal_mid_run_leaves_outputs_whole(pfiles, sig):
     out = pfiles / "out.txt"
     out.write_text("precious\n")
@@ -997,6 +997,8 @@ def test_signal_mid_run_leaves_outputs_whole(pfiles, sig):
     _, err = p.communicate(timeout=20)
     assert "Traceback" not in err, err
     assert p.returncode != 0
+    if sig == signal.SIGINT:            # one line, no blank one before it (click's answer to KeyboardInterrupt)
+        assert p.returncode == 130 and err == "grind: interrupted\n", repr(err)
     assert out.read_text() == "precious\n"
     with np.load(ck) as z:             # the last checkpoint is complete
         assert "__header__" in z.files
@@ -1009,3 +1011,19 @@ def test_signal_mid_run_leaves_outputs_whole(pfiles, sig):
             assert "__header__" in z.files
     else:
         assert not left, left
+
+
+def test_ctrl_c_while_the_command_line_is_imported_is_one_line():
+    """A SIGINT in the first tenth of a second (grind.cli still importing) printed a 22-line traceback."""
+    code = ("import builtins, os, signal, sys\n"
+            "real = builtins.__import__\n"
+            "def imp(name, *a, **k):\n"
+            "    if name == 'grind.cli':\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = imp\n"
+            "sys.argv = ['grind', '--version']\n"
+            "from grind.__main__ import main\n"
+            "main()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 130 and r.stderr == "grind: interrupted\n" and r.stdout == "", r.stderr

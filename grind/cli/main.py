@@ -8,7 +8,7 @@ import sys
 import click
 
 from grind import __version__, log
-from grind.errors import GrindError, Terminated, termination
+from grind.errors import GrindError, Interrupted, Terminated, termination
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.common import check_outputs_are_not_inputs
 from grind.cli.convert_cmd import function_heads_cmd
@@ -118,6 +118,11 @@ def _terminate(signum, frame):
     raise Terminated()
 
 
+def _interrupt(signum, frame):
+    """The SIGINT handler: :class:`grind.errors.Interrupted` (not KeyboardInterrupt, see there)."""
+    raise Interrupted()
+
+
 def main(argv=None):
     """Run the CLI: one-line errors, quiet broken pipes, exit status 0/1/2
     (130 on Ctrl-C, 143 on SIGTERM)."""
@@ -132,6 +137,7 @@ def main(argv=None):
     in_main = threading.current_thread() is threading.main_thread()
     termination["requested"] = False
     old = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    old_int = signal.signal(signal.SIGINT, _interrupt) if in_main else None
     try:
         cli.main(args=argv, prog_name="grind", standalone_mode=False)
     except click.exceptions.Abort:
@@ -143,7 +149,7 @@ def main(argv=None):
         _exit(1, f"grind: error: {e}")
     except (BrokenPipeError, StdoutClosed):
         _exit(0)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         _exit(130, "grind: interrupted")
     except Terminated:
         _exit(143, "grind: terminated")
@@ -158,6 +164,7 @@ def main(argv=None):
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, old)
+            signal.signal(signal.SIGINT, old_int)
     _exit(0)
 
 

@@ -1,0 +1,23 @@
+"""The ``grind`` console script and ``python -m grind``.
+
+A Ctrl-C while the command line is still being imported (its first tenth of a second) exits 130 with
+"grind: interrupted", as it does once the command runs, instead of Python's KeyboardInterrupt traceback.
+"""
+import signal
+import sys
+
+
+def main():
+    def early(signum, frame):
+        sys.stderr.write("grind: interrupted\n")
+        raise SystemExit(130)
+    old = signal.signal(signal.SIGINT, early)
+    try:
+        from grind.cli import main as cli_main
+    finally:
+        signal.signal(signal.SIGINT, old)
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
