@@ -402,3 +402,15 @@ def test_vb_estep_counts_lost_sentences_and_is_exact_otherwise():
     c, z, lost, inexact = vb_estep(est, g, a)
     assert list(lost) == [2] and not np.isfinite(z[2]) and len(inexact) == 0
     np.testing.assert_array_equal(z[:2], est(vb_weights(g, a), [0, 1])[1])
+
+
+def test_a_fresh_run_does_not_overwrite_a_checkpoint(data, tmp_path, capsys):
+    """Rerunning without --resume replaced a long run's saved state at its first checkpoint (output audit)."""
+    ck, out = tmp_path / "ck.npz", tmp_path / "o.txt"
+    base = args_of(data, "vb", out, ck)
+    assert run(*base) == 0
+    saved = ck.read_bytes()
+    capsys.readouterr()
+    assert run(*base) == 2
+    assert "holds a run's saved state already" in capsys.readouterr().err and ck.read_bytes() == saved
+    assert run(*base, "--resume") == 0

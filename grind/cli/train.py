@@ -146,7 +146,9 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @click.option("--checkpoint", "ckpt", type=OutputPath(regular=True), default=None,
               help="Checkpoint file (.npz; a regular file, not - or a FIFO or device), written atomically, "
                    "through a symlink to its target.")
-@click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--checkpoint-every", type=click.IntRange(0), default=0, show_default=True,
+              help="Write --checkpoint every N steps too (0: only when the run ends, so an interrupted run "
+                   "leaves none to resume from).")
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint; ends bit-identical to an uninterrupted run.")
 @click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
               help="Threads for the E-step (results do not depend on it).")
@@ -209,7 +211,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
       grind train --algo vb --alpha 0.1 --dev dev.conllu --eval-every 5 --column UPOS g1.txt train.conllu > post.txt
       grind train --algo vb --alpha 0.1 --cluster local:8 --column UPOS g1.txt train.conllu > post.txt
     """
-    from grind.infer.training import ShardedEstep, heldout, prior_vector, train as run_training, write_trace
+    from grind.infer.training import (ShardedEstep, heldout, is_checkpoint, prior_vector, train as run_training,
+                                      write_trace)
     # a resumed run's generator state comes from the checkpoint: nothing to draw
     rng = make_rng(seed, random=algo in RANDOM_ALGOS and not resume)
     if resume and not ckpt:
@@ -226,6 +229,10 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
             open(ckpt, "rb").close()
         except OSError as e:
             raise InputError(f"--checkpoint {ckpt}: cannot read (needed by --resume): {e.strerror}") from None
+    elif ckpt and is_checkpoint(ckpt):
+        raise click.UsageError(f"--checkpoint {ckpt} holds a run's saved state already, which this run would "
+                               "overwrite: give --resume to continue it, or remove it (or give another path) to "
+                               "start afresh")
     if eval_every and not dev_path:
         raise click.UsageError("--eval-every needs --dev FILE")
     if dev_path and not eval_every:

@@ -510,6 +510,17 @@ def _read_checkpoint(path, arrays=True):
     return header, data
 
 
+def is_checkpoint(path) -> bool:
+    """``path`` is a readable grind checkpoint (a run's saved state, which a fresh run must not overwrite)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        _read_checkpoint(path, arrays=False)
+        return True
+    except InputError:
+        return False
+
+
 def check_checkpoint(path, meta, saved=None):
     """InputError unless the checkpoint at ``path`` was made with ``meta``'s options.
 
