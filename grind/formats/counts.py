@@ -19,7 +19,7 @@ import numpy as np
 
 from grind.errors import InputError
 from grind.formats.corpus import read_options
-from grind.formats.rules import COUNTS_HEADER, RuleSet, RuleTable, _parse_file, rule_key
+from grind.formats.rules import COUNTS_HEADER, RuleSet, RuleTable, _parse_file, check_rule_count, rule_key
 from grind.formats.textio import header_lines, open_out
 
 STATS = ("sentences", "parsed", "words", "loglik")
@@ -157,14 +157,7 @@ def read_counts(path: str) -> Counts:
     if stats.get("parsed", 0) > stats.get("sentences", math.inf):
         raise InputError(f"{name}: the header says '# parsed: {meta['parsed']}' of '# sentences: "
                          f"{meta['sentences']}': more sentences parsed than there are")
-    if "rules" in meta:
-        try:
-            n = int(meta["rules"])
-        except ValueError:
-            raise InputError(f"{name}: header '# rules: {meta['rules']}' is not a whole number") from None
-        if n != n_read:
-            raise InputError(f"{name}: the header says {n} rules but the file has {n_read} "
-                             "(a truncated or edited count file?)")
+    check_rule_count(name, meta, n_read, "a truncated or edited count file?")
     c = Counts(p.made, p.weights, stats, {k: meta[k] for k in META if k in meta}, p.table)
     if "grammar" in meta and meta["grammar"] != c.fingerprint():
         raise InputError(f"{name}: the rules read do not match the header's '# grammar: {meta['grammar']}' "

@@ -31,6 +31,20 @@ from grind.formats.textio import is_stream, open_binary, quote_line, read_lines,
 ARROW = "-->"
 
 
+def check_rule_count(name, meta: dict, n_read: int, hint: str) -> None:
+    """The ``# rules: N`` header line of a file grind wrote (a grammar, counts) against the ``n_read``
+    rules read: a file cut short (an interrupted copy, ``head``) is an error (``hint`` says what to do),
+    not a smaller grammar or count set.  A file without the line is not checked."""
+    if "rules" not in meta:
+        return
+    try:
+        n = int(meta["rules"])
+    except ValueError:
+        raise InputError(f"{name}: header '# rules: {meta['rules']}' is not a whole number") from None
+    if n != n_read:
+        raise InputError(f"{name}: the header says {n} rules but the file has {n_read} ({hint})")
+
+
 def unholdable(token: str) -> bool:
     """A token no rule line can hold as a symbol: empty, with whitespace in it, or the arrow."""
     return not token or token == ARROW or any(c.isspace() for c in token)

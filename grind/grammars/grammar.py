@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from grind.errors import InputError
-from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, RuleSet, RuleTable,  # noqa: F401
+from grind.formats.rules import (ARROW, COUNTS_HEADER, PSEUDO_COUNTS, RuleSet, RuleTable, check_rule_count,  # noqa: F401
                                  fingerprint_keys, format_weight, read_rule_file, read_rules_cached, rule_key,
                                  rule_lines)
 
@@ -316,27 +316,13 @@ def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
     return grammar
 
 
-def check_rule_count(path, meta: dict, n_read: int) -> None:
-    """A grammar grind wrote says how many rules it has (``# rules: N``); a file cut short (a copy
-    interrupted, ``head``) would otherwise be read as a smaller grammar whose symbols without rules
-    are terminals.  A hand-edited file drops the line (or says the new number)."""
-    if "rules" not in meta:
-        return
-    try:
-        n = int(meta["rules"])
-    except ValueError:
-        raise InputError(f"{path}: header '# rules: {meta['rules']}' is not a whole number") from None
-    if n != n_read:
-        raise InputError(f"{path}: the header says {n} rules but the file has {n_read} (a truncated file? after "
-                         "editing rules by hand, correct or delete the '# rules:' line)")
-
-
 def read_grammar(path: str, start: str | None = None) -> Grammar:
     """The grammar of a rule file (``-`` = stdin); a large file is read through
     the binary cache of :func:`grind.formats.rules.read_rules_cached`."""
     p = read_rules_cached(path)
     t = p.table
-    check_rule_count(path, p.meta, len(t))
+    check_rule_count(path, p.meta, len(t), "a truncated file? after editing rules by hand, correct or delete the "
+                     "'# rules:' line")
     start = start or p.meta.get("start") or t.symbols[int(t.lhs[0])]
     try:
         return Grammar._from_table(t, p.made, p.weights, start, p.pseudo, p.meta)
