@@ -79,3 +79,17 @@ def test_em_stops_once_the_relative_change_is_within_the_tolerance():
     rel = np.abs(np.diff(obj)) / np.abs(obj[:-1])
     assert 2 < len(steps) < 1000
     assert rel[-1] <= tol and np.all(rel[:-1] > tol), rel
+
+
+def test_tolerance_zero_stops_at_an_exact_fixed_point():
+    """--tolerance 0 means "until the objective stops changing"; a mutation of the rule to '<' ran every
+    iteration and no test failed (mutation audit).  S -> a | b from (0.5, 0.5) on [a], [b] is a fixed point."""
+    g = Grammar([("S", ("a",)), ("S", ("b",))], np.array([0.5, 0.5]), "S")
+    _, steps = em.run(make_parser(g, [["a"], ["b"]]), g, g.weights, iterations=10, tolerance=0, alpha=1.0)
+    assert len(steps) == 2 and steps[-1].extra["stopped"].startswith("converged at iteration 2: relative change "
+                                                                    "of the objective 0 <= tolerance 0")
+    # an objective of 0 (one certain tree) that stays 0 has not changed: it said "relative change inf"
+    one = Grammar([("S", ("a",))], np.array([1.0]), "S")
+    _, steps = em.run(make_parser(one, [["a"]]), one, one.weights, iterations=10, tolerance=0, alpha=1.0)
+    assert steps[-1].objective == 0
+    assert "relative change of the objective 0 <= tolerance 0" in steps[-1].extra["stopped"]

@@ -305,3 +305,10 @@ def test_a_tree_of_only_traces_is_skipped_by_parse_and_eval_and_counted(tmp_path
     assert "all_sentences\t2" in r.stdout.splitlines()
     res = score(["(S (NP (PRP I)) (VP (VBD ran)))", "(X (-NONE- *))"], ["(S (NP (PRP I)) (VP (VBD ran)))"])
     assert res["all"]["labeled_f1"] == 100.0 and res["wordless"] == (1, 0)
+
+
+def test_a_sentence_with_no_gold_span_has_sentence_f1_one():
+    """Two words: no span to find, a tree with none found is right (the check rested on the PTB sample)."""
+    from grind.eval.brackets import score_spans
+    assert score_spans([(2, set(), set())])["sentence_f1"] == 1.0
+    assert score_spans([(2, set(), None)])["sentence_f1"] == 0.0            # no tree: no credit

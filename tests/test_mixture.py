@@ -338,3 +338,11 @@ def test_cli_mixture_usage_errors(dmv):
                       (["--algo", "mixture", "--base", "em", "--mix-coef", "0.9"], "need 2 non-negative numbers")]:
         r = grind("train", *args, *C, d / "g1.txt", train_, check=False)
         assert r.returncode != 0 and msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_c_step_tie_keeps_the_mean_field_coefficient_at_its_cap():
+    """L_0 = L_1 (a sentence set where the constraint loses nothing): beta_0 = hi, as the docstring says
+    (a mutation to '>' gave beta_0 = 0 and passed every test: audit)."""
+    from grind.infer.mixture import c_step
+    np.testing.assert_allclose(c_step([-3.0, -3.0], 0.0, 0.9), [0.9, 0.1])
+    np.testing.assert_allclose(c_step([-3.0, -2.0], 0.0, 0.9), [0.0, 1.0])

@@ -169,6 +169,24 @@ def test_samples_do_not_depend_on_the_batching(native):
 
 
 @pytest.mark.parametrize("native", NATIVE)
+def test_viterbi_ties_go_to_the_shorter_first_slot_in_both_kernels(native):
+    """Word -> Stem Suf on 'aaa' with Stem, Suf -> a | a a at 0.5 each: two derivations tie (0.25); both
+    kernels take Stem = a, Suf = a a (the numpy one breaking ties on its last argmax passed every test)."""
+    rules = [("Word", ("Stem", "Suf")), ("Stem", ("a",)), ("Stem", ("a", "a")), ("Suf", ("a",)), ("Suf", ("a", "a"))]
+    g = Grammar(rules, [1.0, 0.5, 0.5, 0.5, 0.5], "Word")
+    (d,), logp = SegmentParser(g, [list("aaa")], native=native).viterbi(g.weights)
+    assert d.tolist() == [[0, 0, 3], [1, 0, 1], [4, 1, 3]] and logp[0] == pytest.approx(math.log(0.25))
+
+
+def test_log_space_product_of_the_numpy_kernel():
+    """The numpy kernel's log-space branch (a word whose scaled weights leave the linear range) had no test."""
+    from grind.kernels.segment import LINEAR_MAX, _product
+    got = _product(np.array([720.0, 1.0]), np.array([[1e-313], [0.5]]))
+    assert 720.0 > LINEAR_MAX and np.isfinite(got).all()
+    np.testing.assert_allclose(got[:, 0], [math.exp(720.0 + math.log(1e-313)), math.exp(1.0) * 0.5], rtol=1e-12)
+
+
+@pytest.mark.parametrize("native", NATIVE)
 def test_long_word_no_underflow(native):
     word = list("ab" * 150)
     rules = [("Word", ("Stem",)), ("Word", ("Stem", "Suf")), ("Stem", tuple(word)), ("Stem", tuple(word[:-2])),

@@ -157,7 +157,10 @@ class Algorithm:
     def observe(self, objective) -> None:
         """After iteration ``it``: ``done`` when :meth:`converged`; ``prev`` = objective."""
         if self.prev is not None:
-            self._change = abs(objective - self.prev) / abs(self.prev) if self.prev else math.inf
+            if self.prev:
+                self._change = abs(objective - self.prev) / abs(self.prev)
+            else:                           # from 0: no change is no change (a corpus of one certain tree)
+                self._change = 0.0 if objective == self.prev else math.inf
         if self.converged(self.prev, objective):
             self.done = True
         self.prev = objective
