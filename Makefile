@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.grind-installed
 
-.PHONY: install demo lint test bench clean
+.PHONY: install demo lint test test-extras bench clean
 
 # A virtualenv with grind installed in editable mode, its Cython kernels compiled.
 $(STAMP): setup.py pyproject.toml $(wildcard csrc/*.pyx csrc/*.pxd csrc/*.h)
@@ -26,6 +26,12 @@ lint: $(STAMP)
 # lint, then the test suite.
 test: lint
 	$(BIN)/python -m pytest -q
+
+# The tests that skip without the optional extras (Dask, matplotlib: pyproject.toml's [dask] and [plot]), with
+# them installed into the venv; CI runs this after `make test`.
+test-extras: $(STAMP)
+	$(BIN)/python -m pip install -q 'dask[distributed]>=2023.1' 'matplotlib>=3.5'
+	$(BIN)/python -m pytest -q tests/test_dask_backend.py tests/test_plot_show.py tests/test_bench_scaling.py
 
 # E-step throughput against references measured in the same run (one core).
 bench: $(STAMP)
