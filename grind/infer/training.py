@@ -651,48 +651,50 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     resumed_at = len(trace)                      # steps a resumed run starts from
     t0 = time.perf_counter() - (trace[-1].seconds if trace else 0.0)
     progress = log.bar(desc=getattr(algo, "name", "train"), unit="step")
-    # A run that early-stopped is over: its checkpoint holds the kept state, not
-    # one to continue from.  The held-out best of an unfinished early-stop run is
-    # in the checkpoint (with the state), so a resumed run stops where the
-    # uninterrupted one does; a checkpoint of an older grind has none, and that
-    # resume may stop later.
-    while not (early_stop and trace and str(trace[-1].extra.get("stopped", "")).startswith("held-out")):
-        check_terminated()              # a SIGTERM whose exception a finaliser swallowed
-        st = algo.step()
-        if st is None:
-            break
-        if len(trace) == resumed_at and trace:
-            trace[-1].extra.pop("stopped", None)     # the checkpointed run's end ("reached the cap"): it goes on
-        progress.update()
-        progress.set_postfix_str(f"objective {st.objective:.6g}")
-        st.seconds = time.perf_counter() - t0
-        if eval_fn and eval_every and st.step % eval_every == 0:
-            e0 = time.perf_counter()
-            st.extra.update(eval_fn(algo))
-            t0 += time.perf_counter() - e0
-            if early_stop:
-                dev = st.extra["dev_logprob"]
-                if best is not None and dev < best[0] and 1 + _below_best(trace, best[0]) >= patience:
-                    algo.set_state(best[1])
-                    kept = _best_step(trace, best[0])
-                    st.extra["kept_step"] = kept
-                    st.extra["stopped"] = (
-                        "held-out log probability decreased; kept the previous state" if patience == 1
-                        else f"held-out log probability below its best for {patience} evaluations; "
-                             f"kept the state of step {kept}")
-                    trace.append(st)
-                    log.info(f"step {st.step}: held-out log probability fell ({dev:.4f} < {best[0]:.4f}); "
-                             f"stopping with the state of step {kept}")
-                    break
-                if best is None or dev >= best[0]:
-                    best = (dev, _copy_state(algo.get_state()))
-        trace.append(st)
-        if on_step:
-            on_step(st)
-        if checkpoint and checkpoint_every and st.step % checkpoint_every == 0:
-            save_checkpoint(checkpoint, algo, rng, trace, meta, best)
-            saved = len(trace)
-    progress.close()
+    try:
+        # A run that early-stopped is over: its checkpoint holds the kept state, not
+        # one to continue from.  The held-out best of an unfinished early-stop run is
+        # in the checkpoint (with the state), so a resumed run stops where the
+        # uninterrupted one does; a checkpoint of an older grind has none, and that
+        # resume may stop later.
+        while not (early_stop and trace and str(trace[-1].extra.get("stopped", "")).startswith("held-out")):
+            check_terminated()              # a SIGTERM whose exception a finaliser swallowed
+            st = algo.step()
+            if st is None:
+                break
+            if len(trace) == resumed_at and trace:
+                trace[-1].extra.pop("stopped", None)     # the checkpointed run's end ("reached the cap"): it goes on
+            progress.update()
+            progress.set_postfix_str(f"objective {st.objective:.6g}")
+            st.seconds = time.perf_counter() - t0
+            if eval_fn and eval_every and st.step % eval_every == 0:
+                e0 = time.perf_counter()
+                st.extra.update(eval_fn(algo))
+                t0 += time.perf_counter() - e0
+                if early_stop:
+                    dev = st.extra["dev_logprob"]
+                    if best is not None and dev < best[0] and 1 + _below_best(trace, best[0]) >= patience:
+                        algo.set_state(best[1])
+                        kept = _best_step(trace, best[0])
+                        st.extra["kept_step"] = kept
+                        st.extra["stopped"] = (
+                            "held-out log probability decreased; kept the previous state" if patience == 1
+                            else f"held-out log probability below its best for {patience} evaluations; "
+                                 f"kept the state of step {kept}")
+                        trace.append(st)
+                        log.info(f"step {st.step}: held-out log probability fell ({dev:.4f} < {best[0]:.4f}); "
+                                 f"stopping with the state of step {kept}")
+                        break
+                    if best is None or dev >= best[0]:
+                        best = (dev, _copy_state(algo.get_state()))
+            trace.append(st)
+            if on_step:
+                on_step(st)
+            if checkpoint and checkpoint_every and st.step % checkpoint_every == 0:
+                save_checkpoint(checkpoint, algo, rng, trace, meta, best)
+                saved = len(trace)
+    finally:
+        progress.close()     # (a bar left open would keep log lines in tqdm.write mode)
     if resume and len(trace) == resumed_at:
         log.warn(f"--resume: the checkpoint is at step {trace[-1].step if trace else 0}, where this run ends or past "
                  "it (--iterations, convergence or early stop): no step run; the checkpoint's state, and its trace, "
