@@ -228,11 +228,11 @@ if [[ " $PARTS " == *" mixture "* ]]; then
         -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
     evaluate $MIXTB "$o.txt" "mixture $k" "$o.tsv"
   done
-  for v in "schedule II:--mix-schedule II" "schedule III:--mix-schedule III" "base vb:--base vb --alpha $ALPHA" \
-           "base em:--base em"; do   # RA+VAR+SD under the other schedules and bases
+  for v in "schedule II:--mix-schedule II --cov families" "schedule III:--mix-schedule III --cov families" \
+           "base vb:--base vb --alpha $ALPHA" "base em:--base em"; do   # RA+VAR+SD under the other schedules and bases
     name=${v%%:*}; o=$out/$MIXTB/mixture-RA+VAR+SD-${name// /-}
     done_before $MIXTB "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv" && continue
-    run grind train --algo mixture --cov families --constraints RA+VAR+SD ${v#*:} --seed 1 $T10 --trace "$o.tsv" \
+    run grind train --algo mixture --constraints RA+VAR+SD ${v#*:} --seed 1 $T10 --trace "$o.tsv" \
         -o "$o.txt" "$out/$MIXTB/dmv-harmonic.txt" "${TRAIN[$MIXTB]}" 2>"$o.log"
     evaluate $MIXTB "$o.txt" "mixture RA+VAR+SD, $name" "$o.tsv"
   done
