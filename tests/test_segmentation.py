@@ -416,3 +416,22 @@ def test_train_and_parse_do_not_check_the_gold_column_they_do_not_use(tmp_path):
     assert body(out) == ["abdikovat", "abeced"]
     r = grind("eval", "--segmentation", f, f, check=False)
     assert r.returncode == 1 and "w.tsv:2" in r.stderr and "empty morph" in r.stderr, r.stderr
+
+
+def test_canonical_rows_are_counted_and_surface_only_scores_the_others(tmp_path):
+    """SIGMORPHON's English / Mongolian gold is canonical: eval stopped at the first such row without a count
+    and offered no way to score the surface rows the data's README recommends (morphology audit)."""
+    gold, pred = tmp_path / "gold.tsv", tmp_path / "pred.tsv"
+    gold.write_text("happiness\thappy @@ness\t010\nplayed\tplay @@ed\t100\nboardgamey\tboard game @@y\t010\n"
+                    "subsidised\tsubside @@y @@ise @@ed\t110\nwalks\twalk @@s\t100\n", encoding="utf-8")
+    pred.write_text("happi ness\nplay ed\nboard gamey\nsubsid ised\nwalks\n", encoding="utf-8")
+    r = grind("eval", "--segmentation", gold, pred, check=False)
+    assert r.returncode == 1 and f"{gold}:1: the morphs happy + ness" in r.stderr
+    assert "3 of the 5 segmented rows" in r.stderr and "--surface-only" in r.stderr
+    r = grind("eval", "--segmentation", "--surface-only", gold, pred)
+    assert f"# skipped: {gold}: 3 of 5 row(s) not a surface segmentation of one word (--surface-only)" in r.stdout
+    assert f"# skipped: {pred}: 3 word(s) whose gold row is not a surface segmentation" in r.stdout
+    row = next(ln.split("\t") for ln in r.stdout.splitlines() if ln.startswith("predicted"))
+    assert row[1] == "2" and row[6] == "0.5000"              # played and walks scored; 'play ed' exact
+    r = grind("eval", "--surface-only", gold, pred, check=False)
+    assert r.returncode == 2 and "--surface-only is an option of --segmentation" in r.stderr

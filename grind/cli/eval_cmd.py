@@ -20,6 +20,12 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
               help="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
                    "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
                    "one-morph and every-character baselines always.")
+@click.option("--surface-only", is_flag=True,
+              help="--segmentation: skip the rows that are not surface segmentations of one word (morphs that "
+                   "do not concatenate to it, as SIGMORPHON's canonical English and Mongolian "
+                   "'happiness<TAB>happy @@ness', or a space without '@@', a word boundary), counted in the report "
+                   "and on stderr, and leave their words out of every PREDICTED file; without it such a row is an "
+                   "error (grind scores character spans of surface segmentations).")
 @click.option("--labeled", is_flag=True,
               help="GOLD and PREDICTED are PTB bracketed trees; labeled brackets with EVALB's COLLINS.prm "
                    "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
@@ -40,7 +46,8 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
-def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance, samples, seed, digits, output):
+def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled, significance, samples, seed, digits,
+          output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -82,6 +89,8 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
     from grind.cli.common import _given
     from grind.eval.number import set_digits
     set_digits(digits)
+    if surface_only and not segmentation:
+        raise click.UsageError("--surface-only is an option of --segmentation")
     if not significance and (_given("samples") or _given("seed")):
         raise click.UsageError("--samples and --seed are options of --significance")
     sig = (make_rng(1 if seed is None else seed), samples) if significance else None
@@ -94,7 +103,7 @@ def eval_(gold, predicted, spec, baselines, segmentation, labeled, significance,
             f.write(report)
         return
     if segmentation:
-        report = _segmentation_report(gold, predicted, spec, baselines, sig)
+        report = _segmentation_report(gold, predicted, spec, baselines, sig, surface_only)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
@@ -204,7 +213,7 @@ def _significance_block(rows, samples, item) -> str:
     return definition(samples, item) + format_rows(rows)
 
 
-def _segmentation_report(gold, predicted, spec, baselines, sig=None):
+def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_only=False):
     from grind.cli.common import _given
     from grind.formats.corpus import CorpusSpec
     from grind.formats.segmentations import read_segmentations
@@ -215,18 +224,30 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
         raise click.UsageError("--segmentation always reports the one-morph and every-character baselines")
     def read(path, name):
         skipped: list[int] = []
-        records = read_segmentations(path, skipped)
+        canonical: list | None = [] if surface_only else None
+        records = read_segmentations(path, skipped, canonical)
         if skipped:
             log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry, "
                      "as grind train/parse --chars skip them), at line(s) "
                      f"{shown(skipped)}")
             notes.append(f"# skipped: {one_line(name)}: {len(skipped)} multi-word row(s) (whitespace in the word), "
                          "not scored\n")
+        if canonical:
+            log.warn(f"{name}: skipped {len(canonical)} of {len(canonical) + len(records)} row(s) that are not "
+                     "surface segmentations of one word (canonical morphs, or a space without '@@'; "
+                     f"--surface-only), at line(s) {shown(ln for ln, _ in canonical)}")
+            notes.append(f"# skipped: {one_line(name)}: {len(canonical)} of {len(canonical) + len(records)} row(s) "
+                         "not a surface segmentation of one word (--surface-only), not scored\n")
+            not_surface.update(w for _, w in canonical)
         return records
+
+    not_surface: set[str] = set()                 # words of gold's canonical rows: left out of PRED too
 
     notes: list[str] = []
     gold_name = "<stdin>" if gold == "-" else gold
     gold_records = read(gold, gold_name)
+    not_surface.difference_update(r.word for r in gold_records)       # a word also segmented on the surface stays
+    dropped = set(not_surface)
     gold_types = seg.word_types(gold_records, gold_name)
     seg.check_gold(gold_types, gold_name)
     _repeats(gold_name, len(gold_records), len(gold_types), None)      # the "# gold:" line counts them
@@ -242,6 +263,15 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None):
         name = "<stdin>" if p == "-" else p
         notes.clear()
         records = read(p, name)
+        if dropped:
+            kept = [r for r in records if r.word not in dropped]
+            if len(kept) < len(records):
+                n = len({r.word for r in records} & dropped)
+                log.info(f"{name}: {n} word(s) left out: their gold row is not a surface segmentation "
+                         "(--surface-only)")
+                notes.append(f"# skipped: {one_line(name)}: {n} word(s) whose gold row is not a surface "
+                             "segmentation (--surface-only), not scored\n")
+            records = kept
         pred = seg.word_types(records, name)
         _repeats(name, len(records), len(pred), notes)
         report += "".join(notes)

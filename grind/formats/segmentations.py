@@ -7,7 +7,10 @@ Two line formats, told apart by a TAB (one format a file):
 * sigmorphon (SIGMORPHON 2022 word-level): ``abdikovat<TAB>ab @@dik @@ova @@t``,
   every morph after the first prefixed with ``@@``; the morphs must
   concatenate to the word (surface segmentations only: a canonical
-  segmentation such as ``happiness<TAB>happy @@ness`` is an error).  A third
+  segmentation such as ``happiness<TAB>happy @@ness``, or a plain space,
+  SIGMORPHON's word boundary, as in ``boardgamey<TAB>board game @@y``, is an
+  error, which counts every such row of the file, unless the reader is asked to
+  skip and count them: ``grind eval --segmentation --surface-only``).  A third
   TAB-separated column (the SIGMORPHON category) is allowed and ignored.
 
 An *unparsed* word (``grind parse --segment`` found no derivation) is written
@@ -32,6 +35,12 @@ from grind.formats.textio import quote_line, read_lines
 SEG_FORMATS = ("plain", "sigmorphon")
 #: The segmentation column of an unparsed word.
 UNPARSED = "_"
+
+
+class NotSurface(InputError):
+    """A SIGMORPHON row that is not a surface segmentation of one word: its morphs do not concatenate to
+    the word (a canonical segmentation), or a morph after the first lacks its ``@@`` (a plain space is
+    SIGMORPHON's word boundary: ``boardgamey<TAB>board game @@y``)."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +83,16 @@ def format_segmentation(word: str, morphs, fmt: str = "plain") -> str:
     raise ValueError(fmt)
 
 
-def read_segmentations(path: str, skipped: list | None = None) -> list[Segmentation]:
+def read_segmentations(path: str, skipped: list | None = None,
+                       canonical: list | None = None) -> list[Segmentation]:
     """Every segmented word of ``path`` in file order (see the module doc).  A SIGMORPHON row whose word
     has whitespace in it (a multi-word entry such as ``mouth harpist``, which ``--chars`` readers skip)
-    is skipped and its line appended to ``skipped`` when that is given, else an InputError."""
+    is skipped and its line appended to ``skipped`` when that is given, else an InputError.  A row that is
+    not a surface segmentation of one word (:class:`NotSurface`) is skipped and ``(line, word)`` appended
+    to ``canonical`` when that is given, else an InputError counting every such row."""
     name = "<stdin>" if path == "-" else path
     out, header, first = [], True, None      # first: (line, format) of the first segmented word
+    not_surface: list[tuple[int, NotSurface]] = []
     for lineno, raw in read_lines(path):
         line = raw.rstrip("\r\n")
         if header and line.startswith("# ") and "\t" not in line:     # '#' alone or '#<TAB>#' is a word
@@ -95,7 +108,14 @@ def read_segmentations(path: str, skipped: list | None = None) -> list[Segmentat
                                  "must be one token)")
             skipped.append(lineno)
             continue
-        seg = parse_line(line, where, lineno)
+        try:
+            seg = parse_line(line, where, lineno)
+        except NotSurface as e:
+            if canonical is None:
+                not_surface.append((lineno, e))
+            else:
+                canonical.append((lineno, unicodedata.normalize("NFC", word)))
+            continue
         if seg.morphs is not None:
             fmt = "sigmorphon" if "\t" in line else "plain"
             if first is None:
@@ -104,6 +124,11 @@ def read_segmentations(path: str, skipped: list | None = None) -> list[Segmentat
                 raise InputError(f"{where}: a {fmt} line in a file whose line {first[0]} is {first[1]} "
                                  f"(a missing or extra TAB-separated column?): {quote_line(line)}")
         out.append(seg)
+    if not_surface:
+        n_rows = len(out) + len(not_surface)
+        raise InputError(f"{not_surface[0][1]}; {len(not_surface)} of the {n_rows} segmented rows of {name} are "
+                         "not surface segmentations of one word (morphs that do not concatenate to it, or a space "
+                         "without '@@'): grind eval --segmentation --surface-only scores the others")
     if not out:
         raise InputError(f"{name}: no segmented words")
     return out
@@ -131,12 +156,12 @@ def parse_line(line: str, where: str, lineno: int = 0) -> Segmentation:
     pieces = seg.split(" ")
     for k, p in enumerate(pieces[1:], 2):
         if not p.startswith("@@"):
-            raise InputError(f"{where}: morph {k} {p!r} does not start with '@@' (SIGMORPHON format: "
-                             f"'ab @@dik @@ova @@t'): {quote_line(line)}")
+            raise NotSurface(f"{where}: morph {k} {p!r} does not start with '@@' (SIGMORPHON format: "
+                             f"'ab @@dik @@ova @@t'; a plain space is a word boundary): {quote_line(line)}")
     morphs = (pieces[0], *(p[2:] for p in pieces[1:]))
     if "" in morphs:
         raise InputError(f"{where}: an empty morph in {quote_line(line)}")
     if "".join(morphs) != word:
-        raise InputError(f"{where}: the morphs {' + '.join(morphs)} = {''.join(morphs)!r} do not concatenate "
+        raise NotSurface(f"{where}: the morphs {' + '.join(morphs)} = {''.join(morphs)!r} do not concatenate "
                          f"to the word {word!r} (only surface segmentations can be scored)")
     return Segmentation(word, morphs, lineno)
