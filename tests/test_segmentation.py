@@ -435,3 +435,11 @@ def test_canonical_rows_are_counted_and_surface_only_scores_the_others(tmp_path)
     assert row[1] == "2" and row[6] == "0.5000"              # played and walks scored; 'play ed' exact
     r = grind("eval", "--surface-only", gold, pred, check=False)
     assert r.returncode == 2 and "--surface-only is an option of --segmentation" in r.stderr
+
+
+def test_a_blank_line_in_a_sigmorphon_file_is_called_empty(tmp_path):
+    """It said "no segmentation column ..., which line 1 has" (morphology audit)."""
+    f = tmp_path / "w.tsv"
+    f.write_text("abdikovat\tab @@dik @@ova @@t\n\nabeced\tabeced\n", encoding="utf-8")
+    r = grind("make-grammar", "morph", "--chars", f, check=False)
+    assert r.returncode == 1 and f"{f}:2: empty word (one word a line; a blank line is not a word)" in r.stderr

@@ -344,6 +344,8 @@ def _read_words(lines, name, sigmorphon, stats=None):
         s = line.rstrip("\r\n")
         gold = None
         if sigmorphon:
+            if not s.strip():
+                _nfc_word(s.strip(), name, lineno)       # "empty word (... a blank line is not a word)"
             cols = s.split("\t")
             if has_gold is None:
                 has_gold, first = len(cols) > 1, lineno
@@ -365,8 +367,8 @@ def _read_words(lines, name, sigmorphon, stats=None):
     if stats is not None:
         stats["multiword"] = len(skipped)
     if skipped:
-        log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry "
-                 f"such as 'státi (se)'; a word must be one token), at line(s) "
+        log.warn(f"{name}: skipped {len(skipped)} row(s) whose word has whitespace in it (a multi-word entry; "
+                 f"a word must be one token), at line(s) "
                  f"{shown(skipped)}")
 
 
