@@ -199,3 +199,13 @@ def test_templates_that_derive_no_word_are_refused(tmp_path, templates, msg):
     assert r.returncode == 1 and msg in r.stderr
     t.write_text("Word --> Pres Stem | Stem\nPres --> Pre | Pre Pres\n")          # recursion with a way out
     assert grind("make-grammar", "morph", "--chars", "--templates", t, w).returncode == 0
+
+
+def test_builtin_templates_whose_slots_are_letters_of_the_words_say_how_to_rename_them(tmp_path):
+    """The sesotho set's slots M, T, V are capital letters of English words; 'rename the slots' could not be
+    done with a built-in set (morphology audit)."""
+    from conftest import grind
+    f = tmp_path / "w.txt"
+    f.write_text("Mama\nTeVe\nabc\n", encoding="utf-8")
+    r = grind("make-grammar", "morph", "--chars", "--template-set", "sesotho", f, check=False)
+    assert r.returncode == 1 and "M, T, V" in r.stderr and "give --templates FILE" in r.stderr

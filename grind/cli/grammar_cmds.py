@@ -208,7 +208,14 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
         raise InputError(f"{words}: a morphology grammar over {len(subs):,} substrings has {n_rules:,} rules, "
                          f"above the limit of {max_rules:,}: use --max-morph-length, --per-slot or fewer words, "
                          f"or lift the limit with --max-rules {n_rules}")
-    g = morph_grammar(ws, templates, max_morph_length, shared, subs=subs)
+    try:
+        g = morph_grammar(ws, templates, max_morph_length, shared, subs=subs)
+    except InputError as e:
+        if "template symbols" not in str(e) or templates_path:
+            raise
+        raise InputError(f"{words}: {e}: the built-in --template-set {template_set} names them; write its "
+                         f"templates ({describe_templates(templates)}) to a file with other slot names and give "
+                         "--templates FILE") from None
     what = f"--templates {templates_path}" if templates_path else f"--template-set {template_set}"
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="morph",
                   templates=f"{what}: {describe_templates(templates)}", substrings=len(subs),
