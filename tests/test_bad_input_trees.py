@@ -101,12 +101,14 @@ def test_text_blank_line_ends_the_header(tmp_path):
     assert "header" not in r.stderr and "X0 --> #" in r.stdout and "X0 --> CD" in r.stdout
 
 
-def test_chars_header_lines_are_counted(tmp_path):
+def test_chars_header_lines_are_counted_and_a_hash_word_is_a_word(tmp_path):
+    """'# ' (hash, space) starts a header line of a word list; '#hash' is a word, as in segmentation files
+    (it was dropped as a header line: morphology audit)."""
     f = tmp_path / "words.txt"
-    f.write_text("# grind 0.1.0\n#hash\nab\n")
+    f.write_text("# a note\n# another\n#hash\nab\n")
     r = grind("make-grammar", "cnf", "-n", "1", "--chars", f)
     assert f"{f}: the first 2 line(s) start with '#' and are read as a header, not as words" in r.stderr
-    assert "--> h" not in r.stdout and "--> a" in r.stdout
+    assert "--> h" in r.stdout and "--> #" in r.stdout and "--> a" in r.stdout
 
 
 def test_treebank_grammar_parses_plain_text_and_text_refuses_tag_columns(tmp_path):

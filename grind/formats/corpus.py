@@ -311,15 +311,18 @@ def _nfc_word(word, name, lineno, what="word"):
 HEADERS_READ: dict[str, dict[str, str]] = {}
 
 
-def _without_header(lines, name, what, hint="", tab_is_data=False):
+def _without_header(lines, name, what, hint="", tab_is_data=False, words=False):
     """``lines`` after their leading ``#`` lines (grind's outputs have such a header), which are
     skipped and counted on stderr once the header ends (their ``# key: value`` pairs kept in
     :data:`HEADERS_READ`); ``tab_is_data``: a line with a TAB is data (a sigmorphon row whose
-    word starts with ``#``), never a header line."""
+    word starts with ``#``), never a header line; ``words`` (one word a line): only ``# `` (hash and
+    space, which no word holds) starts a header line, so ``#hashtag`` is a word, as in segmentation files."""
     it, heads, first, grinds = iter(lines), 0, None, False
     seen: list[str] = []
     for item in it:
-        if not item[1].startswith("#") or (tab_is_data and "\t" in item[1]):
+        text = item[1].rstrip("\r\n")
+        header = text.startswith("# ") or (heads > 0 and text == "#") if words else text.startswith("#")
+        if not header or (tab_is_data and "\t" in item[1]):
             first = item
             break
         line = item[1].rstrip("\r\n")
@@ -340,7 +343,7 @@ def _read_words(lines, name, sigmorphon, stats=None):
     """--chars: one word a line (or a sigmorphon row), each NFC character one token; the leading
     lines that start with ``#`` are a header, skipped and counted on stderr."""
     number, has_gold, skipped, first = 0, None, [], 0
-    for lineno, line in _without_header(lines, name, "words", tab_is_data=sigmorphon):
+    for lineno, line in _without_header(lines, name, "words", tab_is_data=sigmorphon, words=True):
         s = line.rstrip("\r\n")
         gold = None
         if sigmorphon:
