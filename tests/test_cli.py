@@ -207,3 +207,17 @@ def test_a_message_while_a_progress_bar_is_drawn_starts_its_own_line(monkeypatch
     bar.close()
     assert any(seg.startswith("grind: step 1\n") for seg in err.getvalue().split("\r")), repr(err.getvalue())
     assert log._state["bars"] == 0
+
+
+def test_options_that_would_do_nothing_are_refused_help_audit(tmp_path):
+    """Accepted and ignored before: init's corpus options without --harmonic; --mix-start / --mix-end
+    with a fixed schedule or --mix-coef (help audit)."""
+    from conftest import grind
+    g = tmp_path / "g.txt"
+    g.write_text("1 S --> a\n")
+    r = grind("init", "--column", "UPOS", g, check=False)
+    assert r.returncode == 2 and "--column reads --corpus, which is for --harmonic" in r.stderr
+    for extra, why in ((["--mix-schedule", "III", "--mix-start", "0.5"], "schedule III fixes"),
+                       (["--mix-coef", "0.85,0.15", "--mix-end", "0.9"], "--mix-coef fixes")):
+        r = grind("train", "--algo", "mixture", *extra, g, g, check=False)
+        assert r.returncode == 2 and "does not read --mix-" in r.stderr and why in r.stderr, r.stderr

@@ -443,3 +443,14 @@ def test_a_blank_line_in_a_sigmorphon_file_is_called_empty(tmp_path):
     f.write_text("abdikovat\tab @@dik @@ova @@t\n\nabeced\tabeced\n", encoding="utf-8")
     r = grind("make-grammar", "morph", "--chars", f, check=False)
     assert r.returncode == 1 and f"{f}:2: empty word (one word a line; a blank line is not a word)" in r.stderr
+
+
+def test_a_morph_grammar_with_its_own_start_symbol_segments_without_a_warning(tmp_path):
+    """make-grammar morph takes the templates' first LHS as the start; parse --segment warned it was not
+    'Word' (help audit)."""
+    t, w = tmp_path / "t.txt", tmp_path / "w.txt"
+    t.write_text("W --> A B\nW --> B\n", encoding="utf-8")
+    w.write_text("abc\nab\n", encoding="utf-8")
+    grind("make-grammar", "morph", "--chars", "--templates", t, "-o", tmp_path / "g.txt", w)
+    r = grind("parse", "--chars", "--segment", tmp_path / "g.txt", w)
+    assert "start symbol" not in r.stderr and len([ln for ln in r.stdout.splitlines() if ln[:2] != "# "]) == 2

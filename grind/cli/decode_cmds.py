@@ -76,7 +76,8 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     words 0.  --mbr: arc posteriors from inside-outside, then the best
     projective tree over them (Eisner).
 
-    --segment (a morphology grammar, start symbol Word): every sentence of
+    --segment (a morphology grammar of make-grammar morph; its start symbol
+    is the templates' first LHS, Word for the built-in sets): every sentence of
     CORPUS is one word, its tokens its characters with --chars (one word a
     line; without it, a line's whitespace tokens, joined without spaces for
     the word); one segmented word is written a line (--seg-format).
@@ -95,9 +96,9 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     no correct morph and no boundary.
 
     \b
-    Examples:
-      grind parse --column UPOS --punct ud g.txt test.conllu > test.trees
-      grind parse --mbr --column UPOS --punct ud dmv.txt test.conllu > test.parsed.conllu
+    Examples (C="--column UPOS --punct ud", the options the grammars were trained with):
+      grind parse $C g.txt test.conllu > test.trees
+      grind parse --mbr $C dmv.txt test.conllu > test.parsed.conllu
       for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
       grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
       grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
@@ -402,9 +403,9 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
     the boundary posteriors of these M grammars (default: ``g``'s probabilities);
     ``threshold`` "expected-f": :func:`expected_f_threshold` over the parsed words."""
     from grind.formats.segmentations import format_segmentation, morphs_from_cuts
-    if g.start != "Word":
-        log.warn(f"--segment: the start symbol is {g.start!r}, not 'Word' (make-grammar morph); "
-                 "segmenting at its lexical rules' spans anyway")
+    if g.start != "Word" and g.meta.get("model") != "morph":
+        log.warn(f"--segment: a grammar not made by make-grammar morph (no '# model: morph'), start symbol "
+                 f"{g.start!r}: segmenting at its lexical rules' spans anyway")
     theta = g.probabilities()
     thetas = theta[None] if thetas is None else thetas
     if decoder == "mbr":

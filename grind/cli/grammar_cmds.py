@@ -437,6 +437,10 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
         raise click.UsageError("--jitter is for --random")
     if mode != "harmonic" and corpus_path is not None:
         raise click.UsageError("--corpus is for --harmonic")
+    corpus_given = [n for n in ("fmt", "column", "punct", "max_length", "min_length", "chars", "types") if _given(n)]
+    if mode != "harmonic" and corpus_given:
+        flag = {"fmt": "--format"}.get(corpus_given[0], "--" + corpus_given[0].replace("_", "-"))
+        raise click.UsageError(f"{flag} reads --corpus, which is for --harmonic")
     rng = make_rng(seed, random=mode == "random")
     g = read_grammar(grammar, start)
     w = np.ones(len(g))

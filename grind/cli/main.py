@@ -21,8 +21,8 @@ from grind.cli.split_cmd import split
 from grind.cli.train import train
 
 EPILOG_PIPELINE = """\b
-A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, 2..10 words:
-a CNF grammar has no derivation of a one-word sentence):
+A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, 2..10 words: a
+CNF grammar with preterminals has no derivation of a one-word sentence):
   C="--column UPOS --punct ud --min-length 2 --max-length 10"
   grind make-grammar cnf $C --nonterminals 10 --preterminals 10 train.conllu > g0.txt
   grind init --random --seed 1 g0.txt > g1.txt

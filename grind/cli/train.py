@@ -125,7 +125,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @click.option("--tolerance", type=FiniteFloatRange(0), default=None,
               help="Stop when the objective's relative gain is below this.  ln: stop when the variational "
                    "bound's relative change |B_t - B_t-1| / |B_t-1| is at most this [ln default: 1e-5]; the "
-                   "trace's 'stopped' column says whether the run converged or reached --iterations.  [default: the "
+                   "trace's 'stopped' column says whether the run converged or reached --iterations.  Not for "
+                   "gibbs, hastings (they run their sweeps), streaming, stochastic (their passes).  [default: the "
                    "algorithm's: 1e-06; ln: 1e-05]")
 @click.option("--alpha", type=AlphaType(), default="1.0", show_default=True,
               help="Dirichlet hyperparameter: a number (symmetric); a number and per-LHS numbers, 1e-20,Stem=1e-15 "
@@ -167,7 +168,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @click.option("--trees", "on_trees", is_flag=True,
               help="CORPUS (and --dev) are PTB bracketed trees: train a latent-annotation grammar (grind make-grammar "
                    "treebank --subtypes H) on the gold trees with the subtypes hidden (em, vb, cvb, gibbs); --dev "
-                   "reports the held-out trees' log probability and, with --eval-every, labeled F1 of parsing them.")
+                   "with --eval-every N reports the held-out trees' log probability and the labeled F1 of parsing "
+                   "them every N steps.")
 @corpus_options
 @kernel_option
 @seed_option
@@ -206,10 +208,10 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     and with --trace to a TSV file.
 
     \b
-    Examples:
-      grind train --algo em --iterations 30 --column UPOS --punct ud g1.txt train.conllu > g.txt
-      grind train --algo vb --alpha 0.1 --dev dev.conllu --eval-every 5 --column UPOS g1.txt train.conllu > post.txt
-      grind train --algo vb --alpha 0.1 --cluster local:8 --column UPOS g1.txt train.conllu > post.txt
+    Examples (C="--column UPOS --punct ud", the options g1.txt was made with):
+      grind train --algo em --iterations 30 $C g1.txt train.conllu > g.txt
+      grind train --algo vb --alpha 0.1 --dev dev.conllu --eval-every 5 $C g1.txt train.conllu > post.txt
+      grind train --algo vb --alpha 0.1 --cluster local:8 $C g1.txt train.conllu > post.txt
     """
     from grind.infer.training import (ShardedEstep, heldout, is_checkpoint, prior_vector, train as run_training,
                                       write_trace)

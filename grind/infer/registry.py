@@ -35,12 +35,20 @@ UNREAD = {
 def unread_options(algo, cfg, flag=lambda name: name) -> dict:
     """{option name: why ``algo`` does not read it} (mixture: its base's); ``flag(name)`` names the
     other options a reason mentions (``--batch-iterations`` for the command line)."""
-    names = {n: flag(n) for n in ("iterations", "epochs", "batch_iterations", "cov")}
+    names = {n: flag(n) for n in ("iterations", "epochs", "batch_iterations", "cov", "mix_coef")}
     if algo == "mixture":
+        from grind.infer.mixture import schedule_name
+        out = {}
+        if cfg.mix_coef is not None or schedule_name(cfg.mix_schedule) != "I":     # schedule I's annealing only
+            why = (f"{names['mix_coef']} fixes the coefficients" if cfg.mix_coef is not None else
+                   f"schedule {schedule_name(cfg.mix_schedule)} fixes the mean-field coefficient")
+            out.update({n: f"it sets schedule I's annealing, and {why}" for n in ("mix_start", "mix_end", "mix_rate")})
         if cfg.mix_base == "ln":
-            return {"alpha": "the mixture's base is ln: " + _NO_DIRICHLET.format(**names)}
+            out["alpha"] = "the mixture's base is ln: " + _NO_DIRICHLET.format(**names)
+            return out
         from grind.infer.config import TrainConfig
         from grind.infer.ln import LNConfig
-        return {n: f"it is an option of the logistic normal, and the mixture's base is {cfg.mix_base}"
-                for n in sorted(set(LNConfig.names()) - set(TrainConfig.names()))}
+        out.update({n: f"it is an option of the logistic normal, and the mixture's base is {cfg.mix_base}"
+                    for n in sorted(set(LNConfig.names()) - set(TrainConfig.names()))})
+        return out
     return {k: why.format(**names) for k, why in UNREAD.get(algo, {}).items()}
