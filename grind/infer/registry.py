@@ -33,8 +33,9 @@ UNREAD = {
 
 
 def unread_options(algo, cfg, flag=lambda name: name) -> dict:
-    """{option name: why ``algo`` does not read it} (mixture: its base's); ``flag(name)`` names the
-    other options a reason mentions (``--batch-iterations`` for the command line)."""
+    """{option name: why ``algo`` does not read it} (mixture: its base's, and schedule I's annealing when the
+    schedule is fixed or ``mix_coef`` given); ``flag(name)`` names the other options a reason mentions
+    (``--batch-iterations`` for the command line)."""
     names = {n: flag(n) for n in ("iterations", "epochs", "batch_iterations", "cov", "mix_coef")}
     if algo == "mixture":
         from grind.infer.mixture import schedule_name
