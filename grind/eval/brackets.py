@@ -13,7 +13,7 @@ spans are read; the gold trees are filtered by length like the parsed corpus.
 """
 from __future__ import annotations
 
-from grind.eval.number import frac
+from grind.eval.number import NEAR, frac, near
 from grind.formats.corpus import PTB_PUNCT, PTB_PUNCT_PLUS
 from grind.errors import InputError
 from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
@@ -141,10 +141,6 @@ def prepare_gold(trees, spec, lines=None):
     return out
 
 
-#: A corpus F1 within this of a baseline's gets a ``# note:`` line (1 point).
-NEAR = 0.01
-
-
 def read_gold(gold_path, spec) -> tuple[list, list]:
     """(GOLD's trees as the parsed corpus saw them (:func:`prepare_gold`), their line numbers)."""
     gold_lines: list = []
@@ -186,7 +182,7 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None,
         text += "".join(f"overlap_{b}\t{frac(res[f'overlap_{b}'])}\n" for b in BASELINES)
         text += "".join(f"# note: corpus_f1 {frac(res['f1'])} is within {100 * NEAR:g} point of {b} "
                         f"{frac(base[b]['f1'])}\n" for b in BASELINES
-                        if abs(res["f1"] - base[b]["f1"]) <= NEAR + 1e-12)
+                        if near(res["f1"], base[b]["f1"]))
     return text, res
 
 

@@ -22,14 +22,12 @@ so a parser that only reproduces attach-right has overlap_right = 1.
 """
 from __future__ import annotations
 
-from grind.eval.number import frac
+from grind.eval.number import NEAR, frac, near
 from grind.errors import InputError
 from grind.formats.textio import one_line
 
 SUBSETS = ((10, "<=10"), (20, "<=20"), (None, "all"))
 BASELINES = ("right", "left")
-#: A predicted directed accuracy this close to a baseline's gets a ``# note:`` line (1 point).
-NEAR = 0.01
 COLUMNS = ("subset", "sentences", "words", "directed", "undirected", "unparsed", "overlap_right", "overlap_left")
 
 
@@ -191,16 +189,16 @@ def _check_aligned(g, p):
                          f"{' '.join(g.tokens)!r} vs {' '.join(p.tokens)!r}")
 
 
-def near_baseline_notes(rows, base, near: float = NEAR) -> list[str]:
+def near_baseline_notes(rows, base, within: float = NEAR) -> list[str]:
     """``# note:`` lines for every subset whose directed accuracy is within
-    ``near`` (inclusive) of a baseline's on the same subset."""
+    ``within`` (inclusive) of a baseline's on the same subset."""
     out = []
     for r in rows:
         for b in BASELINES:
             br = next(x for x in base[b] if x["subset"] == r["subset"])
-            if abs(r["directed"] - br["directed"]) <= near + 1e-12:     # 1e-12: decimal inputs
+            if near(r["directed"], br["directed"], within):
                 out.append(f"# note: {r['subset']} directed {frac(r['directed'])} is within "
-                           f"{100 * near:g} point of attach-{b} {frac(br['directed'])}\n")
+                           f"{100 * within:g} point of attach-{b} {frac(br['directed'])}\n")
     return out
 
 

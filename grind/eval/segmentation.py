@@ -37,15 +37,12 @@ words whose segmentation equals the baseline's, divided by the parsed words.
 """
 from __future__ import annotations
 
-from grind.eval.number import frac
-import math
+from grind.eval.number import NEAR, frac, near
 
 from grind.errors import InputError
 from grind.formats.textio import one_line
 
 BASELINES = ("one-morph", "chars")
-#: A predicted morph_F or boundary_F this close to a baseline's gets a ``# note:`` line (1 point).
-NEAR = 0.01
 COLUMNS = ("system", "words", "unparsed", "morph_P", "morph_R", "morph_F", "exact",
            "boundary_P", "boundary_R", "boundary_F", "overlap_one", "overlap_chars")
 MEASURES = ("morph_P", "morph_R", "morph_F", "exact", "boundary_P", "boundary_R", "boundary_F")
@@ -183,14 +180,15 @@ def _f(correct, predicted, gold):
     return 2 * correct / (predicted + gold) if predicted + gold else float("nan")
 
 
-def near_baseline_notes(row, base, near: float = NEAR) -> list[str]:
-    """``# note:`` lines for morph_F / boundary_F within ``near`` (inclusive) of a baseline's."""
+def near_baseline_notes(row, base, within: float = NEAR) -> list[str]:
+    """``# note:`` lines for morph_F / boundary_F within ``within`` (inclusive) of a baseline's."""
     out = []
     for m in ("morph_F", "boundary_F"):
         for b in BASELINES:
             x, y = row[m], base[b][m]
-            if not (math.isnan(x) or math.isnan(y)) and abs(x - y) <= near + 1e-12:
-                out.append(f"# note: {m} {frac(x)} is within {100 * near:g} point of the {b} baseline's {frac(y)}\n")
+            if near(x, y, within):
+                out.append(f"# note: {m} {frac(x)} is within {100 * within:g} point of the {b} baseline's "
+                           f"{frac(y)}\n")
     return out
 
 
