@@ -8,7 +8,8 @@ import sys
 import click
 
 from grind import __version__, log
-from grind.errors import GrindError, Interrupted, Terminated, termination
+from grind.errors import (GrindError, Interrupted, Terminated, import_out_of_memory, out_of_memory_message,
+                          termination)
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.common import check_outputs_are_not_inputs
 from grind.cli.convert_cmd import function_heads_cmd
@@ -153,8 +154,12 @@ def main(argv=None):
         _exit(130, "grind: interrupted")
     except Terminated:
         _exit(143, "grind: terminated")
-    except MemoryError:
-        _exit(1, "grind: error: out of memory")
+    except MemoryError as e:
+        _exit(1, out_of_memory_message(e))
+    except ImportError as e:
+        if not import_out_of_memory(e):
+            raise
+        _exit(1, out_of_memory_message(e))
     except RecursionError:
         _exit(1, f"grind: error: the input is nested too deeply (a tree more than ~{sys.getrecursionlimit() // 3} "
                  "levels deep?) for grind's recursive readers")

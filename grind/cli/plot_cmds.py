@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from grind.errors import InputError
+from grind.errors import InputError, raise_if_out_of_memory
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import output_option
 
@@ -52,7 +52,8 @@ def plot(traces, x, labels, references, output):
                                      param_hint="'--reference'")
     try:
         import matplotlib
-    except ImportError:
+    except ImportError as e:
+        raise_if_out_of_memory(e, "matplotlib")
         raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
     matplotlib.use("Agg")
     fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from grind import log
-from grind.errors import GrindError, InputError
+from grind.errors import GrindError, InputError, raise_if_out_of_memory
 from grind.infer.training import SHARD, ShardedEstep, shard_counts
 
 #: What a missing Dask says.
@@ -113,7 +113,8 @@ def require_dask():
     """Import Dask's client (InputError naming the extra to install when it is absent)."""
     try:
         import distributed
-    except ImportError:
+    except ImportError as e:
+        raise_if_out_of_memory(e, "Dask")
         raise InputError(NEEDS_DASK) from None
     return distributed
 
