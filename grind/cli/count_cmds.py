@@ -18,6 +18,7 @@ from grind import log
 from grind.errors import InputError, NumericalError
 from grind.formats.corpus import read_options
 from grind.formats.counts import Counts, missing_shards, read_counts, shard_meta, write_counts
+from grind.formats.shards import check_shard
 from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
 from grind.cli.common import (AlphaType, corpus_options, output_option, start_option, kernel_option, write_grammar,
@@ -88,6 +89,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     head = read_header(corpus)
     if not on_trees and shard_meta(head):
         _check_split_options(corpus, head.get("corpus"), what)
+        check_shard(corpus, head, spec, sents.format, sentences=len(sents))
     if hasattr(parser, "release_index"):
         parser.release_index()          # built: the DMV index (~17 bytes a rule) is not read by the E-step
     run = ShardedEstep(parser, jobs)
