@@ -19,9 +19,13 @@ class NumericalError(GrindError):
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived: raised in the main thread by the command line's signal
-    handler, so that ``finally`` / ``except BaseException`` blocks run
-    (``open_out`` deletes its temporary file); exit status 143."""
+    """SIGTERM (or SIGHUP: ``hangup``) arrived: raised in the main thread by the command line's signal
+    handler, so that ``finally`` / ``except BaseException`` blocks run (``open_out`` deletes its
+    temporary file); exit status 143 (129 for SIGHUP)."""
+
+    def __init__(self, hangup: bool = False):
+        super().__init__()
+        self.hangup = hangup
 
 
 class Interrupted(BaseException):
@@ -29,16 +33,16 @@ class Interrupted(BaseException):
     click answers with a blank line on stderr before grind can say "interrupted"; exit status 130."""
 
 
-#: Set by the SIGTERM handler.  A handler's exception raised while Python runs
-#: a finaliser (``__del__``) is swallowed, so long loops also call
-#: :func:`check_terminated` between steps: the signal is never lost.
-termination = {"requested": False}
+#: Set by the SIGTERM and SIGHUP handler (``hangup``: the signal was SIGHUP).  A handler's
+#: exception raised while Python runs a finaliser (``__del__``) is swallowed, so long loops
+#: also call :func:`check_terminated` between steps: the signal is never lost.
+termination = {"requested": False, "hangup": False}
 
 
 def check_terminated() -> None:
-    """Raise :class:`Terminated` if SIGTERM arrived (see ``termination``)."""
+    """Raise :class:`Terminated` if SIGTERM or SIGHUP arrived (see ``termination``)."""
     if termination["requested"]:
-        raise Terminated()
+        raise Terminated(termination.get("hangup", False))
 
 
 #: What the dynamic loader says when a shared object does not fit in the address space left (``ulimit -v``).

@@ -91,3 +91,94 @@ def test_shards_of_every_format_pass_their_own_check(tmp_path, fmt, ewt_train):
         grind("estep", *opts, tmp_path / "g.txt", s)
         text = gzip.open(s, "rt").read() if s.name.endswith(".gz") else s.read_text()
         assert "# shard-sha256: " in text
+
+
+# ----------------------------------------------------------------------------- multi-file commits
+
+def temps(d):
+    return sorted(p.name for p in d.iterdir() if p.name.startswith(".grind-"))
+
+
+def test_a_group_whose_later_rename_fails_puts_the_earlier_files_back(tmp_path):
+    """train -o G --trace T --ln-params P replaces all or none: when the rename of a later file fails
+    (here its name became a directory meanwhile), the files renamed before it are put back as they were
+    (a new one removed), and nothing is left beside them."""
+    from grind.errors import InputError
+    from grind.formats.textio import open_out, output_group
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    a.write_text("old a\n")
+    c.write_text("old c\n")
+    with pytest.raises(InputError, match=r"cannot write .*c\.txt: .*put back"):
+        with output_group():
+            for p in (a, b, c):
+                with open_out(str(p)) as f:
+                    f.write(f"new {p.name}\n")
+            c.unlink()
+            c.mkdir()
+    assert a.read_text() == "old a\n" and not b.exists() and c.is_dir()
+    assert temps(tmp_path) == []
+
+
+def test_sighup_during_a_group_commit_is_held_until_every_file_is_in_place(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    from grind import cli
+    from grind.formats import textio
+    files = [tmp_path / f"{n}.txt" for n in "abc"]
+    for p in files:
+        p.write_text("old\n")
+    real_replace = os.replace
+    seen = []
+
+    def replace_and_hang_up(src, dst):
+        if not seen:
+            os.kill(os.getpid(), signal.SIGHUP)       # the handler would run at the next bytecode
+        seen.append(dst)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(textio.os, "replace", replace_and_hang_up)
+    old = signal.signal(signal.SIGHUP, cli._terminate)
+    try:
+        with pytest.raises(cli.Terminated) as e:
+            with textio.output_group():
+                for p in files:
+                    with textio.open_out(str(p)) as f:
+                        f.write("new\n")
+    finally:
+        signal.signal(signal.SIGHUP, old)
+    assert e.value.hangup
+    assert [p.read_text() for p in files] == ["new\n"] * 3 and temps(tmp_path) == []
+
+
+def test_sighup_to_a_training_run_leaves_the_previous_outputs(tmp_path, ewt_train):
+    import signal
+    import subprocess
+    import sys
+    import time
+    opts = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
+    grind("make-grammar", "dmv", *opts, "-o", tmp_path / "g0.txt", ewt_train)
+    for name in ("g.txt", "t.tsv"):
+        (tmp_path / name).write_text("previous\n")
+    cmd = [sys.executable, "-m", "grind.cli", "train", *opts, "--iterations", "1000", "--tolerance", "0",
+           "--trace", tmp_path / "t.tsv", "-o", tmp_path / "g.txt", tmp_path / "g0.txt", ewt_train]
+    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGHUP)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 129 and err.splitlines()[-1] == "grind: hung up (SIGHUP)" and "Traceback" not in err
+    assert (tmp_path / "g.txt").read_text() == (tmp_path / "t.tsv").read_text() == "previous\n"
+    assert temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", ["train", "split", "estep"])
+def test_a_name_too_long_for_the_file_system_is_refused_before_any_work(tmp_path, command):
+    (tmp_path / "g.txt").write_text(GRAMMAR)
+    (tmp_path / "c.txt").write_text("a b\nb a\n")
+    long = tmp_path / ("x" * 300)
+    args = {"train": ["train", "--iterations", "1", "-o", long, tmp_path / "g.txt", tmp_path / "c.txt"],
+            "split": ["split", "-n", "2", "-o", long, tmp_path / "c.txt"],
+            "estep": ["estep", "-o", long, tmp_path / "g.txt", tmp_path / "c.txt"]}[command]
+    r = grind(*args, check=False)
+    assert r.returncode in (1, 2) and "too long for its file system" in r.stderr and "Traceback" not in r.stderr
+    assert "step" not in r.stderr.replace("estep", "")             # refused before the first iteration

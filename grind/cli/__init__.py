@@ -2,7 +2,7 @@
 
 Every FILE argument may be ``-`` (stdin / stdout).  Data goes to stdout (or
 ``-o``), messages and progress to stderr.  Exit status: 0 success, 1 runtime
-or input error, 2 usage error, 130 interrupted, 143 terminated (SIGTERM).
+or input error, 2 usage error, 130 interrupted, 143 terminated (SIGTERM), 129 hung up (SIGHUP).
 Every output path is checked before the command runs (:class:`OutputPath`)
 and written by :func:`grind.formats.textio.open_out`.
 """

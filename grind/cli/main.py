@@ -113,10 +113,12 @@ _guard(cli)
 # ----------------------------------------------------------------------------- entry point
 
 def _terminate(signum, frame):
-    """The SIGTERM handler: record the request (checked between training
+    """The SIGTERM and SIGHUP handler: record the request (checked between training
     steps) and raise :class:`grind.errors.Terminated` here and now."""
+    import signal
     termination["requested"] = True
-    raise Terminated()
+    termination["hangup"] = signum == getattr(signal, "SIGHUP", None)
+    raise Terminated(termination["hangup"])
 
 
 def _interrupt(signum, frame):
@@ -126,7 +128,7 @@ def _interrupt(signum, frame):
 
 def main(argv=None):
     """Run the CLI: one-line errors, quiet broken pipes, exit status 0/1/2
-    (130 on Ctrl-C, 143 on SIGTERM)."""
+    (130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP)."""
     import signal
     import threading
 
@@ -136,8 +138,10 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     set_run_info(argv=["grind"] + argv)
     in_main = threading.current_thread() is threading.main_thread()
-    termination["requested"] = False
+    termination.update(requested=False, hangup=False)
     old = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    hup = getattr(signal, "SIGHUP", None)                 # (not on Windows)
+    old_hup = signal.signal(hup, _terminate) if in_main and hup is not None else None
     old_int = signal.signal(signal.SIGINT, _interrupt) if in_main else None
     try:
         cli.main(args=argv, prog_name="grind", standalone_mode=False)
@@ -152,7 +156,9 @@ def main(argv=None):
         _exit(0)
     except (KeyboardInterrupt, Interrupted):
         _exit(130, "grind: interrupted")
-    except Terminated:
+    except Terminated as e:
+        if e.hangup:
+            _exit(129, "grind: hung up (SIGHUP)")
         _exit(143, "grind: terminated")
     except MemoryError as e:
         _exit(1, out_of_memory_message(e))
@@ -170,6 +176,8 @@ def main(argv=None):
         if in_main:
             signal.signal(signal.SIGTERM, old)
             signal.signal(signal.SIGINT, old_int)
+            if hup is not None:
+                signal.signal(hup, old_hup)
     _exit(0)
 
 
