@@ -182,3 +182,69 @@ def test_a_name_too_long_for_the_file_system_is_refused_before_any_work(tmp_path
     r = grind(*args, check=False)
     assert r.returncode in (1, 2) and "too long for its file system" in r.stderr and "Traceback" not in r.stderr
     assert "step" not in r.stderr.replace("estep", "")             # refused before the first iteration
+
+
+# ----------------------------------------------------------------------------- numbers near the float limit
+
+@pytest.fixture
+def counts(tmp_path):
+    """g.txt, c.txt, k.txt (its counts) and huge.txt: the counts with every value 1e308."""
+    import re
+    (tmp_path / "g.txt").write_text(GRAMMAR)
+    (tmp_path / "c.txt").write_text("a b\nb a\na b\n")
+    grind("estep", "-o", tmp_path / "k.txt", tmp_path / "g.txt", tmp_path / "c.txt")
+    text = (tmp_path / "k.txt").read_text()
+    (tmp_path / "huge.txt").write_text(re.sub(r"(?m)^[0-9.e+-]+ ", "1e308 ", text))
+    return tmp_path
+
+
+def rules_of(text):
+    return {ln.split(" ", 1)[1]: float(ln.split(" ", 1)[0]) for ln in text.splitlines() if ln and ln[0] != "#"}
+
+
+def no_warning(r):
+    assert "Warning" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_mstep_of_counts_near_the_float_limit_normalises_them(counts):
+    r = grind("mstep", counts / "huge.txt")
+    no_warning(r)
+    assert set(rules_of(r.stdout).values()) == {0.5}
+
+
+def test_train_from_unnormalised_weights_near_the_float_limit(counts):
+    (counts / "gu.txt").write_text("# weights: unnormalised\n" + GRAMMAR.replace("0.5 ", "1e308 "))
+    r = grind("train", "--algo", "em", "--iterations", "1", counts / "gu.txt", counts / "c.txt")
+    no_warning(r)
+    assert set(rules_of(r.stdout).values()) == {0.5}
+
+
+def test_sum_beyond_the_float_range_is_refused_before_a_byte_is_written(counts):
+    r = grind("sum", counts / "huge.txt", counts / "huge.txt", check=False)
+    one_line_error(r, "S --> A B", "largest float", "nothing written")
+    assert r.stdout == "" and "RuntimeWarning" not in r.stderr
+    text = (counts / "k.txt").read_text()
+    (counts / "kl.txt").write_text("".join("# loglik: -1e308\n" if ln.startswith("# loglik:") else ln
+                                           for ln in text.splitlines(True)))
+    r = grind("sum", counts / "kl.txt", counts / "kl.txt", check=False)
+    one_line_error(r, "'# loglik:'", "float range")
+    assert r.stdout == ""
+
+
+def test_vb_says_overflow_for_pseudo_counts_whose_sum_overflows(counts):
+    (counts / "vb.txt").write_text("# weights: Dirichlet pseudo-counts (posterior)\n"
+                                   + GRAMMAR.replace("0.5 ", "1e308 "))
+    r = grind("estep", "--algo", "vb", counts / "vb.txt", counts / "c.txt", check=False)
+    assert "underflow" not in one_line_error(r, "largest float", "overflow")
+    r = grind("train", "--algo", "vb", "--iterations", "1", counts / "vb.txt", counts / "c.txt")   # from their mean
+    no_warning(r)
+    r = grind("train", "--algo", "vb", "--alpha", "1e308", "--iterations", "1", counts / "g.txt", counts / "c.txt",
+              check=False)
+    one_line_error(r, "--alpha 1e308", "largest float")
+    grind("estep", "--algo", "vb", "-o", counts / "kv.txt", counts / "g.txt", counts / "c.txt")
+    grind("mstep", "--algo", "vb", "--grammar", counts / "g.txt", "-o", counts / "v1.txt", counts / "kv.txt")
+    grind("estep", "--algo", "vb", "-o", counts / "kv1.txt", counts / "v1.txt", counts / "c.txt")
+    import re
+    (counts / "kv1.txt").write_text(re.sub(r"(?m)^[0-9.e+-]+ ", "1.7e308 ", (counts / "kv1.txt").read_text()))
+    r = grind("mstep", "--algo", "vb", "--grammar", counts / "v1.txt", counts / "kv1.txt", check=False)
+    one_line_error(r, "largest float", "overflow")

@@ -294,7 +294,9 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     objective = None
     extra = {}
     if algo == "vb":
-        from grind.infer.vb import kl_dirichlet
+        from grind.infer.vb import check_sums, kl_dirichlet
+        check_sums(g, g.lhs_sums(prior + values), f"{name}: alpha + the counts",
+                   "the next E-step's weights exp(psi(alpha_hat) - psi(sum))")
         if g.weight_kind() == "pseudo-counts":
             if "loglik" not in c.stats:
                 raise InputError(f"{name}: no '# loglik:' header line: --algo vb needs it for the variational "

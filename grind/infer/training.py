@@ -94,6 +94,10 @@ def prior_vector(grammar, alpha: str | float) -> np.ndarray:
         where = (f"--alpha {alpha}: rule {grammar.keys()[int(bad[0])]} has {float(a[bad[0]])!r}"
                  + (f" ({len(bad) - 1} more rules too)" if len(bad) > 1 else ""))
         raise InputError(f"{where}: Dirichlet hyperparameters must be finite and positive")
+    over = np.flatnonzero(np.isinf(grammar.lhs_sums(a)))
+    if len(over):
+        raise InputError(f"--alpha {alpha}: the pseudo-counts of the rules of {grammar.nonterminals[int(over[0])]!r} "
+                         f"sum to more than the largest float ({np.finfo(np.float64).max:.4g}): give smaller values")
     return a
 
 
