@@ -248,3 +248,60 @@ def test_vb_says_overflow_for_pseudo_counts_whose_sum_overflows(counts):
     (counts / "kv1.txt").write_text(re.sub(r"(?m)^[0-9.e+-]+ ", "1.7e308 ", (counts / "kv1.txt").read_text()))
     r = grind("mstep", "--algo", "vb", "--grammar", counts / "v1.txt", counts / "kv1.txt", check=False)
     one_line_error(r, "largest float", "overflow")
+
+
+# ----------------------------------------------------------------------------- deep trees
+
+def test_a_500_word_right_branching_parse_is_written_with_the_others(tmp_path):
+    """grind parse failed as a whole ("nested too deeply for grind's recursive readers") for one such sentence."""
+    (tmp_path / "g.txt").write_text("0.5 S --> A S\n0.5 S --> a\n1 A --> a\n")
+    (tmp_path / "c.txt").write_text("a a\n" + " ".join(["a"] * 500) + "\na a a\n")
+    r = grind("parse", "-o", tmp_path / "p.mrg", tmp_path / "g.txt", tmp_path / "c.txt")
+    trees = [ln for ln in (tmp_path / "p.mrg").read_text().splitlines() if not ln.startswith("#")]
+    assert len(trees) == 3 and trees[1].count("(A a)") == 499 and "Traceback" not in r.stderr
+    (tmp_path / "gold.mrg").write_text("\n".join(trees) + "\n")        # and read back: scored against itself
+    r = grind("eval", tmp_path / "gold.mrg", tmp_path / "p.mrg")
+    assert "Traceback" not in r.stderr and "\nexact_match\t1.0000\n" in r.stdout, r.stdout
+
+
+def test_deep_ptb_trees_are_read_and_written_without_recursion_limits(tmp_path):
+    from grind.eval.labeled import bracket_multiset
+    from grind.formats.treebank import binarise, clean, debinarise
+    from grind.formats.trees import format_tree, leaves, parse_trees, preterminals, prune, spans, tags_as_leaves
+    n = 3000
+    text = "(S " * n + "(NN w)" + " (VB v))" * n
+    (t,) = parse_trees(text)
+    assert format_tree(t) == text
+    assert len(leaves(t)) == n + 1 and len(preterminals(t)) == n + 1 and len(list(spans(t))) == 2 * n + 1
+    assert prune(t, lambda tag: tag == "VB") is not None and tags_as_leaves(t)[0] == "S"
+    c = clean(t)
+    assert format_tree(debinarise(binarise(c))) == format_tree(c) and sum(bracket_multiset(t).values()) > 0
+
+
+def test_a_deep_dependency_chain_has_a_derivation():
+    from grind.grammars.dmv import dmv_grammar, heads_derivation
+    n = 2000
+    g = dmv_grammar(["X"])
+    rows = heads_derivation(g, ["X"] * n, [0] + list(range(1, n)))      # word i+1 depends on word i
+    assert rows.shape == (5 * n - 1, 3)
+
+
+def test_one_tree_that_cannot_be_written_does_not_lose_the_others(tmp_path, monkeypatch, capsys):
+    """A sentence whose tree alone fails (too deep, too big) is written as (NOPARSE ...), reported and counted."""
+    from grind.cli import main
+    from grind.formats import trees
+    (tmp_path / "g.txt").write_text("0.5 S --> A S\n0.5 S --> a\n1 A --> a\n")
+    (tmp_path / "c.txt").write_text("a a\n" + " ".join(["a"] * 50) + "\na a a\n")
+    real = trees.format_tree
+
+    def fails_when_long(t):
+        if len(trees.leaves(t)) > 10 and t[0] != "NOPARSE":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(t)
+
+    monkeypatch.setattr(trees, "format_tree", fails_when_long)
+    main(["parse", "-o", str(tmp_path / "p.mrg"), str(tmp_path / "g.txt"), str(tmp_path / "c.txt")])    # exit 0
+    text = (tmp_path / "p.mrg").read_text()
+    trees_out = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert len(trees_out) == 3 and trees_out[1].startswith("(NOPARSE a a") and trees_out[2].startswith("(S (A a)")
+    assert "# failed: 1 of 3 sentences" in text and "sentence 2 (line 2)" in capsys.readouterr().err

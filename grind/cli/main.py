@@ -167,8 +167,7 @@ def main(argv=None):
             raise
         _exit(1, out_of_memory_message(e))
     except RecursionError:
-        _exit(1, f"grind: error: the input is nested too deeply (a tree more than ~{sys.getrecursionlimit() // 3} "
-                 "levels deep?) for grind's recursive readers")
+        _exit(1, f"grind: error: the input is nested deeper than Python's recursion limit ({sys.getrecursionlimit()})")
     except OSError as e:  # e.g. writing --help to a full disk; reading is InputError already
         where = f"{e.filename}: " if e.filename else ""
         _exit(1, f"grind: error: {where}{e.strerror or e}")
