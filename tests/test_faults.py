@@ -305,3 +305,63 @@ def test_one_tree_that_cannot_be_written_does_not_lose_the_others(tmp_path, monk
     trees_out = [ln for ln in text.splitlines() if not ln.startswith("#")]
     assert len(trees_out) == 3 and trees_out[1].startswith("(NOPARSE a a") and trees_out[2].startswith("(S (A a)")
     assert "# failed: 1 of 3 sentences" in text and "sentence 2 (line 2)" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- two passes over a file
+
+STREAM = ["a b", "b a", "a b", "b a", "a a", "b b", "a b", "b a", "a b", "a a", "b a", "b b"]
+
+
+def streaming(tmp_path, *extra):
+    from grind.cli import main
+    return main(["train", "--algo", "streaming", "--batch", "3", "--seed", "1", *map(str, extra),
+                 "-o", str(tmp_path / "out.txt"), str(tmp_path / "g.txt"), str(tmp_path / "c.txt")])
+
+
+def replaced_after_the_first_pass(monkeypatch, path, text):
+    """The corpus file replaced by ``text`` right after train's first pass (its fingerprint) has read it."""
+    from grind.infer import training
+    real = training.fingerprint_sentences
+
+    def then_replace(tokens):
+        fp = real(tokens)
+        path.write_text(text)
+        return fp
+
+    monkeypatch.setattr(training, "fingerprint_sentences", then_replace)
+
+
+def test_streaming_refuses_a_corpus_replaced_between_its_two_passes(tmp_path, monkeypatch, capsys):
+    (tmp_path / "g.txt").write_text(GRAMMAR)
+    (tmp_path / "c.txt").write_text("\n".join(STREAM) + "\n")
+    replaced_after_the_first_pass(monkeypatch, tmp_path / "c.txt", "\n".join(["b b"] + STREAM[1:]) + "\n")
+    with pytest.raises(SystemExit) as e:
+        streaming(tmp_path)
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and "the corpus changed while grind read it" in err and "12 sentences" in err, err
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_streaming_resume_refuses_a_checkpoint_trained_on_other_sentences(tmp_path, monkeypatch, capsys):
+    """The file replaced during a run and put back: its fingerprint is the checkpoint's again, but the
+    checkpoint's state was trained on the other file's sentences."""
+    (tmp_path / "g.txt").write_text(GRAMMAR)
+    original = "\n".join(STREAM) + "\n"
+    (tmp_path / "c.txt").write_text(original)
+    ckpt = ["--checkpoint", tmp_path / "ck.npz", "--checkpoint-every", "1"]
+    replaced_after_the_first_pass(monkeypatch, tmp_path / "c.txt", "\n".join(["b b"] + STREAM[1:]) + "\n")
+    with pytest.raises(SystemExit):
+        streaming(tmp_path, *ckpt)
+    monkeypatch.undo()
+    assert (tmp_path / "ck.npz").exists()
+    (tmp_path / "c.txt").write_text(original)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        streaming(tmp_path, *ckpt, "--resume")
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and "not the corpus the checkpoint was trained on" in err, err
+    # an unchanged file resumes (and finishes) as before
+    (tmp_path / "ck.npz").unlink()
+    streaming(tmp_path, *ckpt)
+    streaming(tmp_path, *ckpt, "--resume")
+    assert (tmp_path / "out.txt").exists()

@@ -302,6 +302,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     if cluster is not None:
         estep = cluster_estep(cluster, parser, parser_recipe(g, sents, parser, kernel, on_trees, joint))
     algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
+    if algo in STREAMING:                # its training pass must read what the fingerprint's pass read
+        algorithm.batches.check_against(corpus_fp)
     if algo == "ln" or (algo == "mixture" and getattr(cfg, "mix_base", None) == "ln"):
         from grind.cli.threads import keep_freed_blocks
         keep_freed_blocks()
