@@ -8,17 +8,9 @@ import gzip
 import pytest
 
 from conftest import grind
+from test_bad_input_outputs import one_line_error
 
 GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
-
-
-def one_line_error(r, *needles, code=1):
-    assert r.returncode == code, r.stderr
-    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("grind: error:")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
-    for n in needles:
-        assert str(n) in errors[0], (n, r.stderr)
-    return errors[0]
 
 
 # ----------------------------------------------------------------------------- shard integrity

@@ -53,7 +53,7 @@ from collections import Counter
 
 from grind.errors import InputError
 from grind.eval.brackets import tree_lines
-from grind.formats.trees import fold, leaves, prune, read_trees
+from grind.formats.trees import events, fold, leaves, prune, read_trees
 from grind.formats.treebank import base_label
 
 CONVENTION = ("labeled brackets, EVALB COLLINS.prm: function tags stripped, -NONE- deleted, "
@@ -125,22 +125,18 @@ def _brackets(node, start: int, top: bool, out: list) -> int:
     if isinstance(node, str) or _is_pre(node):
         return 1
     pos = start
-    stack = [[node, 1, start, top and base_label(node[0]) in ROOT_LABELS]]     # (node, next child, start, root)
-    while stack:
-        entry = stack[-1]
-        t, i, s, root = entry
-        if i < len(t):
-            entry[1] = i + 1
-            c = t[i]
-            if isinstance(c, str) or _is_pre(c):
-                pos += 1
-            else:
-                stack.append([c, 1, pos, root and base_label(c[0]) in ROOT_LABELS])
-            continue
-        stack.pop()
-        label = _key(t[0])
-        if not root and label not in PUNCT_TAGS and label != TRACE_TAG and label != DELETED:
-            out.append((label, s, pos))
+    opened: list[tuple[int, bool]] = []       # (start, root) of the constituents around pos
+    for kind, t in events(node):
+        if kind == "word":
+            pos += 1
+        elif kind == "open":
+            parent = opened[-1][1] if opened else top
+            opened.append((pos, parent and base_label(t[0]) in ROOT_LABELS))
+        else:
+            s, root = opened.pop()
+            label = _key(t[0])
+            if not _is_pre(t) and not root and label not in PUNCT_TAGS and label != TRACE_TAG and label != DELETED:
+                out.append((label, s, pos))
     return pos - start
 
 

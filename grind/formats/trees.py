@@ -103,29 +103,44 @@ def subtrees(tree):
         stack.extend(c for c in reversed(t[1:]) if not isinstance(c, str))
 
 
-def fold(tree, leaf, node):
-    """``tree`` folded bottom-up without recursion: a word becomes ``leaf(word)``, a constituent
-    ``node(t, results)`` with ``results`` its children's, in order.  Words are met left to right
-    (so ``leaf`` may count positions)."""
+def events(tree):
+    """A depth-first walk of ``tree`` without recursion, left to right: ``("open", node)``, then its
+    children's events (``("word", w)`` for a word), then ``("close", node)``."""
     if isinstance(tree, str):
-        return leaf(tree)
-    stack: list[list] = [[tree, 1, []]]
-    while True:
+        yield "word", tree
+        return
+    yield "open", tree
+    stack = [[tree, 1]]
+    while stack:
         top = stack[-1]
-        t, i, acc = top
+        t, i = top
         if i < len(t):
             top[1] = i + 1
             c = t[i]
             if isinstance(c, str):
-                acc.append(leaf(c))
+                yield "word", c
             else:
-                stack.append([c, 1, []])
-            continue
-        stack.pop()
-        r = node(t, acc)
-        if not stack:
-            return r
-        stack[-1][2].append(r)
+                stack.append([c, 1])
+                yield "open", c
+        else:
+            stack.pop()
+            yield "close", t
+
+
+def fold(tree, leaf, node):
+    """``tree`` folded bottom-up without recursion: a word becomes ``leaf(word)``, a constituent
+    ``node(t, results)`` with ``results`` its children's, in order.  Words are met left to right
+    (so ``leaf`` may count positions)."""
+    done: list[list] = [[]]
+    for kind, x in events(tree):
+        if kind == "word":
+            done[-1].append(leaf(x))
+        elif kind == "open":
+            done.append([])
+        else:
+            kids = done.pop()
+            done[-1].append(node(x, kids))
+    return done[0][0]
 
 
 def format_tree(tree) -> str:
@@ -175,25 +190,17 @@ def prune(tree, drop_tag):
 
 def spans(tree, start: int = 0):
     """(label, start, end) of every constituent (leaves excluded), in pre-order (an iterator)."""
-    if isinstance(tree, str):
-        return iter(())
-    out = [[tree[0], start, start]]
-    stack = [[tree, 1, 0]]                  # (node, next child, its row in out)
+    out: list[list] = []
+    opened: list[int] = []
     pos = start
-    while stack:
-        top = stack[-1]
-        t, i, row = top
-        if i < len(t):
-            top[1] = i + 1
-            c = t[i]
-            if isinstance(c, str):
-                pos += 1
-            else:
-                stack.append([c, 1, len(out)])
-                out.append([c[0], pos, pos])
-            continue
-        stack.pop()
-        out[row][2] = pos
+    for kind, x in events(tree):
+        if kind == "word":
+            pos += 1
+        elif kind == "open":
+            opened.append(len(out))
+            out.append([x[0], pos, pos])
+        else:
+            out[opened.pop()][2] = pos
     return iter([tuple(x) for x in out])
 
 
