@@ -409,6 +409,9 @@ def test_help_documents_cluster():
     r = grind("train", "--help")
     text = " ".join(r.stdout.split())
     assert "--cluster local:N|tcp://HOST:PORT" in text and "dask-jobqueue" in text and "grind[dask]" in text
+    assert "GRIND_DASK_PATIENCE seconds (default 60)" in text
+    from grind.infer.dask_backend import LOST_WORKER_PATIENCE
+    assert LOST_WORKER_PATIENCE == 60
 
 
 @needs_dask

@@ -164,7 +164,9 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
                    "stochastic, ln (--model 1: cold starts, plain M-step; each shard's posteriors are fitted and "
                    "summed on its worker), mixture (each worker runs the constrained components too) and "
                    "--trees; needs pip install 'grind[dask]' here and the same grind "
-                   "on the workers.")
+                   "on the workers.  A lost worker's shards run again on the others; when none finishes for "
+                   "GRIND_DASK_PATIENCE seconds (default 60) after a loss, the run stops (resume it from its "
+                   "--checkpoint).")
 @click.option("--trees", "on_trees", is_flag=True,
               help="CORPUS (and --dev) are PTB bracketed trees: train a latent-annotation grammar (grind make-grammar "
                    "treebank --subtypes H) on the gold trees with the subtypes hidden (em, vb, cvb, gibbs); --dev "
