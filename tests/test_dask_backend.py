@@ -343,7 +343,7 @@ def test_an_estep_whose_workers_are_gone_stops_in_bounded_time_naming_them(monke
     g = dmv_grammar(SMALL)
     got: list = []
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         est = DaskEstep(make_parser(g, SMALL), functools.partial(make_parser, g, SMALL), client, shard=1)
         lost = list(client.nthreads())[0]
 
