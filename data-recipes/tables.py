@@ -238,6 +238,11 @@ def near_note(baseline: str, subsets: list[str]) -> str:
     return f"within 1 point of attach-{baseline} ({', '.join(k.replace('<=', '≤') for k in subsets)})"
 
 
+def p_text(p: str | None) -> str:
+    """A p-value as the tables write it ('< 1e-4' below that, '—' when the test was not run)."""
+    return "—" if p is None else ("< 1e-4" if float(p) < 1e-4 else p)
+
+
 def seconds_text(s: float) -> str:
     return "—" if s != s else f"{s:.1f}"
 

@@ -132,6 +132,7 @@ def test_every_grind_call_of_a_recipe_goes_through_cmd(recipe, tmp_path):
     assert r.returncode == 0, r.stderr
     lines = grind_lines(r.stdout)
     assert (lines or recipe == "ewt-sample") and all(ln.startswith("LAUNCH '") for ln in lines), lines
+    assert not [ln for ln in r.stdout.splitlines() if ln.startswith("rm ")]    # no cell deleted as an intermediate
     assert not (tmp_path / "o").exists()
 
 

@@ -25,9 +25,10 @@ def main(argv):
             run = prefixes[0] if h == "1" else s.path(open(best + ".best", encoding="utf-8").read().strip())
             train_s = "—" if h == "1" else f"{t.seconds(t.cell_log(s.out, os.path.relpath(run, s.out) + '.txt')):.0f}"
             parse_s = t.seconds(t.cell_log(s.out, os.path.relpath(best, s.out) + ".test.trees"))
-            test_rows.append([h, label, dev, " / ".join(e[f"all_{k}"] for k in ("labeled_precision", "labeled_recall"))
-                              + f" / **{e['all_labeled_f1']}** / {e['all_exact_match']}",
-                              f"{e['le40_labeled_f1']} / {e['le40_exact_match']}", os.path.basename(run), train_s,
+            f = {k: f"{float(v):.1f}" for k, v in e.items() if k.startswith(("all_", "le40_"))}
+            test_rows.append([h, label, dev, f"{f['all_labeled_precision']} / {f['all_labeled_recall']} / "
+                              f"**{f['all_labeled_f1']}** / {f['all_exact_match']}",
+                              f"{f['le40_labeled_f1']} / {f['le40_exact_match']}", os.path.basename(run), train_s,
                               f"{float(e['all_sentences']) / parse_s:.1f}" if parse_s == parse_s else "—"])
             if h != "1":
                 traces = [t.tsv(p + ".tsv") for p in prefixes]
@@ -48,7 +49,7 @@ def main(argv):
     sections = [t.section("Latent-annotation treebank PCFGs: dev and test", s.command(), body)]
     if curve_rows:
         steps = sorted({st for _, _, c in curve_rows for st in c}, key=int)
-        rows = [[h, NAME[a]] + [f"{100 * c[st]:.1f}" if st in c else "—" for st in steps] for h, a, c in curve_rows]
+        rows = [[h, NAME[a]] + [f"{c[st]:.1f}" if st in c else "—" for st in steps] for h, a, c in curve_rows]
         body = t.table(["H", "method"] + steps, rows, "ll" + "r" * len(steps)) + (
             f"\n\nDev F1 (%, mean of the seeds) during training, from the traces (`--eval-every {s['EVAL']}`).")
         sections.append(t.section("Learning curves: dev F1 during training", s.command(), body))

@@ -111,7 +111,7 @@ def main(argv):
             ev = t.DepEval(s.path("joint", f"{jn}.{lang}.mbr.eval"))
             made.append(ev.path)
             rows.append([TB[lang], cell(s, ev, s.path("joint", jn), None), overlap(ev),
-                         ev.p_against("attach-right") or "—", *baselines(ev)])
+                         t.p_text(ev.p_against("attach-right")), *baselines(ev)])
         body = t.table(["language", "SLN TieA, bilingual: ≤10 / ≤20 / all", "overlap", "p vs attach-right (all)",
                         "attach-right", "attach-left"], rows, "lrrrrr") + (
             "\n\nSLN TieA trained on English-EWT and Chinese-GSD r1.4 together (§5.4: every family's expert shared "
@@ -138,7 +138,8 @@ def main(argv):
         sections.append(t.section("Part extra: Chinese, LN model II and a committee", s.command(), body))
     for part, title, rows_of in (
             ("wsjsize", "Part wsjsize: the WSJ10 sample, nested training sets",
-             [(f"every{k}", f"every {k}-th sentence") for k in s.words("WSJSIZE_STEPS")]),
+             [(f"every{k}", "every sentence" if k == "1" else f"every {k}{'nd' if k == '2' else 'rd' if k == '3' else 'th'} "
+               "sentence") for k in s.words("WSJSIZE_STEPS")]),
             ("wsjplus", "Part wsjplus: the WSJ10 sample + EWT ≤ 10 with PTB tags", [(".", "the sample + EWT")])):
         if part not in parts:
             continue

@@ -32,8 +32,7 @@ def main(argv):
             row.append(" / ".join(marks) + (f" ({ev.unparsed()} unparsed, scored 0)" if ev.unparsed() else ""))
         first = next(iter(evs.values()))
         p = first.p_against("attach-right")
-        row += [f"{100 * float(first.runs[0][1]['all']['overlap_right']):.0f}%", "< 1e-4" if p and float(p) < 1e-4
-                else (p or "—")]
+        row += [f"{100 * float(first.runs[0][1]['all']['overlap_right']):.0f}%", t.p_text(p)]
         rows.append(row)
     for i, b in enumerate(("right", "left")):
         rows.append([f"{'**attach-right**' if i == 0 else 'attach-left'} (baseline)"]

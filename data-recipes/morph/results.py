@@ -32,6 +32,12 @@ def cells(ds, p=t.mean_sd):
             f"{t.pct(statistics.mean(v['overlap_one']))} / {t.pct(statistics.mean(v['overlap_chars']))}"]
 
 
+def prior(alpha):
+    """'1e-20', '1e-20, Stem 1e-15' (a per-LHS prior) or 'both: ...' (a committee of two priors' runs)."""
+    text = "; ".join(a.replace("+stem", ", Stem ") for a in alpha.split(","))
+    return f"both: {text}" if "," in alpha else text
+
+
 def perplexity(path):
     if not os.path.exists(path):
         return None
@@ -57,15 +63,21 @@ def main(argv):
         if os.path.exists(mf):
             table.append(["**Morfessor Baseline** (defaults, training types)", "—", "—", "—",
                           *cells([rows(mf)["predicted"]]), "—"])
+        else:
+            table.append(["Morfessor Baseline: not run (morfessor not installed for MORFESSOR_PYTHON)"] + [""] * 8)
         for (a, alpha, passes), rs in sorted(runs.items(), key=lambda kv: (ORDER[kv[0][0]], -float(
                 kv[0][1].split("+")[0]), kv[0][1])):
             rs.sort()
             made += [f for _, f in rs]
             steps = sorted({int(t.tsv(f[:-len(".viterbi.eval")] + ".trace.tsv")[-1]["step"]) for _, f in rs})
             ppl = [perplexity(f[:-len(".viterbi.eval")] + ".ppl") for _, f in rs]
-            pp = "—" if not ppl or any(p is None or p[0] is None for p in ppl) else (
-                t.mean_sd([p[0] for p in ppl], 2, 1) + f" ({'/'.join(sorted({p[1] for p in ppl}))} words parsed)")
-            table.append([NAME[a], alpha.replace("+stem", ", Stem "), "/".join(map(str, steps)) +
+            pp = "—"
+            if ppl and not any(p is None or p[0] is None for p in ppl):
+                v = [p[0] for p in ppl]
+                pp = (t.mean_sd(v, 2, 1) if max(v) < 1e4 else f"{statistics.mean(v):.2g}") + \
+                    f" ({'/'.join(sorted({p[1] for p in ppl}))} words parsed)"
+            name = "MAP-EM" if a == "em" and alpha != "1" else NAME[a]
+            table.append([name, prior(alpha), "/".join(map(str, steps)) +
                           ("" if steps == [int(passes)] else f" (of {passes})"), ",".join(x for x, _ in rs),
                           *cells([rows(f)["predicted"] for _, f in rs]), pp])
         held = "held out (trained on train)" if s["TRAIN_ON"] == "train" else "trained on train + dev (Johnson et al.)"
@@ -86,7 +98,7 @@ def main(argv):
         for f in comm:
             m = re.match(r"([\w+]+)-a(.+?)-committee_([\d_]+)\.(mbrf?)\.eval$", os.path.basename(f))
             made.append(f)
-            table.append([f"{m[1]}, seeds {m[3].replace('_', ', ')}", m[2].replace("+stem", ", Stem "),
+            table.append([f"{m[1]}, seeds {m[3].replace('_', ', ')}", prior(m[2]),
                           "max expected F" if m[4] == "mbrf" else "0.5", *cells([rows(f)["predicted"]])])
         body = t.table(["committee", "α", "cut at", *HEAD], table, "lll" + "rrrr") + (
             "\n\nThe runs of a committee decoded together: `grind parse --segment --mbr --average G2 ... G1` averages "
