@@ -310,6 +310,24 @@ def test_sharded_recipe_equals_grind_train(grammars, tmp_path, algo, alpha):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_sharded_recipe_trains_a_latent_treebank_grammar(tmp_path):
+    """TREES=1: the E-steps are grind estep --trees, and the run equals grind train --trees (make check)."""
+    (tmp_path / "t.mrg").write_text(
+        "( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )\n"
+        "( (S (NP-SBJ (PRP It)) (VP (VBD ran) (ADVP (RB away))) (. .)) )\n"
+        "( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD ran) (PP (IN to) (NP (DT the) (NN cat)))) (. .)) )\n")
+    run("make-grammar", "treebank", "--rare", "0", "--subtypes", "2", "--seed", "3", "-o", tmp_path / "g.txt",
+        tmp_path / "t.mrg")
+    r = recipe("-j2", "TREES=1", f"CORPUS={tmp_path / 't.mrg'}", f"GRAMMAR={tmp_path / 'g.txt'}", "RUNS=em", "SHARDS=2",
+               "ITERATIONS=2", f"OUT={tmp_path / 'run'}", "all", "check")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"grind estep --algo em --trees .*corpus\.2\.mrg", r.stdout)
+    out = tmp_path / "run" / "em-k2-trees"
+    np.testing.assert_allclose(read_grammar(str(out / "grammar.txt")).weights,
+                               read_grammar(str(out / "train-i2.txt")).weights, rtol=1e-12, atol=0)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_sharded_recipe_follows_its_settings(grammars, tmp_path):
     """ITERATIONS lowered kept the longer run's grammar.txt; another (older) corpus or other options on the same OUT
     said 'Nothing to be done' (sharding audit); quoted corpus options made a run impossible to resume; a
