@@ -132,7 +132,7 @@ $(firstword $(GRIND)) not found: activate grind's environment (source .venv/bin/
 endif
 
 # ---------------------------------------------------------------------------------- cells, logs, settings
-# O: OUT as make writes it in a rule (spaces escaped); targets under it are absolute
+# O: OUT as make writes it in a rule (spaces escaped; relative to the recipe's directory when under it)
 O := $(call esc,$(OUT))
 # The log of the cell being made: OUT/log/<the target's path under OUT>.log, OUT/log/<its name>.log for a target
 # elsewhere (the launcher writes it)
@@ -181,7 +181,8 @@ help:
 	@printf '%s\n' $(call q,data-recipes/$(RECIPE): $(ABOUT)) '' \
 	  $(call q,make -C data-recipes/$(RECIPE) [-j N] [NAME=VALUE ...] [all | results | clean | help]) '' \
 	  '  all (default)  every cell (a file in OUT); -j N runs N at once, an interrupted run goes on where it stopped' \
-	  '  results        $(RESULTS.default) (RESULTS): the tables, written from the cells' $(TARGETS.help) \
+	  '  results        $(RESULTS.default) (RESULTS): the tables, written from the cells (made first where missing)' \
+	  $(TARGETS.help) \
 	  '  clean          remove OUT (only if it holds this recipe'"'"'s cells)' \
 	  '  help           this' '' 'Variables (default; now, if given otherwise):'
 	@$(foreach v,$(VARS),printf '  %-14s %s\n  %-14s default: %s%s\n' $(call q,$v) $(call q,$($v.help)) '' \
