@@ -2,7 +2,7 @@
 parses, log-likelihoods, plots.  ``/dev/full`` as the output, and a disk that fills while a file is
 written (a file-size limit, ``ulimit -f``: the write fails as on a full disk, with EFBIG).  Each case: exit
 1 with one line naming the file, the previous content of every output of the command kept (a group --
-train's -o and --trace, split's shards -- replaced all or none), no temporary file left.  Also: a sharded
+train's -o and --trace, split's shards -- replaced all or none), no temporary file left.  Also: the sharded
 recipe interrupted and run again gives the grammar an uninterrupted run gives (iterations never mix)."""
 import importlib.util
 import os
@@ -132,9 +132,9 @@ def test_stdout_to_a_full_disk(work):
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_a_sharded_recipe_killed_and_run_again_gives_the_uninterrupted_grammar(tmp_path):
-    """The cluster Makefile killed in its second iteration (grind SIGKILLed while it writes a shard's counts,
-    make stopped), then run again: its grammar is grind train's, within 1e-12 (no count file of one iteration
-    is summed with another's, no half-written file is read)."""
+    """The sharded recipe (data-recipes/sharded) killed in its second iteration (grind SIGKILLed while it
+    writes a shard's counts, make stopped), then run again: its grammar is grind train's, within 1e-12 (no
+    count file of one iteration is summed with another's, no half-written file is read)."""
     train = SAMPLE / "en_ewt-ud-train-sample.conllu.gz"
     opts = ["--column", "UPOS", "--punct", "ud", "--max-length", "8"]
     grind("make-grammar", "dmv", *opts, "-o", tmp_path / "g0.txt", train)
@@ -152,13 +152,13 @@ exec {sys.executable} -m grind.cli "$@"
     killer.chmod(0o755)
 
     def make():
-        return subprocess.run(["make", "-j2", "-C", str(REPO / "data-recipes" / "cluster"), f"GRIND={killer}",
+        return subprocess.run(["make", "-j2", "-C", str(REPO / "data-recipes" / "sharded"), f"GRIND={killer}", "CMD=",
                                f"GRAMMAR={tmp_path / 'g1.txt'}", f"CORPUS={train}", "SHARDS=2", "ITERATIONS=3",
-                               f"CORPUS_OPTIONS={' '.join(opts)}", f"OUT={tmp_path / 'run'}"],
+                               "RUNS=em", f"CORPUS_OPTIONS={' '.join(opts)}", f"OUT={tmp_path / 'run'}"],
                               capture_output=True, text=True, timeout=600)
     first = make()
     assert first.returncode != 0 and (tmp_path / "killed").exists(), first.stderr
-    assert not [p for p in os.listdir(tmp_path / "run" / "counts") if p.startswith(".grind-")]
+    assert not [p for p in os.listdir(tmp_path / "run" / "em-k2" / "counts") if p.startswith(".grind-")]
     again = make()
     assert again.returncode == 0, again.stderr
     grind("train", "--algo", "em", "--iterations", "3", "--tolerance", "0", *opts, "-o", tmp_path / "want.txt",
@@ -166,6 +166,7 @@ exec {sys.executable} -m grind.cli "$@"
     import numpy as np
 
     from grind.grammars.grammar import read_grammar
-    got, want = read_grammar(str(tmp_path / "run" / "grammar.txt")), read_grammar(str(tmp_path / "want.txt"))
+    got = read_grammar(str(tmp_path / "run" / "em-k2" / "grammar.txt"))
+    want = read_grammar(str(tmp_path / "want.txt"))
     assert got.rules == want.rules
     np.testing.assert_allclose(got.weights, want.weights, rtol=1e-12, atol=0)
