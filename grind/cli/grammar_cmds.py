@@ -13,7 +13,7 @@ from grind.grammars.grammar import read_grammar
 from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
-                              make_rng, write_grammar, OneChoiceCommand, left_out)
+                              make_rng, write_grammar, OneChoiceCommand, left_out, grammar_spec)
 
 
 @click.group("make-grammar")
@@ -444,19 +444,25 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     rng = make_rng(seed, random=mode == "random")
     g = read_grammar(grammar, start)
     w = np.ones(len(g))
+    corpus = g.meta.get("corpus")          # the rules' corpus options, carried on (grammar_spec compares them)
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
     elif mode == "harmonic":
-        w, used = harmonic_weights(g, corpus_path, spec, variant)
+        if corpus_path:
+            spec = grammar_spec(grammar, corpus_path, spec, g.meta, late=False)
+        w, used, read = harmonic_weights(g, corpus_path, spec, variant)
+        corpus = corpus or read
     elif _given("variant"):
         raise click.UsageError("--variant is for --harmonic")
     extra = {"harmonic_variant": variant, "harmonic_corpus": used} if mode == "harmonic" else {}
-    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, **treebank_meta(g))
+    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, corpus=corpus,
+                  **treebank_meta(g))
 
 
 def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     """Harmonic-initialiser counts of DMV grammar ``g`` from ``corpus_path``
-    (:func:`grind.grammars.dmv.harmonic_counts`) and what they were counted on (for the header)."""
+    (:func:`grind.grammars.dmv.harmonic_counts`), what they were counted on and the corpus options read
+    (for the header)."""
     from grind.grammars.dmv import dmv_index, harmonic_counts, is_dmv_grammar
     if not is_dmv_grammar(g):
         raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
@@ -477,4 +483,4 @@ def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     used = (f"{corpus_path} ({spec.describe(corpus.format)}): {len(sents) - len(misfit)} of the {len(sents)} "
             "sentences read" + (f" ({len(misfit)} with a {spec.column or 'token'} the grammar lacks left out)"
                                 if misfit else "") + (f"; {dropped}" if dropped else ""))
-    return harmonic_counts(g, sents, variant), used
+    return harmonic_counts(g, sents, variant), used, spec.describe(corpus.format)
