@@ -339,7 +339,20 @@ def make_from_file(grammar, start, output):
         raise InputError(f"{name}: unary rules of positive weight form a cycle: {' --> '.join(cyc)} "
                          "(a chart parser cannot sum over unboundedly many derivations; remove a rule of it "
                          "or give it weight 0)")
-    write_grammar(output, g, g.weights, g.meta.get("weights", "as read"), **treebank_meta(g))
+    write_grammar(output, g, g.weights, g.meta.get("weights") or _weights_kind(g, grammar),
+                  corpus=g.meta.get("corpus"), **treebank_meta(g))
+
+
+def _weights_kind(g, path) -> str:
+    """The ``# weights:`` line of a grammar file that has none, from its numbers: probabilities when every
+    left-hand side's weights sum to 1 (within the digits they are printed with), else unnormalised -- so
+    that grind's commands read what make-grammar from-file writes, or say what to do with it."""
+    from grind.grammars.grammar import require_probabilities
+    try:
+        require_probabilities(g, path, "make-grammar from-file")
+    except InputError:
+        return "unnormalised (as read: not summing to 1 per left-hand side)"
+    return "probabilities (as read)"
 
 
 @click.command("make-structure")
@@ -391,6 +404,8 @@ def make_structure(tie, tie_what, families, output, grammars):
 @click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
 @click.option("--harmonic", "mode", flag_value="harmonic",
               help="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
+@click.option("--normalise", "mode", flag_value="normalise",
+              help="GRAMMAR's own weights divided by their left-hand side's sum (their ratios kept).")
 @click.option("--variant", type=click.Choice(["km-global", "independent"]), default="km-global", show_default=True,
               help="--harmonic: how stop counts are set: km-global = the authors' code (a global first-kid "
                    "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
@@ -411,6 +426,8 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     \b
     --uniform   1/|R_A| for every rule of each LHS A.
     --random    uniform times exp(jitter * z), z ~ N(0,1), renormalised.
+    --normalise the file's weights w_r / sum_{R_A} w (unnormalised weights,
+                counts or another tool's output made probabilities).
     --harmonic  (DMV) in an n-word sentence each word is the root with weight
                 1/n and attaches to word j with weight proportional to
                 1/|i-j| (Klein & Manning 2004; Cohen & Smith 2010 §5.1).
@@ -447,6 +464,8 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     corpus = g.meta.get("corpus")          # the rules' corpus options, carried on (grammar_spec compares them)
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
+    elif mode == "normalise":
+        w = np.asarray(g.weights, dtype=np.float64)
     elif mode == "harmonic":
         if corpus_path:
             spec = grammar_spec(grammar, corpus_path, spec, g.meta, late=False)
