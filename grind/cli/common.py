@@ -446,10 +446,11 @@ def report_failures(sents, parser, logz, what="sentences", fate="were left out",
 def unparsed_fix(sents, parser, bad) -> str:
     """The fix for sentences ``bad`` without a parse, where one is known: one-word sentences under a grammar
     that derives no one-word sentence (a CNF grammar) are left out with --min-length 2; else ''."""
+    from grind.kernels.cky import CKYParser
     g = getattr(parser, "grammar", None)
     ones = [int(i) for i in bad if len(sents[int(i)]) == 1]
-    if g is None or not ones or derives_one_word(g):
-        return ""
+    if not isinstance(parser, CKYParser) or g is None or not ones or derives_one_word(g):
+        return ""                   # (the DMV and segmentation kernels read a word as more than one terminal)
     return (f"{len(ones)} of them are one word long, and this grammar derives no one-word sentence (no chain of "
             f"unary rules from {g.start} to a word, as in a CNF grammar): leave them out with --min-length 2")
 

@@ -417,8 +417,10 @@ def _normalised(command: str, keep_arguments: bool, corpus: bool = True) -> tupl
     corpus options and (unless ``keep_arguments``) the positional arguments left out; the line as is when
     it does not parse."""
     import shlex
-
-    from grind.cli.main import cli
+    ctx = click.get_current_context(silent=True)
+    cli = ctx.find_root().command if ctx is not None else None       # the grind group (this is one of its commands)
+    if not isinstance(cli, click.Group):
+        return (command,)
     try:
         words = shlex.split(command)
     except ValueError:

@@ -305,6 +305,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z, g,
                                                                                    max_unparsed)), len(sents)
     prior = prior_vector(g, alpha)
+    _check_symmetric_start(g, grammar, algo, cfg, on_trees)
     read_as = getattr(sents, "format", None) or getattr(index, "format", None) or peek_format(corpus, spec)
     corpus_text = TREES_TEXT if on_trees else spec.describe(read_as)
     log.info(f"training {algo} on {n} {'trees' if on_trees else 'sentences'} ({corpus_text}), {len(g)} rules")
@@ -545,6 +546,31 @@ def _check_mixture_options(algo, cfg):
         _fixed_coef(cfg.mix_coef, k)
     except InputError as e:
         raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
+
+
+#: Algorithms whose updates draw random numbers, so that nonterminals alike at the start can come apart.
+SYMMETRY_BREAKING = ("gibbs", "hastings")
+
+
+def _check_symmetric_start(g, path, algo, cfg, on_trees) -> None:
+    """A start that a deterministic algorithm cannot leave (nonterminals alike in every rule and weight:
+    :func:`grind.grammars.grammar.interchangeable`, e.g. a CNF grammar under grind init --uniform) is an
+    InputError naming them and the start to take instead: it would stop at a symmetric point, exit 0."""
+    from grind.grammars.grammar import interchangeable
+    if algo in SYMMETRY_BREAKING or (algo == "cvb" and getattr(cfg, "cvb_init", "grammar") == "random"):
+        return
+    alike = interchangeable(g, g.probabilities())
+    if not alike:
+        return
+    name = "<stdin>" if path == "-" else path
+    first = alike[0]
+    which = f"{', '.join(first[:4])}{' ...' if len(first) > 4 else ''} ({len(first)})"
+    more = f" and {len(alike) - 1} more such group(s)" if len(alike) > 1 else ""
+    fix = (f"make the split grammar with noise: 'grind make-grammar treebank --subtypes H --noise 0.01 --seed 1 "
+           "TREES'" if on_trees or g.meta.get("model") == "treebank" else
+           f"start from 'grind init --random --seed 1 {name}' (or --algo gibbs, which samples)")
+    raise InputError(f"{name}: a symmetric start: the nonterminals {which}{more} have the same rules and weights, so "
+                     f"--algo {algo} keeps them identical whatever the data (they never take different roles): {fix}")
 
 
 def _check_last_step(trace, algorithm, n, limit) -> None:

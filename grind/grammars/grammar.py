@@ -363,12 +363,13 @@ def _probabilities_fix(grammar: Grammar, name: str, kind: str) -> str:
     np.minimum.at(lo, grammar.lhs, w)
     np.maximum.at(hi, grammar.lhs, w)
     used = np.isfinite(lo)
+    pseudo = (f"; if they are Dirichlet pseudo-counts, say so in its header: the line '# weights: {PSEUDO_COUNTS}' "
+              "(in place of any other '# weights:' line)")
     if np.all(lo[used] == hi[used]):
         return (f"its weights are equal within every left-hand side (a grammar to initialise): "
-                f"'grind init --random --seed 1 {name}' (or --uniform; --harmonic for a DMV grammar)")
+                f"'grind init --random --seed 1 {name}' (or --uniform; --harmonic for a DMV grammar){pseudo}")
     return (f"'grind init --normalise {name}' divides each weight by its left-hand side's sum, keeping their "
-            f"ratios; if they are Dirichlet pseudo-counts, give the file the header line '# weights: "
-            f"{PSEUDO_COUNTS}' instead")
+            f"ratios{pseudo}")
 
 
 def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
@@ -408,3 +409,60 @@ def read_grammar(path: str, start: str | None = None) -> Grammar:
         return Grammar._from_table(t, p.made, p.weights, start, p.pseudo, p.meta)
     except InputError as e:
         raise InputError(f"{path}: {e}") from None
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each entry (splitmix64's finaliser), wrapping on overflow."""
+    x = np.asarray(x, dtype=np.uint64).copy()
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def interchangeable(grammar: Grammar, weights) -> list[list[str]]:
+    """Classes (two or more) of nonterminals that no deterministic training can tell apart from these
+    ``weights``: after colour refinement (terminals and the start symbol fixed; a nonterminal's colour
+    refined by the multiset of its rules -- weight and the colours of the right-hand side in order -- and of
+    its occurrences in other rules, until the number of colours stops growing) they have one colour.  Such
+    nonterminals have equal inside and outside scores on every span, so equal expected counts, so EM, VB and
+    their kin keep them equal for ever: a symmetric start (a CNF grammar under ``grind init --uniform``)."""
+    t = grammar.table()
+    n_sym = len(t.symbols)
+    is_nt = np.zeros(n_sym, dtype=bool)
+    is_nt[np.unique(t.lhs)] = True
+    colour = np.where(is_nt, np.uint64(1), _mix(np.arange(n_sym, dtype=np.uint64) + np.uint64(7)))
+    start = t.symbols.index(grammar.start) if grammar.start in t.symbols else -1
+    if start >= 0:
+        colour[start] = np.uint64(2)
+    w = np.asarray(weights, dtype=np.float64)
+    wq = _mix(np.round(w, 12).view(np.uint64))                # weights equal to 12 decimals are alike
+    lens = np.diff(t.rhs_off)
+    rule_of_tok = np.repeat(np.arange(len(t.lhs)), lens)
+    pos = (np.arange(len(t.rhs)) - np.repeat(t.rhs_off[:-1], lens)).astype(np.uint64)
+    n_colours = len(np.unique(colour[is_nt]))
+    with np.errstate(over="ignore"):
+        for _ in range(n_sym):
+            tok = _mix(colour[t.rhs] + _mix(pos + np.uint64(11)))
+            sig = np.zeros(len(t.lhs), dtype=np.uint64)
+            np.add.at(sig, rule_of_tok, tok)
+            sig = _mix(sig + wq)
+            out = np.zeros(n_sym, dtype=np.uint64)
+            np.add.at(out, t.lhs, _mix(sig + np.uint64(3)))
+            inn = np.zeros(n_sym, dtype=np.uint64)
+            np.add.at(inn, t.rhs, _mix(sig[rule_of_tok] + _mix(colour[t.lhs[rule_of_tok]]) + _mix(pos + np.uint64(5))))
+            new = np.where(is_nt, _mix(colour + _mix(out) + _mix(inn + np.uint64(13))), colour)
+            if start >= 0:
+                new[start] = _mix(new[start] + np.uint64(17))
+            count = len(np.unique(new[is_nt]))
+            colour = new
+            if count == n_colours:
+                break
+            n_colours = count
+    classes: dict[int, list[str]] = {}
+    for i in np.flatnonzero(is_nt):
+        classes.setdefault(int(colour[i]), []).append(t.symbols[i])
+    return [c for c in classes.values() if len(c) > 1]
