@@ -424,7 +424,8 @@ def test_counts_say_their_start_symbol(grammars, tmp_path):
     grammar, opts = models["dmv"]
     run("split", *opts, "-n", 2, "-o", tmp_path / "s", TRAIN)
     run("-q", "estep", *opts, "-o", tmp_path / "c1.txt", grammar, tmp_path / "s.1.conllu.gz")
-    run("-q", "estep", *opts, "--start", "R_NOUN", "--max-unparsed", 1, "-o", tmp_path / "c2.txt", grammar, tmp_path / "s.2.conllu.gz")
+    run("-q", "estep", *opts, "--start", "R_NOUN", "--max-unparsed", 1, "-o", tmp_path / "c2.txt", grammar,
+        tmp_path / "s.2.conllu.gz")
     assert header(tmp_path / "c1.txt")["estep-start"] == "S"
     r = grind("sum", tmp_path / "c1.txt", tmp_path / "c2.txt", check=False)
     assert r.returncode == 1 and "'# estep-start: S' and '# estep-start: R_NOUN'" in r.stderr

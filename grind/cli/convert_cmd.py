@@ -44,7 +44,8 @@ def function_heads_cmd(treebank, fmt, relations, output):
     (CoNLL-U DEPS and CoNLL-X PHEAD/PDEPREL included, which then no longer
     match HEAD), the comment lines of each sentence, multiword ranges and
     empty nodes are written as read (comment lines that belong to no
-    sentence, such as a file header, are not).  A sentence without heads
+    sentence, such as a file header, are not); the header is written as
+    comments of the first sentence.  A sentence without heads
     (HEAD '_') is written unchanged and counted in the header and on
     stderr.  Unsupervised training reads only the tokens, so what changes
     is the gold: score every model and baseline on the converted gold;
@@ -112,8 +113,7 @@ def function_heads_cmd(treebank, fmt, relations, output):
             treebank=f"{name} ({fmt})", sentences=sentences, words_reattached=moved,
             function_words=found, without_heads=f"{no_tree} (written unchanged)",
             several_roots=f"{forests} (sentences with more than one HEAD 0)"))
-        f.write("\n")
-        f.writelines(blocks)
+        f.writelines(blocks)             # the header is the first sentence's comments (valid CoNLL-U)
 
 
 def _chain(head, rest):

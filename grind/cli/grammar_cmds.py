@@ -292,7 +292,7 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
 def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     """The head types of an unlexicalized DMV and a one-line description (see make_dmv); ``stats``
     gets the format CORPUS was read as."""
-    from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags
+    from grind.formats.corpus import UPOS_TAGS, UPOS_V1_ONLY, corpus_types, read_tags
     if spec.max_length is not None or spec.min_length > 1:
         log.info(f"the tag set is read from every sentence of {corpus}, whatever its length (--max-length and "
                  "--min-length are for the commands that read sentences: the '# corpus:' line says them for those)")
@@ -307,8 +307,13 @@ def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     if spec.column == "UPOS":
         base = {t for t in UPOS_TAGS if not (spec.punct == "ud" and t == "PUNCT")}
         other = sorted((seen | listed) - set(UPOS_TAGS))
+        v1 = [t for t in other if t in UPOS_V1_ONLY]
+        if v1:
+            log.info("UD v1 tags (a v1 treebank?), added to the tag set: "
+                     + ", ".join(f"{t} (v2 calls it {UPOS_V1_ONLY[t]})" for t in v1))
+        other = [t for t in other if t not in UPOS_V1_ONLY]
         if other:
-            log.warn(f"values that are not UPOS tags, added to the tag set: {' '.join(other)}")
+            log.warn(f"values that are not UPOS tags (of UD v2 or v1), added to the tag set: {' '.join(other)}")
         vocab = sorted(base | seen | listed)
         what = "UPOS" + (" without PUNCT (--punct ud)" if spec.punct == "ud" else "")
         extra = sorted(set(vocab) - base)

@@ -566,7 +566,7 @@ def _check_symmetric_start(g, path, algo, cfg, on_trees) -> None:
     first = alike[0]
     which = f"{', '.join(first[:4])}{' ...' if len(first) > 4 else ''} ({len(first)})"
     more = f" and {len(alike) - 1} more such group(s)" if len(alike) > 1 else ""
-    fix = (f"make the split grammar with noise: 'grind make-grammar treebank --subtypes H --noise 0.01 --seed 1 "
+    fix = ("make the split grammar with noise: 'grind make-grammar treebank --subtypes H --noise 0.01 --seed 1 "
            "TREES'" if on_trees or g.meta.get("model") == "treebank" else
            f"start from 'grind init --random --seed 1 {name}' (or --algo gibbs, which samples)")
     raise InputError(f"{name}: a symmetric start: the nonterminals {which}{more} have the same rules and weights, so "

@@ -34,6 +34,8 @@ COLUMNS = ("FORM", "LFORM", "UPOS", "XPOS")
 #: The 17 universal POS tags of UD v2 (https://universaldependencies.org/u/pos/).
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
              "PUNCT", "SCONJ", "SYM", "VERB", "X")
+#: The tags UD v1 had that v2 renamed (v1's CONJ is v2's CCONJ): a v1 treebank's, not "not a UPOS tag".
+UPOS_V1_ONLY = {"CONJ": "CCONJ"}
 FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb", "sigmorphon")
 PUNCT_RULES = ("none", "ud", "ptb", "ptb+")
 
@@ -1051,7 +1053,9 @@ def iter_blocks(path: str, spec: CorpusSpec, fmt: str, pairs):
                 yield Block([t for _, t in comments + group], sents)
                 comments, group, depth = [], [], 0
     else:
-        for start, comment_lines, rows in _blocks(iter(pairs), orphans=True):
+        for number, (start, comment_lines, rows) in enumerate(_blocks(iter(pairs), orphans=True), 1):
+            if number == 1:                      # a header grind wrote is the file's, not the sentence's
+                comment_lines = split_header(comment_lines)[1]
             if not rows:                         # comments on their own between sentences: kept, no sentence
                 yield Block(comment_lines, [])
                 continue

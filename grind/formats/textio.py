@@ -138,10 +138,13 @@ def read_lines(path: str):
     name = "<stdin>" if path == "-" else path
     f = open_binary(path)
     lineno = 0
+    boms: list[int] = []
     try:
         for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]                      # a UTF-8 byte-order mark
+            if raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]                      # a UTF-8 byte-order mark: the file's, or one of files joined
+                if lineno > 1:
+                    boms.append(lineno)
             try:
                 yield lineno, raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -156,6 +159,15 @@ def read_lines(path: str):
     finally:
         if path != "-":
             f.close()
+        if boms and (name, len(boms)) not in _BOMS_SAID:      # once a file (several readers may pass over it)
+            _BOMS_SAID.add((name, len(boms)))
+            from grind import log
+            log.info(f"{name}: a byte-order mark (U+FEFF) began line(s) {shown(boms)} (files joined?): removed, as "
+                     "at the start of a file")
+
+
+#: (file, how many) of the byte-order marks inside files said already.
+_BOMS_SAID: set = set()
 
 
 def header_keys(lines) -> dict[str, str]:
