@@ -451,6 +451,9 @@ def unparsed_fix(sents, parser, bad) -> str:
     ones = [int(i) for i in bad if len(sents[int(i)]) == 1]
     if not isinstance(parser, CKYParser) or g is None or not ones or derives_one_word(g):
         return ""                   # (the DMV and segmentation kernels read a word as more than one terminal)
+    from grind.grammars.dmv import dmv_problem
+    if dmv_problem(g) is None:      # a DMV grammar under --kernel cky: a word is its two split heads
+        return ""
     return (f"{len(ones)} of them are one word long, and this grammar derives no one-word sentence (no chain of "
             f"unary rules from {g.start} to a word, as in a CNF grammar): leave them out with --min-length 2")
 

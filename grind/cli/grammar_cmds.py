@@ -59,7 +59,8 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, 
     \b
     ROOT --> X_i;  X_i --> A B  for all A, B in X (and PT);
     X_i --> w (no preterminals) or PT_j --> w (with preterminals).
-    All weights are 1: run 'grind init' to turn them into probabilities.
+    All weights are 1: run 'grind init --random --seed 1' to turn them into
+    probabilities (uniform ones are a symmetric start, which training cannot leave).
 
     \b
     Example:

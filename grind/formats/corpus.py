@@ -147,7 +147,8 @@ def detect_format(path: str, first_line: str | None) -> str:
         if re.match(r"\s*([-+.0-9eE]+\s+){0,2}\S+\s+-->(\s|$)", first_line):
             name = "<stdin>" if path == "-" else path
             raise InputError(f"{name}: this looks like a grammar file (its first line is a rule "
-                             f"{quote_line(first_line)}), not a corpus; pass --format text if it is one")
+                             f"{quote_line(first_line)}), not a corpus: GRAMMAR and CORPUS swapped? (to read it as "
+                             "text all the same: --format text)")
         cols = first_line.rstrip("\r\n").split("\t")
         if len(cols) == 10 and _CONLL_ID.fullmatch(cols[0]):
             return "conllu"

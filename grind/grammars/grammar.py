@@ -355,8 +355,8 @@ def _probabilities_fix(grammar: Grammar, name: str, kind: str) -> str:
     other weights -> grind init --normalise (their ratios kept), or the pseudo-count header."""
     if kind == "counts":
         return (f"it holds expected rule counts of grind estep, which grind mstep turns into a grammar: "
-                f"'grind mstep {name}' (with --grammar G, the grammar the counts were made with, to keep its "
-                "unused rules' probabilities)")
+                f"'grind mstep --grammar GRAMMAR {name}', GRAMMAR the grammar grind estep made them with (without "
+                "it, a left-hand side no sentence used has no probabilities)")
     w = np.asarray(grammar.weights, dtype=np.float64)
     lo = np.full(len(grammar.nonterminals), np.inf)
     hi = np.zeros(len(grammar.nonterminals))
