@@ -630,6 +630,36 @@ def vb_underflow_larger_alpha(D, T):
     assert "underflow" not in err
 
 
+@hint
+def usage_hints(D, T):
+    msg = error_of(["parse", "--mbr", *UD, "--min-length", "2", D / "cnf.txt", D / "t.conllu"], codes=(2,))
+    assert "use --viterbi for a PCFG" in msg
+    grind_ok("parse", "--viterbi", *UD, "--min-length", "2", D / "cnf.txt", D / "t.conllu")
+    (T / "sp.conllu").write_text(block("a", [("New York", "PROPN", "NNP", 0)]) + SENTENCES[0])
+    msg = error_of(["make-grammar", "cnf", "-n", "1", "--column", "FORM", T / "sp.conllu"])
+    assert "use another --column" in msg
+    grind_ok("make-grammar", "cnf", "-n", "1", "--column", "UPOS", T / "sp.conllu")
+    (T / "nox.conllu").write_text(CONLLU.replace("\tDT\t", "\t_\t"))
+    msg = error_of(["make-grammar", "cnf", "-n", "1", "--column", "XPOS", T / "nox.conllu"])
+    assert "choose another --column" in msg
+    grind_ok("make-grammar", "cnf", "-n", "1", "--column", "UPOS", T / "nox.conllu")
+    msg = error_of(["split", *UD, "-n", "9", "-o", T / "s", D / "t.conllu"])
+    n = re.search(r"at most ([0-9]+) shards", msg).group(1)
+    grind_ok("split", *UD, "-n", n, "-o", T / "s", D / "t.conllu")
+    msg = error_of(["split", *UD, "-n", "2", "-o", "-", D / "t.conllu"], codes=(2,))
+    assert "give a PREFIX in a directory (e.g. shards/train)" in msg
+    grind_ok("split", *UD, "-n", "2", "-o", T / "train", D / "t.conllu")
+
+
+@hint
+def resume_with_the_checkpoints_value(D, T):
+    a = ["train", *UD, "--checkpoint", T / "ck.npz", "-o", T / "g.txt", D / "dmv1.txt", D / "t.conllu"]
+    grind_ok(*a, "--iterations", "1", "--alpha", "2")
+    msg = error_of([*a, "--iterations", "2", "--alpha", "3", "--resume"])
+    assert "resume with the checkpoint's value" in msg
+    grind_ok(*a, "--iterations", "2", "--alpha", "2", "--resume")
+
+
 @pytest.mark.parametrize("name", list(HINTS))
 def test_hint_followed_works(name, D, tmp_path):
     HINTS[name](D, tmp_path)
