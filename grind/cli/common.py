@@ -446,6 +446,7 @@ def report_failures(sents, parser, logz, what="sentences", fate="were left out",
 def unparsed_fix(sents, parser, bad) -> str:
     """The fix for sentences ``bad`` without a parse, where one is known: one-word sentences under a grammar
     that derives no one-word sentence (a CNF grammar) are left out with --min-length 2; else ''."""
+    from grind.grammars.grammar import derives_one_word
     from grind.kernels.cky import CKYParser
     g = getattr(parser, "grammar", None)
     ones = [int(i) for i in bad if len(sents[int(i)]) == 1]
@@ -456,19 +457,6 @@ def unparsed_fix(sents, parser, bad) -> str:
         return ""
     return (f"{len(ones)} of them are one word long, and this grammar derives no one-word sentence (no chain of "
             f"unary rules from {g.start} to a word, as in a CNF grammar): leave them out with --min-length 2")
-
-
-def derives_one_word(grammar) -> bool:
-    """Whether the grammar's start symbol reaches a word through unary rules alone (so some one-word
-    sentence has a derivation)."""
-    unary = [(a, rhs[0]) for a, rhs in grammar.rules if len(rhs) == 1]
-    reach = {a for a, b in unary if not grammar.is_nonterminal(b)}
-    grown = True
-    while grown:
-        new = {a for a, b in unary if b in reach and a not in reach}
-        reach |= new
-        grown = bool(new)
-    return grammar.start in reach
 
 
 def _given(name) -> bool:

@@ -411,6 +411,19 @@ def read_grammar(path: str, start: str | None = None) -> Grammar:
         raise InputError(f"{path}: {e}") from None
 
 
+def derives_one_word(grammar: Grammar) -> bool:
+    """Whether the grammar's start symbol reaches a word through unary rules alone (so that some one-word
+    sentence has a derivation; a CNF grammar's ROOT --> X, X --> A B derives none)."""
+    unary = [(a, rhs[0]) for a, rhs in grammar.rules if len(rhs) == 1]
+    reach = {a for a, b in unary if not grammar.is_nonterminal(b)}
+    grown = True
+    while grown:
+        new = {a for a, b in unary if b in reach and a not in reach}
+        reach |= new
+        grown = bool(new)
+    return grammar.start in reach
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each entry (splitmix64's finaliser), wrapping on overflow."""
     x = np.asarray(x, dtype=np.uint64).copy()
