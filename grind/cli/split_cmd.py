@@ -220,8 +220,9 @@ def split(corpus, k, prefix, spec):
                 cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
                 corpus=spec.describe(fmt), **{"corpus-sha256": source.hexdigest()[:16],
                                               shards.HASH_KEY: shards.hex_of(digests[i])}))
-            if not words:
-                f.write("\n")            # ends the header (a text sentence may begin with '#')
+            if fmt == "text" and not words:
+                f.write("\n")            # ends the header (a text sentence may begin with '#'); in CoNLL it is
+                #                         the first sentence's comments (a comment-only block is not CoNLL-U)
         for b, block in enumerate(blocks()):
             files[shard[b]].writelines(_block_text(block, fmt, words))
     for i, (path, bs) in enumerate(zip(paths, members)):
@@ -245,7 +246,7 @@ def _shard_heads(blocks, shard: list[int], k: int, fmt: str, words: bool) -> tup
     heads: list[list[str]] = [[] for _ in range(k)]
     done = [False] * k
     digests = [shards.content_hash() for _ in range(k)]
-    if not words:
+    if fmt == "text" and not words:                  # (the blank line that ends a text shard's header)
         for h in digests:
             h.update(b"\n")
     for b, block in enumerate(blocks):
