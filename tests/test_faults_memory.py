@@ -71,8 +71,8 @@ def test_low_memory_fails_fast_with_out_of_memory_at_every_limit(tmp_path):
     """From a limit too small to load numpy up to one that runs: exit 0, or one "out of memory" line
     within the timeout.  OpenBLAS spins forever (SIGTERM ignored) on a buffer that does not fit in
     a window of these limits, and a shared object that cannot be mapped was reported as an unbuilt kernel."""
-    (tmp_path / "g.txt").write_text("0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n"
-                                    "0.5 B --> a\n0.5 B --> b\n")
+    (tmp_path / "g.txt").write_text("0.5 S --> A B\n0.5 S --> B A\n0.75 A --> a\n0.25 A --> b\n"
+                                    "0.25 B --> a\n0.75 B --> b\n")
     (tmp_path / "c.txt").write_text("a b\nb a\n")
     ran = 0
     for limit in range(120, 380, 40):

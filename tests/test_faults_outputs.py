@@ -16,7 +16,8 @@ import pytest
 
 from conftest import REPO, SAMPLE, grind
 
-GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
+#: A and B differ (grind train refuses a symmetric start, whose two nonterminals EM never tells apart).
+GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.75 A --> a\n0.25 A --> b\n0.25 B --> a\n0.75 B --> b\n"
 HAVE_PLOT = importlib.util.find_spec("matplotlib") is not None
 
 #: Output kind -> the command writing it to OUT (run in a directory holding g.txt, c.txt, k.txt, t0.tsv).
