@@ -42,7 +42,10 @@ E-step (Appendix B), cycles of block coordinate ascent, each increasing B:
    method per (sentence, multinomial) block with the exact Hessian (the
    problem separates and each block is small); ``cfg.ln_optimizer = "lbfgs"``
    uses scipy's L-BFGS-B on the summed objective, as the paper uses a
-   quasi-Newton method (same optimum, slower).
+   quasi-Newton method (same optimum, slower).  Model I with Newton's method
+   runs compiled (:mod:`grind.infer.ln_estep`, csrc/ln.pyx): the same updates,
+   held only where a sentence's parses read the grammar; the numpy code below
+   is Model II's, L-BFGS-B's and the tests' reference.
 3. sigma~^2: per coordinate, Newton's method on s = log sigma~^2 (concave):
    J(s) = -(N_k/zeta~) exp(mu~_i + e^s/2) - 1/2 (Sigma^-1)_{ii} e^s + s/2.
 4. zeta~ = sum_i exp(mu~_i + sigma~^2_i / 2) (closed form), then psi~.
@@ -914,8 +917,12 @@ class LogisticNormal(Algorithm):
         #: workers (:func:`model1_shard`); needs cold starts and the plain M-step, which keep no
         #: per-sentence state here.
         self.remote = bool(getattr(estep, "remote", False)) and self.model == 1
-        self._vmu = self._vs2 = None
+        self._dmu = self._ds2 = None  # warm starts: q(eta) as dense arrays (the numpy E-step's; _vmu / _vs2)
+        self._shards = None          # ... or as the compiled E-step's shards, {lo: (layout, shard, prior)}
+        self._layouts = {}           # the compiled E-step's shard layouts, {(lo, size): Layout}
         self._warm_ready = False     # _vmu / _vs2 hold a whole E-step's q(eta) (not one half-way through)
+        #: Model I with Newton's mu~ step runs the compiled E-step (grind.infer.ln_estep); False: the numpy one
+        self.compiled = self.model == 1 and self.optimizer == "newton"
         self._parsed = None          # Model II, warm: (q(eta), structure, F, logz) of the last parse
         self.mstep = cfg.ln_mstep
         if self.mstep not in LN_MSTEPS:
@@ -1078,6 +1085,9 @@ class LogisticNormal(Algorithm):
                 bound += b_part
                 parsed += p_part
             M = parsed
+        elif self.compiled:
+            bound, parsed = self._compiled_estep(prior, S1, S2, R, kept)
+            M = parsed
         else:
             bound, parsed = 0.0, 0
             for lo in range(0, self.n, SHARD):
@@ -1197,6 +1207,98 @@ class LogisticNormal(Algorithm):
             return F, logz
         return None
 
+    def _compiled_estep(self, prior, S1, S2, R, kept):
+        """Model I's E-step in the compiled kernel (:mod:`grind.infer.ln_estep`), shard by
+        shard (``jobs`` at once), the sums added in shard order; fills ``kept`` and ``R`` for
+        the Newton M-step and keeps the shards for warm starts.  Returns (bound, parsed)."""
+        from grind.infer import ln_estep
+        pv = ln_estep.Prior(self.st, effective_sigma(self.st, self.Sigma), prior)
+        lays = [self._layout(lo) for lo in range(0, self.n, SHARD)]
+        newton = self.mstep == "newton"
+
+        def one(lay):
+            lo = int(lay.idx[0])
+            sh, logz, b = ln_estep.run_shard(self.parser, lay, pv, self.cycles, self._init_compiled(lo, lay))
+            ok = np.isfinite(logz)
+            return lo, lay, sh, ok, b, ln_estep.shard_sums(lay, sh, ok, pv)
+
+        if self.jobs > 1 and len(lays) > 1:
+            with ThreadPoolExecutor(self.jobs) as ex:
+                done = list(ex.map(one, lays))
+        else:
+            done = [one(lay) for lay in lays]
+        bound, parsed, shards = 0.0, 0, {}
+        for lo, lay, sh, ok, b, sums in done:
+            bound += float(b[ok].sum())
+            parsed += int(ok.sum())
+            _add_sums(S1, S2, sums)
+            if newton:
+                kept.append((lo, ok, lay, sh))
+                g, sent, e, pos = lay.places
+                sel = ok[sent] & ~np.repeat(sh.idle.astype(bool), np.diff(lay.arrays["blk_c0"]))
+                for gi, r in enumerate(R):
+                    m = sel & (g == gi)
+                    np.add.at(r, (e[m], pos[m]), 1.0 - sh.s2[m] * pv.p[gi][e[m], pos[m]])
+            shards[lo] = (lay, sh, pv)
+        if self.warm:
+            self._shards, self._dmu, self._ds2 = shards, None, None
+        return bound, parsed
+
+    def _layout(self, lo):
+        """The compiled E-step's layout of the shard at ``lo`` (made once per structure)."""
+        from grind.infer import ln_estep
+        idx = np.arange(lo, min(lo + SHARD, self.n))
+        lay = self._layouts.get((lo, len(idx)))
+        if lay is None or lay.st is not self.st:
+            lay = self._layouts[(lo, len(idx))] = ln_estep.Layout(self.parser, idx, self.st)
+        return lay
+
+    def _init_compiled(self, lo, lay):
+        """Warm start of the compiled E-step: (x, s2) per block coordinate of the shard at
+        ``lo`` from the last E-step's q(eta), or None (start at the prior)."""
+        if not (self.warm and self._warm_ready):
+            return None
+        from grind.infer import ln_estep
+        if self._shards is not None and lo in self._shards and self._shards[lo][0] is lay:
+            sh = self._shards[lo][1]
+            return sh.x, sh.s2
+        if self._dmu is None:
+            self._densify()
+        return ln_estep.from_dense(lay, self._dmu, self._ds2, lo) if self._dmu is not None else None
+
+    def _densify(self) -> None:
+        """The compiled E-step's shards as the dense per-group arrays (n, E, L) of _vmu / _vs2."""
+        if self._shards is None:
+            return
+        from grind.infer import ln_estep
+        vmu = [np.zeros((self.n, gr.E, gr.L)) for gr in self.st.groups]
+        vs2 = [np.ones((self.n, gr.E, gr.L)) for gr in self.st.groups]
+        for lo, (lay, sh, pv) in self._shards.items():
+            ln_estep.to_dense(lay, sh, pv, vmu, vs2, lo)
+        self._dmu, self._ds2, self._shards = vmu, vs2, None
+
+    @property
+    def _vmu(self):
+        """Warm starts: every posterior's mu~ per group, (n, E, L) (None before the first E-step)."""
+        self._densify()
+        return self._dmu
+
+    @_vmu.setter
+    def _vmu(self, value):
+        self._densify()
+        self._dmu = value
+
+    @property
+    def _vs2(self):
+        """Warm starts: every posterior's sigma~^2 per group, (n, E, L)."""
+        self._densify()
+        return self._ds2
+
+    @_vs2.setter
+    def _vs2(self, value):
+        self._densify()
+        self._ds2 = value
+
     def parser_changed(self) -> None:
         """Model II's last parse (:meth:`_reusable`) was made by the parser as it was: drop it."""
         self._parsed = None
@@ -1251,7 +1353,9 @@ class LogisticNormal(Algorithm):
                 best = (s, mus, Sigmas, q)
                 break
         s, self.mu, self.Sigma, q = best
-        if self.warm:
+        if self.warm and self.compiled:
+            self._shards = {entry[0]: got for entry, got in zip(kept, q)}
+        elif self.warm:
             for (lo, ok, _, _, _), (mt, v) in zip(kept, q):
                 rows = lo + np.flatnonzero(ok)
                 for dst, src in zip(self._vmu + self._vs2, mt + v):
@@ -1267,6 +1371,14 @@ class LogisticNormal(Algorithm):
         rounds = NEWTON_ROUNDS if rounds is None else rounds
         prior = self._prior_terms(mus, Sigmas)
         total, out = 0.0, []
+        if self.compiled:
+            from grind.infer import ln_estep
+            pv = ln_estep.Prior(self.st, effective_sigma(self.st, Sigmas), prior)
+            for _, ok, lay, sh in kept:
+                J, new = ln_estep.profile(lay, sh, pv, ok, rounds)
+                total += J
+                out.append((lay, new, pv))
+            return total, out
         for _, _, F, muts, s2s in kept:
             muts, s2s = [x.copy() for x in muts], [x.copy() for x in s2s]
             m, v = self.st.combine(muts), self.st.combine(s2s, 2)
@@ -1311,6 +1423,7 @@ class LogisticNormal(Algorithm):
         return st
 
     def set_state(self, s):
+        self._shards = None
         if self._tied is not None:
             self.st = self._tied if s.get("switched") else self._plain
         elif s.get("switched"):
@@ -1370,7 +1483,7 @@ class ShardWork:
 
     def __init__(self, ln, prior):
         self.st, self.pk, self.cycles, self.optimizer = ln.st, ln.pk, ln.cycles, ln.optimizer
-        self.Sigma, self.prior = ln.Sigma, prior
+        self.Sigma, self.prior, self.compiled = ln.Sigma, prior, ln.compiled
         self.parser, self._cache = None, {}
 
     def __getstate__(self):
@@ -1400,6 +1513,13 @@ def model1_shard(parser, idx, work: ShardWork) -> tuple:
         trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", 128 * 1024))
     except ValueError:
         trim = 128 * 1024
+    if work.compiled:               # as LogisticNormal._compiled_estep does it, shard by shard
+        from grind.infer import ln_estep
+        lay = ln_estep.Layout(parser, np.asarray(idx, dtype=np.int64), work.st)
+        pv = ln_estep.Prior(work.st, effective_sigma(work.st, work.Sigma), work.prior)
+        _, logz, b = ln_estep.run_shard(parser, lay, pv, work.cycles)
+        ok = np.isfinite(logz)
+        return ln_estep.shard_sums(lay, _, ok, pv), float(b[ok].sum()), int(ok.sum())
     with freed_blocks_kept(force=True, trim_after=trim):
         muts, s2s, _, F, logz, b = run.e_step(run._io_sentences(idx), len(idx), run.prior)
     ok = np.isfinite(logz)

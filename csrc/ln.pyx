@@ -1,0 +1,533 @@
+"""The logistic-normal model I E-step over the sentences of a shard, compiled
+(grind.infer.ln builds the arrays; the math is that module's docstring).
+
+Only what a sentence's parses can read is held: its *instances* (the
+multinomials with >= 2 rules some rule of which it can read, each with its
+mean m~, variance v~, zeta~ and expected counts F) and its *blocks* (the
+experts that cover an instance), each over its coordinates U in that expert
+-- the segments of the instances it covers.  Every other expert of a sentence
+sits at the prior's closed form (mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii),
+which this file never touches.  A block is solved in U alone with the
+marginal prior of U (covariance S = Sigma_UU, precision Q = S^-1), its
+uncovered coordinates R following as x_R = mu_R + Sigma_RU y with
+y = Q (x_U - mu_U) kept beside x_U (the KL's quadratic term is
+(x_U - mu_U) . y).  The blocks of one coverage pattern (expert, U) share
+S, Q, mu_U, the precision diagonal p_U and the weights w = 1 / |J_k|.
+
+Per sentence and round (csrc/ln_kernels.h does the solves):
+    c_t = N_t / zeta~_t  (N_t = sum of F_t; 0 for an unused instance),
+    for each group of experts in order, for each block of the group:
+        a = w F,  b = c exp(min(m~ - w x + v~/2, 700))   ->  x, y   (mu~ step)
+        beta = c exp(min(m~ + (v~ - w^2 s)/2, 700))      ->  s      (sigma~^2 step)
+    then m~, v~ and zeta~ = sum exp(m~ + v~/2) afresh.
+"""
+from libc.math cimport log, exp, INFINITY, NAN
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+
+import numpy as np
+
+cdef extern from "ln_kernels.h" nogil:
+    double grind_ln_exp(double x)
+    int grind_ln_mu(int n, const double *a, const double *b, const double *w, const double *S, const double *Q,
+                    int64_t ld, const double *mu, double *x, double *y, double gtol, int maxiter, double *work)
+    int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
+                       int iters, double *work)
+    void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
+    enum: GRIND_LN_KMAX
+
+ctypedef int64_t i64
+
+cdef double EXP_MAX = 700.0
+#: mu~ solves stop at max |gradient| < GTOL; sigma~^2 solves at |J'| < STOL
+cdef double GTOL = 1e-11
+cdef int MAXITER = 400
+cdef double STOL = 1e-13
+cdef int SITERS = 60
+
+
+cdef class Shard:
+    """The layout and state of one shard's variational posteriors (module docstring).
+
+    Layout (int64 arrays of the dict ``layout``): ``inst_off`` (B+1) the instances of
+    sentence b, ``inst_c0`` (T+1) the coordinates of instance t, ``c_inst`` (C) the
+    instance of each coordinate; ``blk_off`` (B+1) the blocks of sentence b in group
+    order, ``blk_pat`` (NB) their pattern, ``blk_c0`` (NB+1) their coordinates,
+    ``bc_f`` (NBC) the instance coordinate of each block coordinate; ``loc_off`` (B+1)
+    and ``loc_f`` (NL): for each rule a sentence reads, its instance coordinate (-1:
+    a multinomial of one rule, weight 1).  State (float64 arrays): x, s2, y per block
+    coordinate; m, v, F per instance coordinate; zeta per instance.
+    """
+    cdef readonly i64 B, T, C, NB, NBC, NL, P
+    cdef const i64[::1] inst_off, inst_c0, c_inst, blk_off, blk_pat, blk_c0, bc_f, loc_off, loc_f
+    cdef double[::1] _x, _s2, _y, _m, _v, _F, _zeta
+    cdef unsigned char[::1] _idle     # per block: no data in the last round (at the prior's closed form)
+    cdef public object layout
+    cdef object prior
+    # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
+    # coordinate w, mu_U and p_U = (Sigma^-1)_ii
+    cdef const double **sig
+    cdef const double **q
+    cdef const double **pw
+    cdef const double **pmu
+    cdef const double **pp
+    cdef i64 *ld
+    cdef i64 maxn
+
+    def __cinit__(self):
+        self.sig = self.q = self.pw = self.pmu = self.pp = NULL
+        self.ld = NULL
+
+    def __dealloc__(self):
+        self._free_prior()
+
+    cdef void _free_prior(self) noexcept:
+        free(self.sig); free(self.q); free(self.pw); free(self.pmu); free(self.pp); free(self.ld)
+        self.sig = self.q = self.pw = self.pmu = self.pp = NULL
+        self.ld = NULL
+
+    def __init__(self, layout, i64 n_patterns):
+        self.layout = layout
+        self.inst_off, self.inst_c0, self.c_inst = layout["inst_off"], layout["inst_c0"], layout["c_inst"]
+        self.blk_off, self.blk_pat, self.blk_c0 = layout["blk_off"], layout["blk_pat"], layout["blk_c0"]
+        self.bc_f, self.loc_off, self.loc_f = layout["bc_f"], layout["loc_off"], layout["loc_f"]
+        self.B = self.inst_off.shape[0] - 1
+        self.T = self.inst_c0.shape[0] - 1
+        self.C = self.c_inst.shape[0]
+        self.NB = self.blk_pat.shape[0]
+        self.NBC = self.bc_f.shape[0]
+        self.NL = self.loc_f.shape[0]
+        self.P = n_patterns
+        if (self.blk_off.shape[0] != self.B + 1 or self.loc_off.shape[0] != self.B + 1
+                or self.blk_c0.shape[0] != self.NB + 1 or self.inst_c0[self.T] != self.C
+                or self.blk_c0[self.NB] != self.NBC or self.loc_off[self.B] != self.NL
+                or self.inst_off[self.B] != self.T or self.blk_off[self.B] != self.NB):
+            raise ValueError("Shard: inconsistent layout")
+        cdef i64 k
+        self.maxn = 1
+        for k in range(self.NB):
+            if self.blk_pat[k] < 0 or self.blk_pat[k] >= self.P:
+                raise ValueError("Shard: a block's pattern is out of range")
+            self.maxn = max(self.maxn, self.blk_c0[k + 1] - self.blk_c0[k])
+        for k in range(self.T):
+            self.maxn = max(self.maxn, self.inst_c0[k + 1] - self.inst_c0[k])
+        for k in range(self.NBC):
+            if self.bc_f[k] < 0 or self.bc_f[k] >= self.C:
+                raise ValueError("Shard: a block coordinate is out of range")
+        self._x, self._s2, self._y = np.zeros(self.NBC), np.ones(self.NBC), np.zeros(self.NBC)
+        self._m, self._v, self._F = np.zeros(self.C), np.ones(self.C), np.zeros(self.C)
+        self._zeta = np.ones(self.T)
+        self._idle = np.ones(self.NB, dtype=np.uint8)
+
+    # the state as numpy arrays (views: writing into them changes the shard)
+    @property
+    def x(self):
+        return np.asarray(self._x)
+
+    @property
+    def s2(self):
+        return np.asarray(self._s2)
+
+    @property
+    def y(self):
+        return np.asarray(self._y)
+
+    @property
+    def m(self):
+        return np.asarray(self._m)
+
+    @property
+    def v(self):
+        return np.asarray(self._v)
+
+    @property
+    def F(self):
+        return np.asarray(self._F)
+
+    @property
+    def zeta(self):
+        return np.asarray(self._zeta)
+
+    @property
+    def idle(self):
+        """Per block: 1 where it had no data in the last round (or the shard started at the
+        prior): it is then at the prior's closed form, and :meth:`kl` and :meth:`accumulate`
+        count it as the sentence's other experts (exactly: nothing is added for it)."""
+        return np.asarray(self._idle)
+
+    def set_prior(self, list pools, const i64[:, ::1] where, const i64[::1] ld):
+        """The prior of every pattern: ``where[p]`` = (pool, offset) pairs of Sigma_UU, Q_U,
+        w, mu_U, p_U (10 columns) into the float64 arrays ``pools``; ``ld[p]`` the leading
+        dimension of Sigma_UU and Q_U.  Sizes are checked against each pattern's blocks."""
+        cdef i64 k, j, n, need
+        cdef const double[::1] pool
+        if where.shape[0] != self.P or where.shape[1] != 10 or ld.shape[0] != self.P:
+            raise ValueError("Shard.set_prior: one row of 10 a pattern")
+        size = np.zeros(self.P, dtype=np.int64)
+        for k in range(self.NB):
+            size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
+        pools = [np.ascontiguousarray(x, dtype=np.float64) for x in pools]
+        self._free_prior()
+        self.sig = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.q = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.pw = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.pmu = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.pp = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.ld = <i64 *> malloc(max(self.P, 1) * sizeof(i64))
+        if self.sig == NULL or self.q == NULL or self.pw == NULL or self.pmu == NULL or self.pp == NULL \
+                or self.ld == NULL:
+            self._free_prior()
+            raise MemoryError()
+        cdef const double **tabs[5]
+        tabs[0], tabs[1], tabs[2], tabs[3], tabs[4] = self.sig, self.q, self.pw, self.pmu, self.pp
+        for k in range(self.P):
+            n = size[k]
+            self.ld[k] = ld[k]
+            if n and ld[k] < n:
+                self._free_prior()
+                raise ValueError("Shard.set_prior: leading dimension below the pattern's size")
+            for j in range(5):
+                pool = pools[where[k, 2 * j]]
+                need = (n - 1) * ld[k] + n if j < 2 else n
+                if where[k, 2 * j + 1] < 0 or (n and where[k, 2 * j + 1] + need > pool.shape[0]):
+                    self._free_prior()
+                    raise ValueError("Shard.set_prior: a pattern reaches past its pool")
+                tabs[j][k] = &pool[where[k, 2 * j + 1]] if pool.shape[0] else NULL
+        self.prior = pools
+
+    def copy(self):
+        """A shard of the same layout, without a prior, holding a copy of the state."""
+        out = Shard(self.layout, self.P)
+        out._x, out._s2, out._y = self.x.copy(), self.s2.copy(), self.y.copy()
+        out._m, out._v, out._F, out._zeta = self.m.copy(), self.v.copy(), self.F.copy(), self.zeta.copy()
+        out._idle = self.idle.copy()
+        return out
+
+    cdef int _ready(self) except -1:
+        if self.ld == NULL:
+            raise ValueError("Shard: no prior (set_prior)")
+        return 0
+
+    def start(self, x=None, s2=None):
+        """The state at the prior (x = mu_U, s2 = 1/p_U, y = 0), or at the given x and s2
+        per block coordinate (y = Q (x - mu_U)); then :meth:`combine`."""
+        self._ready()
+        cdef const double[::1] xi, si
+        cdef i64 k, u, n, p, c0
+        cdef double *d = <double *> malloc(self.maxn * sizeof(double))
+        if d == NULL:
+            raise MemoryError()
+        cdef bint warm = x is not None
+        if warm:
+            xi, si = x, s2
+            if xi.shape[0] != self.NBC or si.shape[0] != self.NBC:
+                free(d)
+                raise ValueError("Shard.start: one value a block coordinate")
+        with nogil:
+            for k in range(self.NB):
+                p, c0 = self.blk_pat[k], self.blk_c0[k]
+                n = self.blk_c0[k + 1] - c0
+                self._idle[k] = not warm
+                if not warm:
+                    for u in range(n):
+                        self._x[c0 + u] = self.pmu[p][u]
+                        self._s2[c0 + u] = 1.0 / self.pp[p][u]
+                        self._y[c0 + u] = 0.0
+                else:
+                    for u in range(n):
+                        self._x[c0 + u] = xi[c0 + u]
+                        self._s2[c0 + u] = si[c0 + u]
+                        d[u] = xi[c0 + u] - self.pmu[p][u]
+                    grind_ln_symv(<int> n, self.q[p], self.ld[p], d, &self._y[c0])
+        free(d)
+        return self.combine()
+
+    def combine(self):
+        """m~ = sum_j w x_j, v~ = sum_j w^2 s2_j over the blocks covering each coordinate, and
+        zeta~_t = sum_i exp(min(m~ + v~/2, 700)).  Returns 0, or 1 if an m~ + v~/2 exceeds 700,
+        2 if a zeta~ underflows to 0 (grind.infer.ln.closed_zeta's errors)."""
+        self._ready()
+        cdef int status
+        with nogil:
+            status = self._combine()
+        return status
+
+    cdef int _combine(self) noexcept nogil:
+        cdef i64 k, u, n, p, c0, f, t, i
+        cdef double w, top, z, e
+        for i in range(self.C):
+            self._m[i] = 0.0
+            self._v[i] = 0.0
+        for k in range(self.NB):
+            p, c0 = self.blk_pat[k], self.blk_c0[k]
+            n = self.blk_c0[k + 1] - c0
+            for u in range(n):
+                f = self.bc_f[c0 + u]
+                w = self.pw[p][u]
+                self._m[f] += w * self._x[c0 + u]
+                self._v[f] += w * w * self._s2[c0 + u]
+        for t in range(self.T):
+            top = -INFINITY
+            z = 0.0
+            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                e = self._m[i] + 0.5 * self._v[i]
+                top = e if e > top else top
+                z += grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            if top > EXP_MAX:
+                return 1
+            if z == 0.0:
+                return 2
+            self._zeta[t] = z
+        return 0
+
+    def weights(self, double[::1] lw):
+        """exp(psi~) of every rule the sentences read (lw, aligned with ``loc_f``):
+        psi~ = m~ - log zeta~ + 1 - sum exp(min(m~ + v~/2, 700)) / zeta~; 1 for a rule of a
+        one-rule multinomial."""
+        if lw.shape[0] != self.NL:
+            raise ValueError("Shard.weights: one weight a local rule")
+        cdef double *lz = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef i64 t, i, j, f
+        cdef double e
+        if lz == NULL or corr == NULL:
+            free(lz); free(corr)
+            raise MemoryError()
+        with nogil:
+            self._psi_parts(lz, corr)
+            for j in range(self.NL):
+                f = self.loc_f[j]
+                if f < 0:
+                    lw[j] = 1.0
+                else:
+                    t = self.c_inst[f]
+                    lw[j] = exp(self._m[f] - lz[t] + corr[t])
+        free(lz); free(corr)
+
+    cdef void _psi_parts(self, double *lz, double *corr) noexcept nogil:
+        """psi~ = m~ - lz[t] + corr[t]: lz = log zeta~, corr = 1 - sum exp(min(m~ + v~/2, 700)) / zeta~."""
+        cdef i64 t, i
+        cdef double e, z, zi
+        for t in range(self.T):
+            z = self._zeta[t]
+            e = 0.0
+            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                zi = self._m[i] + 0.5 * self._v[i]
+                e += grind_ln_exp(zi if zi < EXP_MAX else EXP_MAX)
+            lz[t] = log(z)
+            corr[t] = 1.0 - e / z
+
+    def set_counts(self, const double[::1] lc, const double[::1] logz):
+        """F from the expected counts of the local rules (aligned with ``loc_f``); 0 for a
+        sentence without a parse (log Z not finite)."""
+        if lc.shape[0] != self.NL or logz.shape[0] != self.B:
+            raise ValueError("Shard.set_counts: sizes")
+        cdef i64 b, i, j, f
+        with nogil:
+            for i in range(self.C):
+                self._F[i] = 0.0
+            for b in range(self.B):
+                if not (logz[b] > -INFINITY and logz[b] < INFINITY):
+                    continue
+                for j in range(self.loc_off[b], self.loc_off[b + 1]):
+                    f = self.loc_f[j]
+                    if f >= 0:
+                        self._F[f] += lc[j]
+
+    def update(self, i64 rounds=1):
+        """``rounds`` rounds of steps 2-4 for every sentence with F fixed (module docstring).
+        Returns (status, mu~ solver iterations): status as :meth:`combine`, or 3 if a
+        covariance was not positive definite in a solve."""
+        self._ready()
+        cdef int status = 0
+        cdef i64 its[2]
+        cdef i64 r
+        its[0] = its[1] = 0
+        with nogil:
+            for r in range(rounds):
+                status = self._update(its)
+                if status == 0:
+                    status = self._combine()
+                if status:
+                    break
+        return status, its[0], its[1]
+
+    cdef int _update(self, i64 *its) noexcept nogil:
+        cdef i64 n = self.maxn, k, u, p, c0, f, t, i
+        cdef double *c = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef double *buf = <double *> malloc((6 * n + 13 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 3) + 8)
+                                             * sizeof(double))
+        cdef double *a = buf
+        cdef double *bb = buf + n
+        cdef double *w2 = buf + 2 * n
+        cdef double *xo = buf + 3 * n
+        cdef double *so = buf + 4 * n
+        cdef double *beta = buf + 5 * n
+        cdef double *work = buf + 6 * n
+        cdef const double *pw
+        cdef double N, w, e
+        cdef int status = 0, got, idle
+        if c == NULL or buf == NULL:
+            free(c); free(buf)
+            return 4
+        for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
+            N = 0.0
+            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                N += self._F[i]
+            c[t] = N / self._zeta[t] if N > 0.0 else 0.0
+        for k in range(self.NB):
+            p, c0 = self.blk_pat[k], self.blk_c0[k]
+            n = self.blk_c0[k + 1] - c0
+            pw = self.pw[p]
+            idle = 1
+            for u in range(n):
+                f = self.bc_f[c0 + u]
+                w = pw[u]
+                a[u] = w * self._F[f]
+                e = self._m[f] - w * self._x[c0 + u] + 0.5 * self._v[f]
+                bb[u] = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                w2[u] = w * w
+                xo[u] = self._x[c0 + u]
+                so[u] = self._s2[c0 + u]
+                if a[u] != 0.0 or bb[u] != 0.0:
+                    idle = 0
+            self._idle[k] = idle
+            if idle:                                  # no data: the maximiser is mu exactly
+                for u in range(n):
+                    self._x[c0 + u] = self.pmu[p][u]
+                    self._y[c0 + u] = 0.0
+            else:
+                got = grind_ln_mu(<int> n, a, bb, pw, self.sig[p], self.q[p], self.ld[p], self.pmu[p], &self._x[c0],
+                                  &self._y[c0], GTOL, MAXITER, work)
+                if got == -2:
+                    status = 3
+                    break
+                if got > 0:
+                    its[0] += got
+            for u in range(n):
+                f = self.bc_f[c0 + u]
+                self._m[f] += pw[u] * (self._x[c0 + u] - xo[u])
+                e = self._m[f] + 0.5 * (self._v[f] - w2[u] * so[u])
+                beta[u] = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            its[1] += grind_ln_sigma(<int> n, beta, w2, self.pp[p], &self._s2[c0], STOL, SITERS, work)
+            for u in range(n):
+                f = self.bc_f[c0 + u]
+                self._v[f] += w2[u] * (self._s2[c0 + u] - so[u])
+        free(c); free(buf)
+        return status
+
+    def kl(self):
+        """Per sentence, its (not idle) blocks' part of sum_j KL_j beyond the prior's closed form:
+        1/2 sum over block coordinates of [p s2 - 1 - log s2 - log p + (x - mu) y]."""
+        self._ready()
+        out = np.zeros(self.B)
+        cdef double[::1] o = out
+        cdef i64 b, k, u, p, c0, n
+        cdef double acc, pp
+        with nogil:
+            for b in range(self.B):
+                acc = 0.0
+                for k in range(self.blk_off[b], self.blk_off[b + 1]):
+                    if self._idle[k]:
+                        continue
+                    p, c0 = self.blk_pat[k], self.blk_c0[k]
+                    n = self.blk_c0[k + 1] - c0
+                    for u in range(n):
+                        pp = self.pp[p][u]
+                        acc += (pp * self._s2[c0 + u] - 1.0 - log(self._s2[c0 + u]) - log(pp)
+                                + (self._x[c0 + u] - self.pmu[p][u]) * self._y[c0 + u])
+                o[b] = 0.5 * acc
+        return out
+
+    def data_term(self):
+        """Per sentence, sum over its instances of F . psi~ (the fixed-count objective's data part)."""
+        out = np.zeros(self.B)
+        cdef double[::1] o = out
+        cdef double *lz = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef i64 b, t, i
+        cdef double acc
+        if lz == NULL or corr == NULL:
+            free(lz); free(corr)
+            raise MemoryError()
+        with nogil:
+            self._psi_parts(lz, corr)
+            for b in range(self.B):
+                acc = 0.0
+                for t in range(self.inst_off[b], self.inst_off[b + 1]):
+                    for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                        acc += self._F[i] * (self._m[i] - lz[t] + corr[t])
+                o[b] = acc
+        free(lz); free(corr)
+        return out
+
+    def accumulate(self, const unsigned char[::1] ok, list pools, const i64[:, ::1] where,
+                   const i64[::1] ld, const i64[::1] uidx, const i64[::1] u0, double[::1] cnt):
+        """Add, over the blocks of the sentences ``ok`` (not idle), x_U to s1, s2_U to sd and
+        x_U x_U^T to s2 at pattern p's places: ``where[p]`` = (pool, offset) pairs of s1,
+        sd, s2 (leading dimension ld[p]) into the float64 arrays ``pools``, coordinate u
+        at index uidx[u0[p] + u] there; and, where where[p, 6] >= 0, the sums of x_U, y,
+        y x_U^T and y y^T at (pool, offset) where[p, 6:8], where[p, 8:10] (n and n + n
+        then n*n and n*n numbers); count the blocks of each pattern in cnt[p]."""
+        cdef i64 b, k, u, v, p, c0, n, i, j, L
+        cdef double *s1
+        cdef double *sd
+        cdef double *s2
+        cdef double *xs
+        cdef double *yx
+        cdef double[::1] pool
+        if where.shape[0] != self.P or where.shape[1] != 10 or ld.shape[0] != self.P or u0.shape[0] != self.P \
+                or cnt.shape[0] != self.P or ok.shape[0] != self.B:
+            raise ValueError("Shard.accumulate: sizes")
+        ptr = np.zeros((self.P, 5), dtype=np.uintp)
+        cdef size_t[:, ::1] P = ptr
+        size = np.zeros(self.P, dtype=np.int64)
+        for k in range(self.NB):
+            size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
+        for k in range(self.P):
+            n = size[k]
+            for j in range(5):
+                if j >= 3 and where[k, 6] < 0:
+                    continue
+                pool = pools[where[k, 2 * j]] if j < 3 else pools[where[k, 6 + 2 * (j - 3)]]
+                i = where[k, 2 * j + 1] if j < 3 else where[k, 7 + 2 * (j - 3)]
+                L = ((n - 1) * ld[k] + n if j == 2 else n) if j < 3 else (2 * n if j == 3 else 2 * n * n)
+                if n and (i < 0 or i + L > pool.shape[0] or (j < 3 and u0[k] + n > uidx.shape[0])):
+                    raise ValueError("Shard.accumulate: a pattern reaches past its pool")
+                P[k, j] = <size_t> &pool[i] if n else 0
+        with nogil:
+            for b in range(self.B):
+                if not ok[b]:
+                    continue
+                for k in range(self.blk_off[b], self.blk_off[b + 1]):
+                    if self._idle[k]:
+                        continue
+                    p, c0 = self.blk_pat[k], self.blk_c0[k]
+                    n = self.blk_c0[k + 1] - c0
+                    cnt[p] += 1.0
+                    s1, sd, s2 = <double *> P[p, 0], <double *> P[p, 1], <double *> P[p, 2]
+                    for u in range(n):
+                        i = uidx[u0[p] + u]
+                        s1[i] += self._x[c0 + u]
+                        sd[i] += self._s2[c0 + u]
+                        for v in range(n):
+                            s2[i * ld[p] + uidx[u0[p] + v]] += self._x[c0 + u] * self._x[c0 + v]
+                    xs = <double *> P[p, 3]
+                    if xs != NULL:
+                        yx = <double *> P[p, 4]
+                        for u in range(n):
+                            xs[u] += self._x[c0 + u]
+                            xs[n + u] += self._y[c0 + u]
+                            for v in range(n):
+                                yx[u * n + v] += self._y[c0 + u] * self._x[c0 + v]
+                                yx[n * n + u * n + v] += self._y[c0 + u] * self._y[c0 + v]
+
+
+def kernel_exp(const double[::1] x):
+    """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""
+    out = np.empty(x.shape[0])
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        o[i] = grind_ln_exp(x[i])
+    return out
