@@ -27,10 +27,16 @@ from libc.stdlib cimport malloc, free
 
 import numpy as np
 
+cdef extern from "<stdlib.h>" nogil:
+    void *aligned_alloc(size_t alignment, size_t size)
+
 cdef extern from "ln_kernels.h" nogil:
+    ctypedef struct grind_v8d:
+        pass
     double grind_ln_exp(double x)
-    int grind_ln_mu(int n, const double *a, const double *b, const double *w, const double *S, const double *Q,
-                    int64_t ld, const double *mu, double *x, double *y, double gtol, int maxiter, double *work)
+    int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
+                          const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
+                          double gtol, int maxiter, grind_v8d *work)
     int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
                        int iters, double *work)
     void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
@@ -59,7 +65,7 @@ cdef class Shard:
     coordinate; m, v, F per instance coordinate; zeta per instance.
     """
     cdef readonly i64 B, T, C, NB, NBC, NL, P
-    cdef const i64[::1] inst_off, inst_c0, c_inst, blk_off, blk_pat, blk_c0, bc_f, loc_off, loc_f
+    cdef const i64[::1] inst_off, inst_c0, c_inst, blk_off, blk_pat, blk_c0, bc_f, loc_off, loc_f, order, chunk_off
     cdef double[::1] _x, _s2, _y, _m, _v, _F, _zeta
     cdef unsigned char[::1] _idle     # per block: no data in the last round (at the prior's closed form)
     cdef public object layout
@@ -91,6 +97,7 @@ cdef class Shard:
         self.inst_off, self.inst_c0, self.c_inst = layout["inst_off"], layout["inst_c0"], layout["c_inst"]
         self.blk_off, self.blk_pat, self.blk_c0 = layout["blk_off"], layout["blk_pat"], layout["blk_c0"]
         self.bc_f, self.loc_off, self.loc_f = layout["bc_f"], layout["loc_off"], layout["loc_f"]
+        self.order, self.chunk_off = layout["order"], layout["chunk_off"]
         self.B = self.inst_off.shape[0] - 1
         self.T = self.inst_c0.shape[0] - 1
         self.C = self.c_inst.shape[0]
@@ -103,7 +110,7 @@ cdef class Shard:
                 or self.blk_c0[self.NB] != self.NBC or self.loc_off[self.B] != self.NL
                 or self.inst_off[self.B] != self.T or self.blk_off[self.B] != self.NB):
             raise ValueError("Shard: inconsistent layout")
-        cdef i64 k
+        cdef i64 k, i
         self.maxn = 1
         for k in range(self.NB):
             if self.blk_pat[k] < 0 or self.blk_pat[k] >= self.P:
@@ -114,6 +121,14 @@ cdef class Shard:
         for k in range(self.NBC):
             if self.bc_f[k] < 0 or self.bc_f[k] >= self.C:
                 raise ValueError("Shard: a block coordinate is out of range")
+        if self.order.shape[0] != self.NB or self.chunk_off.shape[0] < 1 or self.chunk_off[self.chunk_off.shape[0] - 1] != self.NB:
+            raise ValueError("Shard: the chunks are not the blocks")
+        for k in range(self.chunk_off.shape[0] - 1):
+            if not 0 < self.chunk_off[k + 1] - self.chunk_off[k] <= 8:
+                raise ValueError("Shard: a chunk holds 1 to 8 blocks")
+            for i in range(self.chunk_off[k], self.chunk_off[k + 1]):
+                if self.order[i] < 0 or self.order[i] >= self.NB or self.blk_pat[self.order[i]] != self.blk_pat[self.order[self.chunk_off[k]]]:
+                    raise ValueError("Shard: a chunk's blocks are not of one pattern")
         self._x, self._s2, self._y = np.zeros(self.NBC), np.ones(self.NBC), np.zeros(self.NBC)
         self._m, self._v, self._F = np.zeros(self.C), np.ones(self.C), np.zeros(self.C)
         self._zeta = np.ones(self.T)
@@ -353,67 +368,114 @@ cdef class Shard:
         return status, its[0], its[1]
 
     cdef int _update(self, i64 *its) noexcept nogil:
-        cdef i64 n = self.maxn, k, u, p, c0, f, t, i
+        """One round: the blocks chunk by chunk (``chunk_off`` / ``order``: up to eight blocks of
+        one pattern, the chunks of a group before those of the next), each chunk's mu~ solves
+        at once (grind_ln_mu_batch, a block a lane), then their sigma~^2 solves."""
+        cdef i64 n = self.maxn, ch, lane, k, u, p, c0, f, t, i, q
         cdef double *c = <double *> malloc(max(self.T, 1) * sizeof(double))
-        cdef double *buf = <double *> malloc((6 * n + 13 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 3) + 8)
-                                             * sizeof(double))
-        cdef double *a = buf
-        cdef double *bb = buf + n
-        cdef double *w2 = buf + 2 * n
-        cdef double *xo = buf + 3 * n
-        cdef double *so = buf + 4 * n
-        cdef double *beta = buf + 5 * n
-        cdef double *work = buf + 6 * n
+        cdef size_t nv = 8 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
+        cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
+        cdef double *va = vb
+        cdef double *vbb = vb + 8 * n
+        cdef double *vx = vb + 16 * n
+        cdef double *vy = vb + 24 * n
+        cdef double *vxo = vb + 32 * n
+        cdef double *vso = vb + 40 * n
+        cdef double *vw2 = vb + 48 * n
+        cdef double *vbeta = vb + 56 * n
+        cdef double *act = vb + 64 * n
+        cdef double *vwork = vb + 64 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
+        cdef double *vp = <double *> malloc(8 * n * sizeof(double))
+        cdef i64 blk[8]
         cdef const double *pw
-        cdef double N, w, e
-        cdef int status = 0, got, idle
-        if c == NULL or buf == NULL:
-            free(c); free(buf)
+        cdef double N, w, e, ai, bi
+        cdef int status = 0, got, nl, idle
+        if c == NULL or vb == NULL or vp == NULL:
+            free(c); free(vb); free(vp)
             return 4
         for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
             N = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
                 N += self._F[i]
             c[t] = N / self._zeta[t] if N > 0.0 else 0.0
-        for k in range(self.NB):
-            p, c0 = self.blk_pat[k], self.blk_c0[k]
-            n = self.blk_c0[k + 1] - c0
+        for ch in range(self.chunk_off.shape[0] - 1):
+            nl = <int> (self.chunk_off[ch + 1] - self.chunk_off[ch])
+            k = self.order[self.chunk_off[ch]]
+            p = self.blk_pat[k]
+            n = self.blk_c0[k + 1] - self.blk_c0[k]
             pw = self.pw[p]
-            idle = 1
-            for u in range(n):
-                f = self.bc_f[c0 + u]
-                w = pw[u]
-                a[u] = w * self._F[f]
-                e = self._m[f] - w * self._x[c0 + u] + 0.5 * self._v[f]
-                bb[u] = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
-                w2[u] = w * w
-                xo[u] = self._x[c0 + u]
-                so[u] = self._s2[c0 + u]
-                if a[u] != 0.0 or bb[u] != 0.0:
-                    idle = 0
-            self._idle[k] = idle
-            if idle:                                  # no data: the maximiser is mu exactly
+            for lane in range(8):
+                act[lane] = 0.0
+                blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
+                k = blk[lane]
+                idle = 1
                 for u in range(n):
-                    self._x[c0 + u] = self.pmu[p][u]
-                    self._y[c0 + u] = 0.0
-            else:
-                got = grind_ln_mu(<int> n, a, bb, pw, self.sig[p], self.q[p], self.ld[p], self.pmu[p], &self._x[c0],
-                                  &self._y[c0], GTOL, MAXITER, work)
-                if got == -2:
-                    status = 3
-                    break
-                if got > 0:
-                    its[0] += got
-            for u in range(n):
-                f = self.bc_f[c0 + u]
-                self._m[f] += pw[u] * (self._x[c0 + u] - xo[u])
-                e = self._m[f] + 0.5 * (self._v[f] - w2[u] * so[u])
-                beta[u] = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
-            its[1] += grind_ln_sigma(<int> n, beta, w2, self.pp[p], &self._s2[c0], STOL, SITERS, work)
-            for u in range(n):
-                f = self.bc_f[c0 + u]
-                self._v[f] += w2[u] * (self._s2[c0 + u] - so[u])
-        free(c); free(buf)
+                    q = u * 8 + lane
+                    vw2[q] = pw[u] * pw[u]
+                    vp[q] = self.pp[p][u]
+                    if k < 0:
+                        va[q] = 0.0
+                        vbb[q] = 0.0
+                        vx[q] = self.pmu[p][u]
+                        vy[q] = 0.0
+                        vso[q] = 1.0 / self.pp[p][u]
+                        continue
+                    c0 = self.blk_c0[k]
+                    f = self.bc_f[c0 + u]
+                    w = pw[u]
+                    ai = w * self._F[f]
+                    e = self._m[f] - w * self._x[c0 + u] + 0.5 * self._v[f]
+                    bi = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                    va[q] = ai
+                    vbb[q] = bi
+                    vx[q] = self._x[c0 + u]
+                    vy[q] = self._y[c0 + u]
+                    vso[q] = self._s2[c0 + u]
+                    if ai != 0.0 or bi != 0.0:
+                        idle = 0
+                if k >= 0:
+                    self._idle[k] = idle
+                    if idle:                          # no data: the maximiser is mu exactly
+                        for u in range(n):
+                            vx[u * 8 + lane] = self.pmu[p][u]
+                            vy[u * 8 + lane] = 0.0
+                    else:
+                        act[lane] = 1.0
+            for q in range(8 * n):
+                vxo[q] = vx[q]
+            got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
+                                    self.pmu[p], <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
+                                    <grind_v8d *> vwork)
+            if got == -2:
+                status = 3
+                break
+            its[0] += got
+            for lane in range(nl):
+                k = blk[lane]
+                c0 = self.blk_c0[k]
+                for u in range(n):
+                    q = u * 8 + lane
+                    f = self.bc_f[c0 + u]
+                    self._x[c0 + u] = vx[q]
+                    self._y[c0 + u] = vy[q]
+                    self._m[f] += pw[u] * (vx[q] - vxo[q])
+                    e = self._m[f] + 0.5 * (self._v[f] - vw2[q] * vso[q])
+                    vbeta[q] = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            for lane in range(nl, 8):
+                for u in range(n):
+                    vbeta[u * 8 + lane] = 0.0
+            for q in range(8 * n):
+                vxo[q] = vso[q]                       # the start of the sigma~^2 solves (vso kept)
+            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
+            for lane in range(nl):
+                k = blk[lane]
+                c0 = self.blk_c0[k]
+                for u in range(n):
+                    q = u * 8 + lane
+                    f = self.bc_f[c0 + u]
+                    self._s2[c0 + u] = vxo[q]
+                    self._v[f] += vw2[q] * (vxo[q] - vso[q])
+        free(c); free(vb); free(vp)
         return status
 
     def kl(self):

@@ -97,6 +97,17 @@ class Layout:
             self._plain_blocks(st, inst_k, inst_c0, a)
         else:
             self._blocks(st, inst_k, inst_sent, inst_c0, a, coverage(st) if cover is None else cover)
+        # chunks: up to eight blocks of one pattern (one from each of eight sentences), solved at
+        # once; the chunks of a group come before those of the next (block coordinate ascent)
+        pat = a["blk_pat"]
+        key = self.pat_g[pat] * (len(self.pat_g) + 1) + pat if len(pat) else pat
+        order = np.argsort(key, kind="stable").astype(np.int64)
+        ks = key[order]
+        run_start = np.flatnonzero(np.concatenate([[True], ks[1:] != ks[:-1]])) if len(ks) else np.zeros(0, np.int64)
+        run_end = np.concatenate([run_start[1:], [len(ks)]]).astype(np.int64)
+        cuts = [np.arange(s0, e0, 8) for s0, e0 in zip(run_start, run_end)]
+        a["order"] = order
+        a["chunk_off"] = np.concatenate(cuts + [[len(ks)]]).astype(np.int64)
         self.arrays = a
         self.B = B
 
