@@ -23,7 +23,7 @@ Per sentence and round (csrc/ln_kernels.h does the solves):
 """
 from libc.math cimport log, exp, INFINITY, NAN
 from libc.stdint cimport int64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 
 import numpy as np
 
@@ -52,6 +52,17 @@ cdef double STOL = 1e-13
 cdef int SITERS = 60
 
 
+cdef int _bases(list pools, const double **base, i64 *size) except -1:
+    """The data pointers and lengths of ``pools`` (C-contiguous float64 arrays)."""
+    cdef const double[::1] v
+    cdef Py_ssize_t i
+    for i in range(len(pools)):
+        v = pools[i]
+        size[i] = v.shape[0]
+        base[i] = &v[0] if v.shape[0] else NULL
+    return 0
+
+
 cdef class Shard:
     """The layout and state of one shard's variational posteriors (module docstring).
 
@@ -67,6 +78,7 @@ cdef class Shard:
     cdef readonly i64 B, T, C, NB, NBC, NL, P
     cdef const i64[::1] inst_off, inst_c0, c_inst, blk_off, blk_pat, blk_c0, bc_f, loc_off, loc_f, order, chunk_off
     cdef double[::1] _x, _s2, _y, _m, _v, _F, _zeta
+    cdef double[::1] _ee, _lz          # exp(min(m~ + v~/2, 700)) per coordinate, log zeta~ per instance
     cdef unsigned char[::1] _idle     # per block: no data in the last round (at the prior's closed form)
     cdef public object layout
     cdef object prior
@@ -133,6 +145,7 @@ cdef class Shard:
         self._m, self._v, self._F = np.zeros(self.C), np.ones(self.C), np.zeros(self.C)
         self._zeta = np.ones(self.T)
         self._idle = np.ones(self.NB, dtype=np.uint8)
+        self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
 
     # the state as numpy arrays (views: writing into them changes the shard)
     @property
@@ -175,13 +188,20 @@ cdef class Shard:
         w, mu_U, p_U (10 columns) into the float64 arrays ``pools``; ``ld[p]`` the leading
         dimension of Sigma_UU and Q_U.  Sizes are checked against each pattern's blocks."""
         cdef i64 k, j, n, need
-        cdef const double[::1] pool
         if where.shape[0] != self.P or where.shape[1] != 10 or ld.shape[0] != self.P:
             raise ValueError("Shard.set_prior: one row of 10 a pattern")
-        size = np.zeros(self.P, dtype=np.int64)
+        pools = [np.ascontiguousarray(x, dtype=np.float64) for x in pools]
+        cdef i64 G = len(pools), pi, off
+        cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
+        cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
+        cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
+        cdef int bad = 0
+        if base == NULL or plen == NULL or size == NULL:
+            free(base); free(plen); free(size)
+            raise MemoryError()
+        _bases(pools, base, plen)
         for k in range(self.NB):
             size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
-        pools = [np.ascontiguousarray(x, dtype=np.float64) for x in pools]
         self._free_prior()
         self.sig = <const double **> malloc(max(self.P, 1) * sizeof(double *))
         self.q = <const double **> malloc(max(self.P, 1) * sizeof(double *))
@@ -192,6 +212,7 @@ cdef class Shard:
         if self.sig == NULL or self.q == NULL or self.pw == NULL or self.pmu == NULL or self.pp == NULL \
                 or self.ld == NULL:
             self._free_prior()
+            free(base); free(plen); free(size)
             raise MemoryError()
         cdef const double **tabs[5]
         tabs[0], tabs[1], tabs[2], tabs[3], tabs[4] = self.sig, self.q, self.pw, self.pmu, self.pp
@@ -199,15 +220,20 @@ cdef class Shard:
             n = size[k]
             self.ld[k] = ld[k]
             if n and ld[k] < n:
-                self._free_prior()
-                raise ValueError("Shard.set_prior: leading dimension below the pattern's size")
+                bad = 1
             for j in range(5):
-                pool = pools[where[k, 2 * j]]
+                pi, off = where[k, 2 * j], where[k, 2 * j + 1]
                 need = (n - 1) * ld[k] + n if j < 2 else n
-                if where[k, 2 * j + 1] < 0 or (n and where[k, 2 * j + 1] + need > pool.shape[0]):
-                    self._free_prior()
-                    raise ValueError("Shard.set_prior: a pattern reaches past its pool")
-                tabs[j][k] = &pool[where[k, 2 * j + 1]] if pool.shape[0] else NULL
+                if pi < 0 or pi >= G or off < 0 or (n and off + need > plen[pi]):
+                    bad = 1
+                    break
+                tabs[j][k] = base[pi] + off if base[pi] != NULL else NULL
+            if bad:
+                break
+        free(base); free(plen); free(size)
+        if bad:
+            self._free_prior()
+            raise ValueError("Shard.set_prior: a pattern reaches past its pool")
         self.prior = pools
 
     def copy(self):
@@ -216,6 +242,7 @@ cdef class Shard:
         out._x, out._s2, out._y = self.x.copy(), self.s2.copy(), self.y.copy()
         out._m, out._v, out._F, out._zeta = self.m.copy(), self.v.copy(), self.F.copy(), self.zeta.copy()
         out._idle = self.idle.copy()
+        out._ee, out._lz = np.asarray(self._ee).copy(), np.asarray(self._lz).copy()
         return out
 
     cdef int _ready(self) except -1:
@@ -281,18 +308,22 @@ cdef class Shard:
                 w = self.pw[p][u]
                 self._m[f] += w * self._x[c0 + u]
                 self._v[f] += w * w * self._s2[c0 + u]
+        for i in range(self.C):
+            e = self._m[i] + 0.5 * self._v[i]
+            self._ee[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
         for t in range(self.T):
             top = -INFINITY
             z = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
                 e = self._m[i] + 0.5 * self._v[i]
                 top = e if e > top else top
-                z += grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                z += self._ee[i]
             if top > EXP_MAX:
                 return 1
             if z == 0.0:
                 return 2
             self._zeta[t] = z
+            self._lz[t] = log(z)
         return 0
 
     def weights(self, double[::1] lw):
@@ -301,36 +332,30 @@ cdef class Shard:
         one-rule multinomial."""
         if lw.shape[0] != self.NL:
             raise ValueError("Shard.weights: one weight a local rule")
-        cdef double *lz = <double *> malloc(max(self.T, 1) * sizeof(double))
         cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
-        cdef i64 t, i, j, f
-        cdef double e
-        if lz == NULL or corr == NULL:
-            free(lz); free(corr)
+        cdef i64 t, j, f
+        if corr == NULL:
             raise MemoryError()
         with nogil:
-            self._psi_parts(lz, corr)
+            self._corr(corr)
             for j in range(self.NL):
                 f = self.loc_f[j]
-                if f < 0:
-                    lw[j] = 1.0
-                else:
-                    t = self.c_inst[f]
-                    lw[j] = exp(self._m[f] - lz[t] + corr[t])
-        free(lz); free(corr)
+                t = self.c_inst[f] if f >= 0 else 0
+                lw[j] = self._m[f] - self._lz[t] + corr[t] if f >= 0 else 0.0
+            for j in range(self.NL):
+                lw[j] = grind_ln_exp(lw[j])
+        free(corr)
 
-    cdef void _psi_parts(self, double *lz, double *corr) noexcept nogil:
-        """psi~ = m~ - lz[t] + corr[t]: lz = log zeta~, corr = 1 - sum exp(min(m~ + v~/2, 700)) / zeta~."""
+    cdef void _corr(self, double *corr) noexcept nogil:
+        """psi~ = m~ - log zeta~ + corr[t]: corr = 1 - sum exp(min(m~ + v~/2, 700)) / zeta~ (0 while
+        zeta~ is the closed form of the current m~, v~, as the same sum)."""
         cdef i64 t, i
-        cdef double e, z, zi
+        cdef double e
         for t in range(self.T):
-            z = self._zeta[t]
             e = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
-                zi = self._m[i] + 0.5 * self._v[i]
-                e += grind_ln_exp(zi if zi < EXP_MAX else EXP_MAX)
-            lz[t] = log(z)
-            corr[t] = 1.0 - e / z
+                e += self._ee[i]
+            corr[t] = 1.0 - e / self._zeta[t]
 
     def set_counts(self, const double[::1] lc, const double[::1] logz):
         """F from the expected counts of the local rules (aligned with ``loc_f``); 0 for a
@@ -408,7 +433,6 @@ cdef class Shard:
                 act[lane] = 0.0
                 blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
                 k = blk[lane]
-                idle = 1
                 for u in range(n):
                     q = u * 8 + lane
                     vw2[q] = pw[u] * pw[u]
@@ -416,6 +440,7 @@ cdef class Shard:
                     if k < 0:
                         va[q] = 0.0
                         vbb[q] = 0.0
+                        vbeta[q] = 0.0
                         vx[q] = self.pmu[p][u]
                         vy[q] = 0.0
                         vso[q] = 1.0 / self.pp[p][u]
@@ -423,24 +448,28 @@ cdef class Shard:
                     c0 = self.blk_c0[k]
                     f = self.bc_f[c0 + u]
                     w = pw[u]
-                    ai = w * self._F[f]
+                    va[q] = w * self._F[f]
                     e = self._m[f] - w * self._x[c0 + u] + 0.5 * self._v[f]
-                    bi = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
-                    va[q] = ai
-                    vbb[q] = bi
+                    vbeta[q] = e if e < EXP_MAX else EXP_MAX      # b's exponent, and its factor c_t:
+                    vbb[q] = c[self.c_inst[f]]
                     vx[q] = self._x[c0 + u]
                     vy[q] = self._y[c0 + u]
                     vso[q] = self._s2[c0 + u]
-                    if ai != 0.0 or bi != 0.0:
+            for q in range(8 * n):                    # b = c_t exp(min(m~ - w x + v~/2, 700))
+                vbb[q] = vbb[q] * grind_ln_exp(vbeta[q])
+            for lane in range(nl):
+                k = blk[lane]
+                idle = 1
+                for u in range(n):
+                    if va[u * 8 + lane] != 0.0 or vbb[u * 8 + lane] != 0.0:
                         idle = 0
-                if k >= 0:
-                    self._idle[k] = idle
-                    if idle:                          # no data: the maximiser is mu exactly
-                        for u in range(n):
-                            vx[u * 8 + lane] = self.pmu[p][u]
-                            vy[u * 8 + lane] = 0.0
-                    else:
-                        act[lane] = 1.0
+                self._idle[k] = idle
+                if idle:                              # no data: the maximiser is mu exactly
+                    for u in range(n):
+                        vx[u * 8 + lane] = self.pmu[p][u]
+                        vy[u * 8 + lane] = 0.0
+                else:
+                    act[lane] = 1.0
             for q in range(8 * n):
                 vxo[q] = vx[q]
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
@@ -460,10 +489,14 @@ cdef class Shard:
                     self._y[c0 + u] = vy[q]
                     self._m[f] += pw[u] * (vx[q] - vxo[q])
                     e = self._m[f] + 0.5 * (self._v[f] - vw2[q] * vso[q])
-                    vbeta[q] = c[self.c_inst[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                    vbeta[q] = e if e < EXP_MAX else EXP_MAX      # beta's exponent, and its factor c_t:
+                    vxo[q] = c[self.c_inst[f]]
             for lane in range(nl, 8):
                 for u in range(n):
                     vbeta[u * 8 + lane] = 0.0
+                    vxo[u * 8 + lane] = 0.0
+            for q in range(8 * n):                    # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
+                vbeta[q] = vxo[q] * grind_ln_exp(vbeta[q])
             for q in range(8 * n):
                 vxo[q] = vso[q]                       # the start of the sigma~^2 solves (vso kept)
             its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
@@ -505,22 +538,20 @@ cdef class Shard:
         """Per sentence, sum over its instances of F . psi~ (the fixed-count objective's data part)."""
         out = np.zeros(self.B)
         cdef double[::1] o = out
-        cdef double *lz = <double *> malloc(max(self.T, 1) * sizeof(double))
         cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
         cdef i64 b, t, i
         cdef double acc
-        if lz == NULL or corr == NULL:
-            free(lz); free(corr)
+        if corr == NULL:
             raise MemoryError()
         with nogil:
-            self._psi_parts(lz, corr)
+            self._corr(corr)
             for b in range(self.B):
                 acc = 0.0
                 for t in range(self.inst_off[b], self.inst_off[b + 1]):
                     for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
-                        acc += self._F[i] * (self._m[i] - lz[t] + corr[t])
+                        acc += self._F[i] * (self._m[i] - self._lz[t] + corr[t])
                 o[b] = acc
-        free(lz); free(corr)
+        free(corr)
         return out
 
     def accumulate(self, const unsigned char[::1] ok, list pools, const i64[:, ::1] where,
@@ -537,13 +568,19 @@ cdef class Shard:
         cdef double *s2
         cdef double *xs
         cdef double *yx
-        cdef double[::1] pool
         if where.shape[0] != self.P or where.shape[1] != 10 or ld.shape[0] != self.P or u0.shape[0] != self.P \
                 or cnt.shape[0] != self.P or ok.shape[0] != self.B:
             raise ValueError("Shard.accumulate: sizes")
-        ptr = np.zeros((self.P, 5), dtype=np.uintp)
-        cdef size_t[:, ::1] P = ptr
-        size = np.zeros(self.P, dtype=np.int64)
+        cdef i64 G = len(pools), pi, o
+        cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
+        cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
+        cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
+        cdef double **P = <double **> calloc(5 * max(self.P, 1), sizeof(double *))
+        cdef int bad = 0
+        if base == NULL or plen == NULL or size == NULL or P == NULL:
+            free(base); free(plen); free(size); free(P)
+            raise MemoryError()
+        _bases(pools, base, plen)
         for k in range(self.NB):
             size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
         for k in range(self.P):
@@ -551,12 +588,17 @@ cdef class Shard:
             for j in range(5):
                 if j >= 3 and where[k, 6] < 0:
                     continue
-                pool = pools[where[k, 2 * j]] if j < 3 else pools[where[k, 6 + 2 * (j - 3)]]
-                i = where[k, 2 * j + 1] if j < 3 else where[k, 7 + 2 * (j - 3)]
+                pi = where[k, 2 * j] if j < 3 else where[k, 6 + 2 * (j - 3)]
+                o = where[k, 2 * j + 1] if j < 3 else where[k, 7 + 2 * (j - 3)]
                 L = ((n - 1) * ld[k] + n if j == 2 else n) if j < 3 else (2 * n if j == 3 else 2 * n * n)
-                if n and (i < 0 or i + L > pool.shape[0] or (j < 3 and u0[k] + n > uidx.shape[0])):
-                    raise ValueError("Shard.accumulate: a pattern reaches past its pool")
-                P[k, j] = <size_t> &pool[i] if n else 0
+                if n and (pi < 0 or pi >= G or o < 0 or o + L > plen[pi] or (j < 3 and u0[k] + n > uidx.shape[0])):
+                    bad = 1
+                if n and not bad:
+                    P[5 * k + j] = <double *> base[pi] + o
+        free(base); free(plen); free(size)
+        if bad:
+            free(P)
+            raise ValueError("Shard.accumulate: a pattern reaches past its pool")
         with nogil:
             for b in range(self.B):
                 if not ok[b]:
@@ -567,22 +609,23 @@ cdef class Shard:
                     p, c0 = self.blk_pat[k], self.blk_c0[k]
                     n = self.blk_c0[k + 1] - c0
                     cnt[p] += 1.0
-                    s1, sd, s2 = <double *> P[p, 0], <double *> P[p, 1], <double *> P[p, 2]
+                    s1, sd, s2 = P[5 * p], P[5 * p + 1], P[5 * p + 2]
                     for u in range(n):
                         i = uidx[u0[p] + u]
                         s1[i] += self._x[c0 + u]
                         sd[i] += self._s2[c0 + u]
                         for v in range(n):
                             s2[i * ld[p] + uidx[u0[p] + v]] += self._x[c0 + u] * self._x[c0 + v]
-                    xs = <double *> P[p, 3]
+                    xs = P[5 * p + 3]
                     if xs != NULL:
-                        yx = <double *> P[p, 4]
+                        yx = P[5 * p + 4]
                         for u in range(n):
                             xs[u] += self._x[c0 + u]
                             xs[n + u] += self._y[c0 + u]
                             for v in range(n):
                                 yx[u * n + v] += self._y[c0 + u] * self._x[c0 + v]
                                 yx[n * n + u * n + v] += self._y[c0 + u] * self._y[c0 + v]
+        free(P)
 
 
 def kernel_exp(const double[::1] x):

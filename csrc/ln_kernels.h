@@ -614,8 +614,8 @@ static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
  * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
  * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
- * moves v by less than 1e-13 of itself.  ``work``: n doubles.  Returns the iterations
- * of the slowest coordinate. */
+ * moves v by less than 1e-13 of itself.  Eight coordinates at a time, each eight
+ * until they converge.  ``work``: unused.  Returns the iterations of the slowest eight. */
 static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
                           double *restrict v, double tol, int iters, double *restrict work)
 {

@@ -272,10 +272,12 @@ def bound(sh, logz, prior):
     return np.where(np.isfinite(logz), logz, 0.0) - prior.kl0 - sh.kl()
 
 
-def shard_sums(lay, sh, ok, prior) -> list:
-    """Per group, (sum mu~, sum mu~ mu~^T, sum sigma~^2) over the sentences ``ok`` of the
-    shard, every coordinate of every expert (:func:`grind.infer.ln._shard_sums` of the
-    dense q(eta) the numpy E-step would hold)."""
+def shard_sums(lay, sh, ok, prior):
+    """The M-step's sums over the sentences ``ok`` of the shard: per group (sum mu~,
+    sum mu~ mu~^T, sum sigma~^2) over the experts the blocks cover, and per group the
+    number of those sentences in which each expert sat at the prior's closed form (its
+    sums are added once an iteration: :func:`add_uncovered`).  Together,
+    :func:`grind.infer.ln._shard_sums` of the dense q(eta) the numpy E-step would hold."""
     st = prior.st
     G = len(st.groups)
     acc = [np.zeros((gr.E, gr.L)) for gr in st.groups] + [np.zeros((gr.E, gr.L)) for gr in st.groups] \
@@ -301,17 +303,11 @@ def shard_sums(lay, sh, ok, prior) -> list:
     sh.accumulate(np.ascontiguousarray(ok, dtype=np.uint8), pools, where, L, uidx, u0[:-1].copy(), cnt)
     s1, sd, s2 = acc[:G], acc[G:2 * G], acc[2 * G:]
     M = float(np.count_nonzero(ok))
-    covered = [np.zeros(gr.E) for gr in st.groups]
-    for p in range(P):
-        covered[g[p]][e[p]] += cnt[p]
-    out = []
-    for gi, gr in enumerate(st.groups):
-        mu, S, pdiag = prior.mu[gi], prior.S[gi], prior.p[gi]
-        n_un = M - covered[gi]
-        s1[gi] += n_un[:, None] * mu
-        sd[gi] += n_un[:, None] * np.where(gr.mask, 1.0 / pdiag, 1.0)
-        s2[gi] += n_un[:, None, None] * mu[:, :, None] * mu[:, None, :]
-        out.append((s1[gi], s2[gi], sd[gi]))
+    n_un = [np.full(gr.E, M) for gr in st.groups]
+    for gi in range(G):
+        sel = g == gi
+        np.subtract.at(n_un[gi], e[sel], cnt[sel])
+    out = [(s1[gi], s2[gi], sd[gi]) for gi in range(G)]
     for p in partial:                       # the uncovered coordinates: x_R = mu_R + Sigma_RU y
         gi, ee, U = int(g[p]), int(e[p]), lay.pat_u[p]
         n, c = len(U), cnt[p]
@@ -330,7 +326,18 @@ def shard_sums(lay, sh, ok, prior) -> list:
         s2[gi][ee][np.ix_(U, R)] += ru.T
         s2[gi][ee][np.ix_(R, R)] += (c * mu[R][:, None] * mu[R][None, :] + mu[R][:, None] * Gy[None, :]
                                      + Gy[:, None] * mu[R][None, :] + Gm @ yy @ Gm.T)
-    return out
+    return out, n_un
+
+
+def add_uncovered(S1, S2, n_un, prior) -> None:
+    """Add to the M-step's sums (S1 per group (E, L), S2 (E, L, L) with the sigma~^2 on its
+    diagonal) the experts that sat at the prior's closed form, ``n_un`` (per group (E,))
+    times each: mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii (1 in padding)."""
+    for s1, s2, n, gr, mu, pdiag in zip(S1, S2, n_un, prior.st.groups, prior.mu, prior.p):
+        s1 += n[:, None] * mu
+        s2 += n[:, None, None] * mu[:, :, None] * mu[:, None, :]
+        i = np.arange(gr.L)
+        s2[:, i, i] += n[:, None] * np.where(gr.mask, 1.0 / pdiag, 1.0)
 
 
 def to_dense(lay, sh, prior, vmu, vs2, lo) -> None:
