@@ -43,7 +43,24 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 from libc.math cimport log, floor, INFINITY
-from scipy.linalg.cython_blas cimport dgemm
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetName
+
+ctypedef void (*dgemm_t)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a, int *lda,
+                         double *b, int *ldb, double *beta, double *c, int *ldc) noexcept nogil
+
+# BLAS dgemm from SciPy (scipy.linalg.cython_blas), fetched when the first kernel that needs it is
+# built (need_blas): importing SciPy costs ~0.1-0.2 s that a DMV or segmentation run never needs.
+cdef dgemm_t dgemm = NULL
+
+
+def need_blas():
+    """Make the dense path's dgemm available (imports scipy.linalg once)."""
+    global dgemm
+    if dgemm != NULL:
+        return
+    from scipy.linalg import cython_blas
+    cap = cython_blas.__pyx_capi__["dgemm"]
+    dgemm = <dgemm_t> PyCapsule_GetPointer(cap, PyCapsule_GetName(cap))
 
 import numpy as np
 
@@ -1116,6 +1133,8 @@ cdef class Kernel:
         g.n_un = len(gram["un_parent"])
         g.n_lex = len(gram["lex_lhs"])
         g.dense = gram["dense"]
+        if g.dense:
+            need_blas()
         g.max_lex = gram["max_lex"]
         g.gemm_doubles = gram["gemm_doubles"]
         g.bin_lhs = self._int(gram, "bin_lhs")
