@@ -369,7 +369,11 @@ class DMVParser(ChartParser):
         seeds = rng.integers(2 ** 63, size=k, dtype=np.int64).astype(np.uint64)
         return self._trees(weights, idx, seeds)
 
-    def hastings_sweep(self, counts, alpha, lhs_at, order, batch, inv, rows, row_off, seed):
+    def tree_capacity(self) -> np.ndarray:
+        """The rows of a tree of each sentence: 5n - 1 (every split-head DMV tree has as many)."""
+        return 5 * np.asarray(self.lengths, dtype=np.int64) - 1
+
+    def hastings_sweep(self, counts, alpha, lhs_at, order, batch, inv, rows, row_off, seed, lens=None):
         """One collapsed Metropolis-Hastings sweep in one nogil call (the
         sampler and its math: :mod:`grind.infer.hastings`); returns the number
         of accepted proposals.
@@ -382,7 +386,8 @@ class DMVParser(ChartParser):
         ``inv`` = 1/T; ``seed`` seeds the kernel's xoshiro256** stream (proposal
         trees and acceptance uniforms).  A sentence whose chart leaves
         floating-point range raises NumericalError (counts stay those of the
-        trees; the trees before it in ``order`` are updated).
+        trees; the trees before it in ``order`` are updated).  (``lens``: every
+        tree's row count, :meth:`tree_capacity`; not read.)
         """
         if not (isinstance(rows, np.ndarray) and rows.dtype == np.int64 and rows.flags.c_contiguous):
             raise ValueError("rows must be a C-contiguous int64 array (it is updated in place)")
