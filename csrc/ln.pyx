@@ -415,19 +415,29 @@ cdef class Shard:
         cdef const double *pw
         cdef double N, w, e, ai, bi
         cdef int status = 0, got, nl, idle
+        # raw pointers: the compiler then keeps them in registers (no reloads through self)
+        cdef double *X = &self._x[0] if self.NBC else NULL
+        cdef double *Y = &self._y[0] if self.NBC else NULL
+        cdef double *S2 = &self._s2[0] if self.NBC else NULL
+        cdef double *M = &self._m[0] if self.C else NULL
+        cdef double *V = &self._v[0] if self.C else NULL
+        cdef const double *F = &self._F[0] if self.C else NULL
+        cdef const i64 *bcf = &self.bc_f[0] if self.NBC else NULL
+        cdef const i64 *cin = &self.c_inst[0] if self.C else NULL
+        cdef const i64 *bc0 = &self.blk_c0[0]
         if c == NULL or vb == NULL or vp == NULL:
             free(c); free(vb); free(vp)
             return 4
         for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
             N = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
-                N += self._F[i]
+                N += F[i]
             c[t] = N / self._zeta[t] if N > 0.0 else 0.0
         for ch in range(self.chunk_off.shape[0] - 1):
             nl = <int> (self.chunk_off[ch + 1] - self.chunk_off[ch])
             k = self.order[self.chunk_off[ch]]
             p = self.blk_pat[k]
-            n = self.blk_c0[k + 1] - self.blk_c0[k]
+            n = bc0[k + 1] - bc0[k]
             pw = self.pw[p]
             for lane in range(8):
                 act[lane] = 0.0
@@ -445,16 +455,16 @@ cdef class Shard:
                         vy[q] = 0.0
                         vso[q] = 1.0 / self.pp[p][u]
                         continue
-                    c0 = self.blk_c0[k]
-                    f = self.bc_f[c0 + u]
+                    c0 = bc0[k]
+                    f = bcf[c0 + u]
                     w = pw[u]
-                    va[q] = w * self._F[f]
-                    e = self._m[f] - w * self._x[c0 + u] + 0.5 * self._v[f]
+                    va[q] = w * F[f]
+                    e = M[f] - w * X[c0 + u] + 0.5 * V[f]
                     vbeta[q] = e if e < EXP_MAX else EXP_MAX      # b's exponent, and its factor c_t:
-                    vbb[q] = c[self.c_inst[f]]
-                    vx[q] = self._x[c0 + u]
-                    vy[q] = self._y[c0 + u]
-                    vso[q] = self._s2[c0 + u]
+                    vbb[q] = c[cin[f]]
+                    vx[q] = X[c0 + u]
+                    vy[q] = Y[c0 + u]
+                    vso[q] = S2[c0 + u]
             for q in range(8 * n):                    # b = c_t exp(min(m~ - w x + v~/2, 700))
                 vbb[q] = vbb[q] * grind_ln_exp(vbeta[q])
             for lane in range(nl):
@@ -481,16 +491,16 @@ cdef class Shard:
             its[0] += got
             for lane in range(nl):
                 k = blk[lane]
-                c0 = self.blk_c0[k]
+                c0 = bc0[k]
                 for u in range(n):
                     q = u * 8 + lane
-                    f = self.bc_f[c0 + u]
-                    self._x[c0 + u] = vx[q]
-                    self._y[c0 + u] = vy[q]
-                    self._m[f] += pw[u] * (vx[q] - vxo[q])
-                    e = self._m[f] + 0.5 * (self._v[f] - vw2[q] * vso[q])
+                    f = bcf[c0 + u]
+                    X[c0 + u] = vx[q]
+                    Y[c0 + u] = vy[q]
+                    M[f] += pw[u] * (vx[q] - vxo[q])
+                    e = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
                     vbeta[q] = e if e < EXP_MAX else EXP_MAX      # beta's exponent, and its factor c_t:
-                    vxo[q] = c[self.c_inst[f]]
+                    vxo[q] = c[cin[f]]
             for lane in range(nl, 8):
                 for u in range(n):
                     vbeta[u * 8 + lane] = 0.0
@@ -502,12 +512,12 @@ cdef class Shard:
             its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
             for lane in range(nl):
                 k = blk[lane]
-                c0 = self.blk_c0[k]
+                c0 = bc0[k]
                 for u in range(n):
                     q = u * 8 + lane
-                    f = self.bc_f[c0 + u]
-                    self._s2[c0 + u] = vxo[q]
-                    self._v[f] += vw2[q] * (vxo[q] - vso[q])
+                    f = bcf[c0 + u]
+                    S2[c0 + u] = vxo[q]
+                    V[f] += vw2[q] * (vxo[q] - vso[q])
         free(c); free(vb); free(vp)
         return status
 

@@ -45,16 +45,6 @@ static inline double grind_ln_exp(double x)
     return (x != x) ? x : p * s1 * s2;
 }
 
-/* out[i] = b[i] * exp(min(w[i] * x[i], 700)) for i < n (the mu~ objective's data term; 0 where b = 0). */
-static inline void grind_ln_bexp(int n, const double *restrict b, const double *restrict w,
-                                 const double *restrict x, double *restrict out)
-{
-    for (int i = 0; i < n; i++) {
-        double z = w[i] * x[i];
-        out[i] = b[i] * grind_ln_exp(z < 700.0 ? z : 700.0);
-    }
-}
-
 /* y = S x for a symmetric S, row-major n x n with leading dimension ld (summed as
  * sum_j x_j S[j, :]: whole rows, no horizontal sums). */
 static inline void grind_ln_symv(int n, const double *restrict S, int64_t ld, const double *restrict x,
@@ -77,247 +67,16 @@ static inline void grind_ln_symv(int n, const double *restrict S, int64_t ld, co
     }
 }
 
-/* Cholesky factor (lower, in place) of an m x m SPD matrix; 0 ok, -1 if not positive definite. */
-static inline int grind_ln_chol(int m, double *K)
-{
-    for (int j = 0; j < m; j++) {
-        double d = K[j * m + j];
-        for (int k = 0; k < j; k++)
-            d -= K[j * m + k] * K[j * m + k];
-        if (!(d > 0.0))
-            return -1;
-        d = sqrt(d);
-        K[j * m + j] = d;
-        for (int i = j + 1; i < m; i++) {
-            double v = K[i * m + j];
-            for (int k = 0; k < j; k++)
-                v -= K[i * m + k] * K[j * m + k];
-            K[i * m + j] = v / d;
-        }
-    }
-    return 0;
-}
-
-/* Solve L L^T z = r in place (L from grind_ln_chol). */
-static inline void grind_ln_cholsolve(int m, const double *L, double *z)
-{
-    for (int i = 0; i < m; i++) {
-        double v = z[i];
-        for (int k = 0; k < i; k++)
-            v -= L[i * m + k] * z[k];
-        z[i] = v / L[i * m + i];
-    }
-    for (int i = m - 1; i >= 0; i--) {
-        double v = z[i];
-        for (int k = i + 1; k < m; k++)
-            v -= L[k * m + i] * z[k];
-        z[i] = v / L[i * m + i];
-    }
-}
-
-/* The inverse of an m x m symmetric positive definite K, in place (Gauss-Jordan without
- * pivoting, which SPD matrices do not need; each pivot step is one rank-1 update of the
- * whole matrix, so the loops vectorise).  0 ok, -1 if a pivot is not positive. */
-static inline int grind_ln_spdinv(int m, double *restrict K)
-{
-    for (int k = 0; k < m; k++) {
-        double piv = K[k * m + k];
-        if (!(piv > 0.0))
-            return -1;
-        double r = 1.0 / piv;
-        double *rowk = K + k * m;
-        for (int j = 0; j < m; j++)
-            rowk[j] *= r;
-        rowk[k] = r;
-        for (int i = 0; i < m; i++) {
-            if (i == k)
-                continue;
-            double *row = K + i * m;
-            double f = row[k];
-            row[k] = 0.0;
-            for (int j = 0; j < m; j++)
-                row[j] -= f * rowk[j];
-        }
-    }
-    return 0;
-}
-
-/* The mu~ block solve: maximise over x (n coordinates) the concave
- *     J(x) = sum_i [a_i x_i - b_i exp(w_i x_i)] - 1/2 (x - mu)^T Q (x - mu)
- * given Q and S = Q^-1 (row-major, leading dimension ld), carrying y = Q (x - mu)
- * with x (in: the start and its y; out: the maximiser and its y).
- *
- * Steps s = (Q + D)^-1 g, g = a - w e - y the gradient (e_i = b_i exp(w_i x_i)),
- * D = diag(h) on a set A of coordinates (h = w^2 e, the data's curvature), and then
- * Q s = g - D s, so that y moves without a product by Q.  n <= GRIND_LN_NSMALL: A is
- * every coordinate and (Q + D) is factored directly (exact Newton).  Otherwise by
- * Woodbury from S, with A the GRIND_LN_KMAX coordinates of largest h_i S_ii at the
- * first step:
- *     s = t - S_{.A} H (I + H S_AA H)^-1 H t_A,   t = S g,  H = diag(sqrt h_A),
- * Newton's step with the smallest curvatures left out (D <= the full curvature:
- * linear convergence at about the dropped part of S D); the factor of
- * I + H S_AA H is kept while the gradient falls at least fourfold a step.  Step
- * halving where J would fall (by more than 1e-12 |J|), as grind.infer.ln._newton;
- * stops when max |g| < gtol or a step moves no coordinate by more than 1e-14.
- * ``work``: 8 n + KMAX (KMAX + 3) doubles.  Returns the steps taken (-1: none
- * needed), or -2 if a matrix that should be positive definite was not. */
-#ifndef GRIND_LN_KMAX
-#define GRIND_LN_KMAX 12
-#endif
-#define GRIND_LN_NSMALL 4
-
-static inline double grind_ln_dot(int n, const double *restrict a, const double *restrict b)
-{
-    double acc = 0.0;
-    for (int i = 0; i < n; i++)
-        acc += a[i] * b[i];
-    return acc;
-}
-
-static inline double grind_ln_sum(int n, const double *restrict a)
-{
-    double acc = 0.0;
-    for (int i = 0; i < n; i++)
-        acc += a[i];
-    return acc;
-}
-
-static inline double grind_ln_absmax(int n, const double *restrict a)
-{
-    double m = 0.0;
-    for (int i = 0; i < n; i++) {
-        double v = fabs(a[i]);
-        m = v > m ? v : m;
-    }
-    return m;
-}
-
-static int grind_ln_mu(int n, const double *restrict a, const double *restrict b, const double *restrict w,
-                       const double *restrict S, const double *restrict Q, int64_t ld, const double *restrict mu,
-                       double *restrict x, double *restrict y, double gtol, int maxiter, double *restrict work)
-{
-    double *restrict e = work, *restrict g = work + n, *restrict t = work + 2 * n, *restrict s = work + 3 * n;
-    double *restrict qs = work + 4 * n, *restrict xn = work + 5 * n, *restrict en = work + 6 * n;
-    double *restrict K = work + 8 * n, *restrict z = K + GRIND_LN_KMAX * GRIND_LN_KMAX, *restrict hh = z + GRIND_LN_KMAX;
-    int A[GRIND_LN_KMAX];
-    int it, i, j, m = 0, small = n <= GRIND_LN_NSMALL, fresh = 1;
-    double gprev = 0.0;
-    grind_ln_bexp(n, b, w, x, e);
-    for (i = 0; i < n; i++)
-        g[i] = a[i] - w[i] * e[i] - y[i];
-    double gmax = grind_ln_absmax(n, g);
-    if (gmax < gtol)
-        return -1;
-    for (i = 0; i < n; i++)
-        xn[i] = x[i] - mu[i];
-    double J = grind_ln_dot(n, a, x) - grind_ln_sum(n, e) - 0.5 * grind_ln_dot(n, xn, y);
-    if (!small) {                       /* the curvature set A, once: the KMAX largest h_i S_ii > 0 */
-        double top[GRIND_LN_KMAX];
-        for (i = 0; i < n; i++) {
-            double v = w[i] * w[i] * e[i] * S[i * ld + i];
-            if (!(v > 0.0) || (m == GRIND_LN_KMAX && v <= top[m - 1]))
-                continue;
-            j = m < GRIND_LN_KMAX ? m++ : m - 1;
-            for (; j > 0 && top[j - 1] < v; j--) {
-                top[j] = top[j - 1];
-                A[j] = A[j - 1];
-            }
-            top[j] = v;
-            A[j] = i;
-        }
-    }
-    for (it = 0; it < maxiter; it++) {
-        if (small) {                    /* exact Newton: (Q + diag(w^2 e)) s = g */
-            for (i = 0; i < n; i++) {
-                for (j = 0; j <= i; j++)
-                    K[i * n + j] = Q[i * ld + j];
-                hh[i] = w[i] * w[i] * e[i];
-                K[i * n + i] += hh[i];
-                s[i] = g[i];
-            }
-            if (grind_ln_chol(n, K) < 0)
-                return -2;
-            grind_ln_cholsolve(n, K, s);
-            for (i = 0; i < n; i++)
-                qs[i] = g[i] - hh[i] * s[i];
-        } else {
-            grind_ln_symv(n, S, ld, g, t);
-            for (i = 0; i < n; i++)
-                s[i] = t[i];
-            if (m > 0) {
-                if (fresh || gmax > 0.25 * gprev) {     /* K = (I + H S_AA H)^-1 */
-                    for (i = 0; i < m; i++)
-                        hh[i] = sqrt(w[A[i]] * w[A[i]] * e[A[i]]);
-                    for (i = 0; i < m; i++) {
-                        for (j = 0; j < m; j++)
-                            K[i * m + j] = hh[i] * hh[j] * S[A[i] * ld + A[j]];
-                        K[i * m + i] += 1.0;
-                    }
-                    if (grind_ln_spdinv(m, K) < 0)
-                        return -2;
-                    fresh = 0;
-                }
-                for (i = 0; i < m; i++)
-                    z[i] = 0.0;
-                for (j = 0; j < m; j++) {
-                    double r = hh[j] * t[A[j]];
-                    for (i = 0; i < m; i++)
-                        z[i] += K[j * m + i] * r;
-                }
-                for (j = 0; j < m; j++) {
-                    const double *row = S + A[j] * ld;
-                    double zj = z[j] * hh[j];
-                    for (i = 0; i < n; i++)
-                        s[i] -= row[i] * zj;
-                }
-            }
-            for (i = 0; i < n; i++)
-                qs[i] = g[i];
-            for (j = 0; j < m; j++)
-                qs[A[j]] -= hh[j] * hh[j] * s[A[j]];
-        }
-        /* J(x + u s) = a.x + u a.s - sum e(x + u s) - 1/2 [d.y + u (s.y + d.qs) + u^2 s.qs], d = x - mu */
-        double dy = grind_ln_dot(n, xn, y), as = grind_ln_dot(n, a, s);
-        double lin = grind_ln_dot(n, s, y) + grind_ln_dot(n, xn, qs), sqs = grind_ln_dot(n, s, qs);
-        double ax = grind_ln_dot(n, a, x), u = 1.0, Jn = 0.0;
-        int ok = 0;
-        for (int halve = 0; halve <= 40; halve++) {
-            for (i = 0; i < n; i++)
-                t[i] = x[i] + u * s[i];
-            grind_ln_bexp(n, b, w, t, en);
-            Jn = ax + u * as - grind_ln_sum(n, en) - 0.5 * (dy + u * lin + u * u * sqs);
-            if (Jn >= J - 1e-12 * fabs(J)) {
-                ok = 1;
-                break;
-            }
-            u *= 0.5;
-            fresh = 1;
-        }
-        if (!ok)
-            return it;
-        double smax = 0.0;
-        for (i = 0; i < n; i++) {
-            double d = u * s[i];
-            x[i] += d;
-            y[i] += u * qs[i];
-            xn[i] += d;
-            e[i] = en[i];
-            d = fabs(d);
-            smax = d > smax ? d : smax;
-        }
-        J = Jn;
-        for (i = 0; i < n; i++)
-            g[i] = a[i] - w[i] * e[i] - y[i];
-        gprev = gmax;
-        gmax = grind_ln_absmax(n, g);
-        if (gmax < gtol || !(smax > 1e-14))
-            return it + 1;
-    }
-    return maxiter;
-}
-
 /* Eight lanes (blocks) at once: GCC vector extensions, compiled to AVX-512, AVX2 or SSE2
- * as the build allows. */
+ * as the build allows.  A build without AVX2 (GRIND_NATIVE=0) carries a second, x86-64-v3
+ * body of the solvers, chosen when the module loads (as csrc/cky_kernels.h's GRIND_CLONES);
+ * the helpers taking lane vectors by value are inlined into each. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__)
+#define GRIND_LN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#pragma GCC diagnostic ignored "-Wpsabi"
+#else
+#define GRIND_LN_CLONES
+#endif
 typedef double grind_v8d __attribute__((vector_size(64)));
 typedef long long grind_v8l __attribute__((vector_size(64)));
 #define LN_L 8
@@ -334,7 +93,7 @@ static inline grind_v8d ln_sel(grind_v8l m, grind_v8d a, grind_v8d b)  /* m ? a 
 
 static inline grind_v8d ln_vabs(grind_v8d a)
 {
-    return (grind_v8d) ((grind_v8l) a & (grind_v8l) ln_v(-0.0) ^ (grind_v8l) a);
+    return (grind_v8d) ((grind_v8l) a & ~(grind_v8l) ln_v(-0.0));
 }
 
 static inline grind_v8d ln_vmax(grind_v8d a, grind_v8d b)
@@ -381,16 +140,33 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
     return b * ln_vexp(z);
 }
 
-/* The mu~ block solve of up to eight blocks of one pattern at once (the same n, S, Q, w,
- * mu), one a lane: a, b, x, y hold n lane vectors (coordinate i of every lane at [i]).
- * The same steps as grind_ln_mu, in lockstep: the curvature set A (n > NSMALL) is the
- * KMAX coordinates of largest sum over the lanes of h_i S_ii, chosen at the first step;
- * the Woodbury matrix is factored again for every lane when one lane's gradient fell
- * less than fourfold (or its step was halved); a lane stops as grind_ln_mu's block
- * does.  ``act``: the lanes to solve (in), those not converged (out: none).  ``work``:
- * 8 n + KMAX (KMAX + 2) lane vectors (64-byte aligned, as every lane vector).  Returns the sum over the
- * lanes of the steps taken, or -2 if a matrix that should be positive definite was not. */
-static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
+/* The mu~ block solve, for up to eight blocks of one pattern at once (the same n, S, Q, w,
+ * mu), a block a lane: a, b, x, y hold n lane vectors (coordinate i of every lane at [i]).
+ * Each lane maximises over x the concave
+ *     J(x) = sum_i [a_i x_i - b_i exp(w_i x_i)] - 1/2 (x - mu)^T Q (x - mu)
+ * given Q and S = Q^-1 (row-major, leading dimension ld), carrying y = Q (x - mu) with x
+ * (in: the start and its y; out: the maximiser and its y).  Steps s = (Q + D)^-1 g, with
+ * g = a - w e - y the gradient (e_i = b_i exp(w_i x_i)) and D = diag(h) over a set A of
+ * coordinates (h = w^2 e, the data's curvature); then Q s = g - D s, so y moves without a
+ * product by Q.  n <= NSMALL: A is every coordinate and Q + D is factored directly (exact
+ * Newton).  Otherwise, by Woodbury from S,
+ *     s = t - S_{.A} H (I + H S_AA H)^-1 H t_A,   t = S g,  H = diag(sqrt h_A),
+ * with A the KMAX coordinates of largest sum over the lanes of h_i S_ii at the first step:
+ * Newton's step with the smallest curvatures left out (D <= the full curvature: linear
+ * convergence at about the dropped part of S D); I + H S_AA H is factored again for
+ * every lane when one lane's gradient fell less than fourfold (or its step was halved).
+ * A lane's step is halved where J would fall (by more than 1e-12 |J|; as
+ * grind.infer.ln._newton), and the lane stops when max |g| < gtol or a step moves no
+ * coordinate by more than 1e-14 (or after 40 halvings).  The lanes run in lockstep.
+ * ``act``: the lanes to solve (in), none (out).  ``work``: 8 n + KMAX (KMAX + 2) lane
+ * vectors (64-byte aligned, as every lane vector).  Returns the sum over the lanes of the
+ * steps taken, or -2 if a matrix that should be positive definite was not. */
+#ifndef GRIND_LN_KMAX
+#define GRIND_LN_KMAX 12
+#endif
+#define GRIND_LN_NSMALL 4
+
+GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
                              const double *restrict w, const double *restrict S, const double *restrict Q,
                              int64_t ld, const double *restrict mu, grind_v8d *restrict x, grind_v8d *restrict y,
                              grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work)
@@ -616,7 +392,7 @@ static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d
  * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
  * moves v by less than 1e-13 of itself.  Eight coordinates at a time, each eight
  * until they converge.  ``work``: unused.  Returns the iterations of the slowest eight. */
-static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
+GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
                           double *restrict v, double tol, int iters, double *restrict work)
 {
     double *restrict act = work;
