@@ -565,27 +565,28 @@ cdef class Shard:
         return out
 
     def accumulate(self, const unsigned char[::1] ok, list pools, const i64[:, ::1] where,
-                   const i64[::1] ld, const i64[::1] uidx, const i64[::1] u0, double[::1] cnt):
-        """Add, over the blocks of the sentences ``ok`` (not idle), x_U to s1, s2_U to sd and
-        x_U x_U^T to s2 at pattern p's places: ``where[p]`` = (pool, offset) pairs of s1,
-        sd, s2 (leading dimension ld[p]) into the float64 arrays ``pools``, coordinate u
-        at index uidx[u0[p] + u] there; and, where where[p, 6] >= 0, the sums of x_U, y,
-        y x_U^T and y y^T at (pool, offset) where[p, 6:8], where[p, 8:10] (n and n + n
-        then n*n and n*n numbers); count the blocks of each pattern in cnt[p]."""
+                   const i64[::1] ld, const i64[::1] uidx, const i64[::1] u0, const unsigned char[::1] by_y,
+                   double[::1] cnt):
+        """Add, over the (not idle) blocks of the sentences ``ok``, at pattern p's places: x_U to
+        A1, s2_U to SD and x_U x_U^T to A2; or, where by_y[p], y to A1, s2_U to SD, y y^T to A2 and
+        1 to CU (the experts whose uncovered coordinates x_R = mu_R + Sigma_RU y follow: their
+        x - mu is Sigma times y scattered into the expert).  ``where[p]`` = (pool, offset) pairs
+        of A1, SD, A2 (leading dimension ld[p]), CU into the float64 arrays ``pools``; coordinate
+        u at index uidx[u0[p] + u] there.  Counts the blocks of each pattern in cnt[p]."""
         cdef i64 b, k, u, v, p, c0, n, i, j, L
         cdef double *s1
         cdef double *sd
         cdef double *s2
-        cdef double *xs
-        cdef double *yx
-        if where.shape[0] != self.P or where.shape[1] != 10 or ld.shape[0] != self.P or u0.shape[0] != self.P \
-                or cnt.shape[0] != self.P or ok.shape[0] != self.B:
+        cdef double *cu
+        cdef const double *src
+        if where.shape[0] != self.P or where.shape[1] != 8 or ld.shape[0] != self.P or u0.shape[0] != self.P \
+                or cnt.shape[0] != self.P or ok.shape[0] != self.B or by_y.shape[0] != self.P:
             raise ValueError("Shard.accumulate: sizes")
         cdef i64 G = len(pools), pi, o
         cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
         cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
         cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
-        cdef double **P = <double **> calloc(5 * max(self.P, 1), sizeof(double *))
+        cdef double **P = <double **> calloc(4 * max(self.P, 1), sizeof(double *))
         cdef int bad = 0
         if base == NULL or plen == NULL or size == NULL or P == NULL:
             free(base); free(plen); free(size); free(P)
@@ -595,16 +596,15 @@ cdef class Shard:
             size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
         for k in range(self.P):
             n = size[k]
-            for j in range(5):
-                if j >= 3 and where[k, 6] < 0:
+            for j in range(4):
+                if j == 3 and not by_y[k]:
                     continue
-                pi = where[k, 2 * j] if j < 3 else where[k, 6 + 2 * (j - 3)]
-                o = where[k, 2 * j + 1] if j < 3 else where[k, 7 + 2 * (j - 3)]
-                L = ((n - 1) * ld[k] + n if j == 2 else n) if j < 3 else (2 * n if j == 3 else 2 * n * n)
-                if n and (pi < 0 or pi >= G or o < 0 or o + L > plen[pi] or (j < 3 and u0[k] + n > uidx.shape[0])):
+                pi, o = where[k, 2 * j], where[k, 2 * j + 1]
+                L = (n - 1) * ld[k] + n if j == 2 else n
+                if n and (pi < 0 or pi >= G or o < 0 or o + L > plen[pi] or u0[k] + n > uidx.shape[0]):
                     bad = 1
                 if n and not bad:
-                    P[5 * k + j] = <double *> base[pi] + o
+                    P[4 * k + j] = <double *> base[pi] + o
         free(base); free(plen); free(size)
         if bad:
             free(P)
@@ -619,24 +619,17 @@ cdef class Shard:
                     p, c0 = self.blk_pat[k], self.blk_c0[k]
                     n = self.blk_c0[k + 1] - c0
                     cnt[p] += 1.0
-                    s1, sd, s2 = P[5 * p], P[5 * p + 1], P[5 * p + 2]
+                    s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
+                    src = &self._y[c0] if by_y[p] else &self._x[c0]
                     for u in range(n):
                         i = uidx[u0[p] + u]
-                        s1[i] += self._x[c0 + u]
+                        s1[i] += src[u]
                         sd[i] += self._s2[c0 + u]
                         for v in range(n):
-                            s2[i * ld[p] + uidx[u0[p] + v]] += self._x[c0 + u] * self._x[c0 + v]
-                    xs = P[5 * p + 3]
-                    if xs != NULL:
-                        yx = P[5 * p + 4]
-                        for u in range(n):
-                            xs[u] += self._x[c0 + u]
-                            xs[n + u] += self._y[c0 + u]
-                            for v in range(n):
-                                yx[u * n + v] += self._y[c0 + u] * self._x[c0 + v]
-                                yx[n * n + u * n + v] += self._y[c0 + u] * self._y[c0 + v]
+                            s2[i * ld[p] + uidx[u0[p] + v]] += src[u] * src[v]
+                        if cu != NULL:
+                            cu[i] += 1.0
         free(P)
-
 
 def kernel_exp(const double[::1] x):
     """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""

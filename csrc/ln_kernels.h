@@ -315,7 +315,15 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
                         v -= K[k * m + i] * z[k];
                     z[i] = v * K[i * m + i];
                 }
-                for (j = 0; j < m; j++) {      /* s -= S_{.A} H z */
+                for (j = 0; j + 4 <= m; j += 4) {       /* s -= S_{.A} H z, four rows at a time */
+                    const double *r0 = S + A[j] * ld, *r1 = S + A[j + 1] * ld;
+                    const double *r2 = S + A[j + 2] * ld, *r3 = S + A[j + 3] * ld;
+                    grind_v8d h0 = hh[j] * z[j], h1 = hh[j + 1] * z[j + 1];
+                    grind_v8d h2 = hh[j + 2] * z[j + 2], h3 = hh[j + 3] * z[j + 3];
+                    for (i = 0; i < n; i++)
+                        s[i] -= (r0[i] * h0 + r1[i] * h1) + (r2[i] * h2 + r3[i] * h3);
+                }
+                for (; j < m; j++) {
                     const double *row = S + A[j] * ld;
                     grind_v8d hz = hh[j] * z[j];
                     for (i = 0; i < n; i++)

@@ -49,12 +49,12 @@ def test_compiled_estep_is_the_numpy_estep(kind, tied, cycles, monkeypatch):
         np.testing.assert_allclose(y[:, gr.mask], x[:, gr.mask], rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(v[:, gr.mask], u[:, gr.mask], rtol=1e-9, atol=1e-9)
     ok = np.isfinite(logz)
-    sums, n_un = ln_estep.shard_sums(lay, sh, ok, pv)
+    sums, n_un, ys = ln_estep.shard_sums(lay, sh, ok, pv)
     S1, S2 = [a.copy() for a, _, _ in sums], [b.copy() for _, b, _ in sums]
     for s2, (_, _, d) in zip(S2, sums):
         i = np.arange(s2.shape[-1])
         s2[:, i, i] += d
-    ln_estep.add_uncovered(S1, S2, n_un, pv)
+    ln_estep.finish_sums(S1, S2, n_un, ys, pv)
     for (a, b, d), x, y in zip(ln._shard_sums(muts, s2s, ok), S1, S2):
         i = np.arange(b.shape[-1])
         b = b.copy()

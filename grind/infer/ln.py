@@ -1080,19 +1080,18 @@ class LogisticNormal(Algorithm):
         elif self.remote:
             # on a cluster: each shard's posteriors summed where it ran, added here in shard order
             bound, parsed = 0.0, 0
-            n_un = [np.zeros(gr.E) for gr in groups]
+            rest = None
             for sums, b_part, p_part in self.estep.map_shards(model1_shard, ShardWork(self, prior)):
                 if self.compiled:
-                    sums, un = sums
-                    for x, y in zip(n_un, un):
-                        x += y
+                    from grind.infer import ln_estep
+                    sums, *more = sums
+                    rest = ln_estep.add_shard_sums(rest, [[], *more])
                 _add_sums(S1, S2, sums)
                 bound += b_part
                 parsed += p_part
-            if self.compiled:
-                from grind.infer import ln_estep
-                ln_estep.add_uncovered(S1, S2, n_un, ln_estep.Prior(self.st, effective_sigma(self.st, self.Sigma),
-                                                                    prior))
+            if self.compiled and rest is not None:
+                ln_estep.finish_sums(S1, S2, rest[1], rest[2],
+                                     ln_estep.Prior(self.st, effective_sigma(self.st, self.Sigma), prior))
             M = parsed
         elif self.compiled:
             bound, parsed = self._compiled_estep(prior, S1, S2, R, kept)
@@ -1236,14 +1235,12 @@ class LogisticNormal(Algorithm):
                 done = list(ex.map(one, lays))
         else:
             done = [one(lay) for lay in lays]
-        bound, parsed, shards = 0.0, 0, {}
-        n_un = [np.zeros(gr.E) for gr in self.st.groups]
-        for lo, lay, sh, ok, b, (sums, un) in done:
+        bound, parsed, shards, rest = 0.0, 0, {}, None
+        for lo, lay, sh, ok, b, (sums, *more) in done:
             bound += float(b[ok].sum())
             parsed += int(ok.sum())
             _add_sums(S1, S2, sums)
-            for x, y in zip(n_un, un):
-                x += y
+            rest = ln_estep.add_shard_sums(rest, [[], *more])
             if newton:
                 kept.append((lo, ok, lay, sh))
                 g, sent, e, pos = lay.places
@@ -1252,7 +1249,7 @@ class LogisticNormal(Algorithm):
                     m = sel & (g == gi)
                     np.add.at(r, (e[m], pos[m]), 1.0 - sh.s2[m] * pv.p[gi][e[m], pos[m]])
             shards[lo] = (lay, sh, pv)
-        ln_estep.add_uncovered(S1, S2, n_un, pv)
+        ln_estep.finish_sums(S1, S2, rest[1], rest[2], pv)
         if self.warm:
             self._shards, self._dmu, self._ds2 = shards, None, None
         return bound, parsed

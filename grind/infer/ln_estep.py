@@ -34,6 +34,10 @@ import numpy as np
 
 from grind.errors import NumericalError
 
+#: blocks of at most this many coordinates are solved by exact Newton steps, which read Sigma_UU^-1
+#: (csrc/ln_kernels.h: GRIND_LN_NSMALL)
+NSMALL = 4
+
 #: Kernel status -> the error it stands for (:meth:`_ln.Shard.combine`, :meth:`_ln.Shard.update`).
 STATUS = {1: "logistic normal: a mu~ + sigma~^2/2 goes above 700, where exp overflows and the bound would be "
              "wrong; softmax is unchanged by a constant added to one multinomial's mu: recentre the prior's mu "
@@ -206,8 +210,10 @@ class Prior:
         self.pools = [x.reshape(-1) for g in range(G) for x in (self.S[g], self.P[g], self.w[g], self.mu[g], self.p[g])]
         self._partial: dict = {}
 
-    def for_layout(self, lay):
-        """(pools, where, ld) for :meth:`_ln.Shard.set_prior` of a shard with layout ``lay``."""
+    def for_layout(self, lay, need_q=True):
+        """(pools, where, ld) for :meth:`_ln.Shard.set_prior` of a shard with layout ``lay``.
+        ``need_q`` False (a start at the prior): the inverse of a partial pattern's Sigma_UU is
+        made only where the exact Newton solve reads it (at most NSMALL coordinates)."""
         P = lay.n_patterns
         where = np.zeros((P, 10), dtype=np.int64)
         ld = np.zeros(P, dtype=np.int64)
@@ -219,21 +225,23 @@ class Prior:
         ld[:] = L
         pools = list(self.pools)
         for p in np.flatnonzero(~lay.pat_full):
-            arrays = self._partial_prior(int(g[p]), int(e[p]), lay.pat_u[p])
+            U = lay.pat_u[p]
+            arrays = self._partial_prior(int(g[p]), int(e[p]), U, need_q or len(U) <= NSMALL)
             for j, x in enumerate(arrays):
                 where[p, 2 * j], where[p, 2 * j + 1] = len(pools), 0
                 pools.append(x)
-            ld[p] = len(lay.pat_u[p])
+            ld[p] = len(U)
         return pools, where, ld
 
-    def _partial_prior(self, g, e, U):
-        """Sigma_UU, its inverse, w, mu and p over U of member e of group g (kept per (g, e, U))."""
-        key = (g, e, U.tobytes())
+    def _partial_prior(self, g, e, U, with_q):
+        """Sigma_UU, its inverse (Sigma_UU itself if not ``with_q``: not read), w, mu and p over U
+        of member e of group g (kept per (g, e, U))."""
+        key = (g, e, U.tobytes(), with_q)
         got = self._partial.get(key)
         if got is None:
-            S = np.ascontiguousarray(self.S[g][e][np.ix_(U, U)])
-            got = self._partial[key] = (S.reshape(-1), np.linalg.inv(S).reshape(-1),
-                                        self.w[g][e, U].copy(), self.mu[g][e, U].copy(), self.p[g][e, U].copy())
+            S = np.ascontiguousarray(self.S[g][e][np.ix_(U, U)]).reshape(-1)
+            Q = np.linalg.inv(S.reshape(len(U), len(U))).reshape(-1) if with_q else S
+            got = self._partial[key] = (S, Q, self.w[g][e, U].copy(), self.mu[g][e, U].copy(), self.p[g][e, U].copy())
         return got
 
 
@@ -241,7 +249,7 @@ def new_shard(lay, prior, init=None):
     """A :class:`_ln.Shard` for ``lay`` under ``prior``, started at the prior or at ``init``
     = (x, s2) per block coordinate."""
     sh = _kernel().Shard(lay.arrays, lay.n_patterns)
-    sh.set_prior(*prior.for_layout(lay))
+    sh.set_prior(*prior.for_layout(lay, need_q=init is not None))
     _check(sh.start() if init is None else sh.start(*init))
     return sh
 
@@ -272,72 +280,113 @@ def bound(sh, logz, prior):
     return np.where(np.isfinite(logz), logz, 0.0) - prior.kl0 - sh.kl()
 
 
+def shared_experts(st) -> list:
+    """Per group, which members cover several multinomials (a shared expert: a sentence's
+    block of it may leave coordinates uncovered)."""
+    return [np.array([len(st.experts[j][1]) > 1 for j in gr.members], dtype=bool) for gr in st.groups]
+
+
 def shard_sums(lay, sh, ok, prior):
-    """The M-step's sums over the sentences ``ok`` of the shard: per group (sum mu~,
-    sum mu~ mu~^T, sum sigma~^2) over the experts the blocks cover, and per group the
-    number of those sentences in which each expert sat at the prior's closed form (its
-    sums are added once an iteration: :func:`add_uncovered`).  Together,
-    :func:`grind.infer.ln._shard_sums` of the dense q(eta) the numpy E-step would hold."""
+    """The M-step's sums over the sentences ``ok`` of the shard, in three parts (added up by
+    :func:`finish_sums`; together :func:`grind.infer.ln._shard_sums` of the dense q(eta)
+    the numpy E-step would hold):
+
+    * per group (sum mu~, sum mu~ mu~^T, sum sigma~^2) over the blocks of experts that
+      cover one multinomial (sigma~^2: every expert's covered coordinates);
+    * per group, the number of those sentences in which each expert sat at the prior's
+      closed form;
+    * per group with shared experts, (blocks, sum y, sum y y^T, blocks covering each
+      coordinate) of those experts, y = Sigma_UU^-1 (x_U - mu_U) in the expert's
+      coordinates (0 elsewhere): then x - mu = Sigma y over the whole expert."""
     st = prior.st
     G = len(st.groups)
+    shared = shared_experts(st)
     acc = [np.zeros((gr.E, gr.L)) for gr in st.groups] + [np.zeros((gr.E, gr.L)) for gr in st.groups] \
         + [np.zeros((gr.E, gr.L, gr.L)) for gr in st.groups]
+    yacc = [(np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L))) if sh_.any() else None
+            for gr, sh_ in zip(st.groups, shared)]
     pools = [x.reshape(-1) for x in acc]
+    ybase = {}
+    for gi, ya in enumerate(yacc):
+        if ya is not None:
+            ybase[gi] = len(pools)
+            pools += [x.reshape(-1) for x in ya]
     P = lay.n_patterns
     g, e = lay.pat_g, lay.pat_e
     L = np.array([gr.L for gr in st.groups], dtype=np.int64)[g] if P else np.zeros(0, dtype=np.int64)
-    where = np.full((P, 10), -1, dtype=np.int64)
+    by_y = np.array([shared[gi][ee] for gi, ee in zip(g, e)], dtype=np.uint8) if P else np.zeros(0, np.uint8)
+    where = np.full((P, 8), -1, dtype=np.int64)
     where[:, 0], where[:, 1] = g, e * L
     where[:, 2], where[:, 3] = G + g, e * L
     where[:, 4], where[:, 5] = 2 * G + g, e * L * L
-    partial = np.flatnonzero(~lay.pat_full)
-    extra = {}
-    for p in partial:
-        n = len(lay.pat_u[p])
-        extra[p] = (np.zeros(2 * n), np.zeros(2 * n * n))
-        where[p, 6], where[p, 7], where[p, 8], where[p, 9] = len(pools), 0, len(pools) + 1, 0
-        pools += list(extra[p])
+    for p in np.flatnonzero(by_y):
+        yb = ybase[int(g[p])]
+        where[p, 0], where[p, 4], where[p, 6], where[p, 7] = yb, yb + 1, yb + 2, e[p] * L[p]
     u0 = np.concatenate([[0], np.cumsum([len(u) for u in lay.pat_u])]).astype(np.int64)
     uidx = np.concatenate(lay.pat_u).astype(np.int64) if P else np.zeros(0, dtype=np.int64)
     cnt = np.zeros(P)
-    sh.accumulate(np.ascontiguousarray(ok, dtype=np.uint8), pools, where, L, uidx, u0[:-1].copy(), cnt)
+    sh.accumulate(np.ascontiguousarray(ok, dtype=np.uint8), pools, where, L, uidx, u0[:-1].copy(), by_y, cnt)
     s1, sd, s2 = acc[:G], acc[G:2 * G], acc[2 * G:]
     M = float(np.count_nonzero(ok))
     n_un = [np.full(gr.E, M) for gr in st.groups]
+    ys = []
     for gi in range(G):
         sel = g == gi
         np.subtract.at(n_un[gi], e[sel], cnt[sel])
-    out = [(s1[gi], s2[gi], sd[gi]) for gi in range(G)]
-    for p in partial:                       # the uncovered coordinates: x_R = mu_R + Sigma_RU y
-        gi, ee, U = int(g[p]), int(e[p]), lay.pat_u[p]
-        n, c = len(U), cnt[p]
-        if c == 0:
+        if yacc[gi] is None:
+            ys.append(None)
             continue
-        R = np.setdiff1d(np.arange(st.groups[gi].L), U)
-        xs, ys = extra[p][0][:n], extra[p][0][n:]
-        yx, yy = extra[p][1][:n * n].reshape(n, n), extra[p][1][n * n:].reshape(n, n)
-        mu, S, pdiag = prior.mu[gi][ee], prior.S[gi][ee], prior.p[gi][ee]
-        Gm = S[np.ix_(R, U)]
-        Gy = Gm @ ys
-        s1[gi][ee, R] += c * mu[R] + Gy
-        sd[gi][ee, R] += c * np.where(st.groups[gi].mask[ee, R], 1.0 / pdiag[R], 1.0)
-        ru = mu[R][:, None] * xs[None, :] + Gm @ yx
-        s2[gi][ee][np.ix_(R, U)] += ru
-        s2[gi][ee][np.ix_(U, R)] += ru.T
-        s2[gi][ee][np.ix_(R, R)] += (c * mu[R][:, None] * mu[R][None, :] + mu[R][:, None] * Gy[None, :]
-                                     + Gy[:, None] * mu[R][None, :] + Gm @ yy @ Gm.T)
-    return out, n_un
+        blocks = np.zeros(st.groups[gi].E)
+        np.add.at(blocks, e[sel], np.where(by_y[sel] != 0, cnt[sel], 0.0))
+        ys.append((blocks,) + yacc[gi])
+    return [(s1[gi], s2[gi], sd[gi]) for gi in range(G)], n_un, ys
 
 
-def add_uncovered(S1, S2, n_un, prior) -> None:
+def add_shard_sums(acc, part):
+    """``acc`` (None, or what :func:`shard_sums` returned) plus ``part``, element by element."""
+    if acc is None:
+        return [[tuple(x.copy() for x in t) for t in part[0]], [x.copy() for x in part[1]],
+                [None if t is None else tuple(x.copy() for x in t) for t in part[2]]]
+    for dst, src in zip(acc[0], part[0]):
+        for x, y in zip(dst, src):
+            x += y
+    for x, y in zip(acc[1], part[1]):
+        x += y
+    for dst, src in zip(acc[2], part[2]):
+        if dst is not None:
+            for x, y in zip(dst, src):
+                x += y
+    return acc
+
+
+def finish_sums(S1, S2, n_un, ys, prior) -> None:
     """Add to the M-step's sums (S1 per group (E, L), S2 (E, L, L) with the sigma~^2 on its
-    diagonal) the experts that sat at the prior's closed form, ``n_un`` (per group (E,))
-    times each: mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii (1 in padding)."""
-    for s1, s2, n, gr, mu, pdiag in zip(S1, S2, n_un, prior.st.groups, prior.mu, prior.p):
+    diagonal, holding the blocks of one-multinomial experts) the experts that sat at the
+    prior's closed form, ``n_un`` (per group (E,)) times each (mu~ = mu, sigma~^2 =
+    1 / (Sigma^-1)_ii, 1 in padding), and the blocks of shared experts from their
+    y-sums ``ys`` (:func:`shard_sums`): with c blocks, x - mu = Sigma y, and
+    sigma~^2 = 1 / (Sigma^-1)_ii on the coordinates a block leaves uncovered,
+
+        sum x = c mu + Sigma sum y,
+        sum x x^T = c mu mu^T + mu (Sigma sum y)^T + (Sigma sum y) mu^T + Sigma (sum y y^T) Sigma."""
+    for gi, (s1, s2, n, gr, mu, pdiag) in enumerate(zip(S1, S2, n_un, prior.st.groups, prior.mu, prior.p)):
+        i = np.arange(gr.L)
+        unit = np.where(gr.mask, 1.0 / pdiag, 1.0)
         s1 += n[:, None] * mu
         s2 += n[:, None, None] * mu[:, :, None] * mu[:, None, :]
-        i = np.arange(gr.L)
-        s2[:, i, i] += n[:, None] * np.where(gr.mask, 1.0 / pdiag, 1.0)
+        s2[:, i, i] += n[:, None] * unit
+        if ys[gi] is None:
+            continue
+        c, ysum, yy, cu = ys[gi]
+        rows = np.flatnonzero(c > 0)
+        if not rows.size:
+            continue
+        S, m, cr = prior.S[gi][rows], mu[rows], c[rows]
+        d = np.einsum("eij,ej->ei", S, ysum[rows])
+        s1[rows] += cr[:, None] * m + d
+        s2[rows] += (cr[:, None, None] * m[:, :, None] * m[:, None, :] + m[:, :, None] * d[:, None, :]
+                     + d[:, :, None] * m[:, None, :] + S @ yy[rows] @ S)
+        s2[rows[:, None], i[None, :], i[None, :]] += (cr[:, None] - cu[rows]) * unit[rows]
 
 
 def to_dense(lay, sh, prior, vmu, vs2, lo) -> None:
