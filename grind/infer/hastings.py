@@ -94,9 +94,14 @@ probabilities, so the same stationary distribution.  Its random numbers are one
 xoshiro256** stream per sweep seeded by ``rng.integers(2**63)`` after the
 visiting order ``rng.permutation``, so a run is reproducible from ``--seed``
 and resumes bit-identically, but its draws differ from the Python path's
-(``Hastings.fast = False`` forces that path, the reference; other kernels
-always take it).  The trees are then kept as one int64 array of derivation rows
-(5n-1 a sentence); ``self.trees`` is rebuilt from it when read.
+(``Hastings.fast = False`` forces that path, the reference).  The general CKY
+kernel (:class:`~grind.kernels.cky.CKYParser`) has the same sweep for N = 1
+(csrc/cky.pyx, Kernel.hastings: the proposal weights set in the kernel's own
+arrays for the rules of the LHSs whose counts moved; batches take the Python
+path); the segmentation kernel always takes the Python path.  The trees are then
+kept as one int64 array of derivation rows, each sentence's from its offset with
+room for the parser's ``tree_capacity()`` rows (the DMV's: exactly its 5n-1);
+``self.trees`` is rebuilt from it when read.
 
 Sentences are visited in a fresh random order each sweep.  Per sentence only
 the LHSs of the two trees change, so the counts f, the per-LHS totals and the
