@@ -621,6 +621,15 @@ cdef class Shard:
                     cnt[p] += 1.0
                     s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
                     src = &self._y[c0] if by_y[p] else &self._x[c0]
+                    if uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1:      # U = 0..n-1: rows contiguous
+                        for u in range(n):
+                            s1[u] += src[u]
+                            sd[u] += self._s2[c0 + u]
+                            for v in range(n):
+                                s2[u * ld[p] + v] += src[u] * src[v]
+                            if cu != NULL:
+                                cu[u] += 1.0
+                        continue
                     for u in range(n):
                         i = uidx[u0[p] + u]
                         s1[i] += src[u]
