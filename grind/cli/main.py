@@ -56,7 +56,8 @@ COMMANDS = {"make-grammar": ("grammar_cmds", "make_grammar"), "make-structure": 
             "init": ("grammar_cmds", "init"), "split": ("split_cmd", "split"), "estep": ("count_cmds", "estep"),
             "sum": ("count_cmds", "sum_"), "mstep": ("count_cmds", "mstep"), "train": ("train", "train"),
             "parse": ("decode_cmds", "parse"), "baseline": ("decode_cmds", "baseline"),
-            "function-heads": ("convert_cmd", "function_heads_cmd"), "loglik": ("decode_cmds", "loglik"),
+            "function-heads": ("convert_cmd", "function_heads_cmd"), "convert": ("convert_cmd", "convert"),
+            "loglik": ("decode_cmds", "loglik"),
             "eval": ("eval_cmd", "eval_"), "plot": ("plot_cmds", "plot"), "show": ("plot_cmds", "show")}
 
 
