@@ -147,41 +147,19 @@ cdef class Shard:
         self._idle = np.ones(self.NB, dtype=np.uint8)
         self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
 
-    # the state as numpy arrays (views: writing into them changes the shard)
-    @property
-    def x(self):
-        return np.asarray(self._x)
-
-    @property
-    def s2(self):
-        return np.asarray(self._s2)
-
-    @property
-    def y(self):
-        return np.asarray(self._y)
-
-    @property
-    def m(self):
-        return np.asarray(self._m)
-
-    @property
-    def v(self):
-        return np.asarray(self._v)
-
-    @property
-    def F(self):
-        return np.asarray(self._F)
-
-    @property
-    def zeta(self):
-        return np.asarray(self._zeta)
-
-    @property
-    def idle(self):
-        """Per block: 1 where it had no data in the last round (or the shard started at the
-        prior): it is then at the prior's closed form, and :meth:`kl` and :meth:`accumulate`
-        count it as the sentence's other experts (exactly: nothing is added for it)."""
-        return np.asarray(self._idle)
+    def __getattr__(self, name):
+        """The state as numpy arrays (views: writing into them changes the shard): x, s2, y per
+        block coordinate; m, v, F per instance coordinate; zeta per instance; idle per block
+        (1 where the block had no data in the last round, or the shard started at the prior:
+        it is then at the prior's closed form, and :meth:`kl` and :meth:`accumulate` count it
+        as the sentence's other experts, adding nothing for it)."""
+        if name == "idle":
+            return np.asarray(self._idle)
+        views = {"x": self._x, "s2": self._s2, "y": self._y, "m": self._m, "v": self._v, "F": self._F,
+                 "zeta": self._zeta}
+        if name not in views:
+            raise AttributeError(name)
+        return np.asarray(views[name])
 
     def set_prior(self, list pools, const i64[:, ::1] where, const i64[::1] ld):
         """The prior of every pattern: ``where[p]`` = (pool, offset) pairs of Sigma_UU, Q_U,
@@ -411,9 +389,11 @@ cdef class Shard:
         cdef double *act = vb + 64 * n
         cdef double *vwork = vb + 64 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
         cdef double *vp = <double *> malloc(8 * n * sizeof(double))
+        cdef i64 *qb = <i64 *> malloc(8 * n * sizeof(i64))      # lane slot q = u * 8 + lane -> its block coordinate
+        cdef i64 *qf = <i64 *> malloc(8 * n * sizeof(i64))      # ... and its instance coordinate (-1: an empty lane)
         cdef i64 blk[8]
         cdef const double *pw
-        cdef double N, w, e, ai, bi
+        cdef double N, w, e
         cdef int status = 0, got, nl, idle
         # raw pointers: the compiler then keeps them in registers (no reloads through self)
         cdef double *X = &self._x[0] if self.NBC else NULL
@@ -425,8 +405,8 @@ cdef class Shard:
         cdef const i64 *bcf = &self.bc_f[0] if self.NBC else NULL
         cdef const i64 *cin = &self.c_inst[0] if self.C else NULL
         cdef const i64 *bc0 = &self.blk_c0[0]
-        if c == NULL or vb == NULL or vp == NULL:
-            free(c); free(vb); free(vp)
+        if c == NULL or vb == NULL or vp == NULL or qb == NULL or qf == NULL:
+            free(c); free(vb); free(vp); free(qb); free(qf)
             return 4
         for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
             N = 0.0
@@ -442,38 +422,29 @@ cdef class Shard:
             for lane in range(8):
                 act[lane] = 0.0
                 blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
-                k = blk[lane]
                 for u in range(n):
                     q = u * 8 + lane
-                    vw2[q] = pw[u] * pw[u]
-                    vp[q] = self.pp[p][u]
-                    if k < 0:
-                        va[q] = 0.0
-                        vbb[q] = 0.0
-                        vbeta[q] = 0.0
-                        vx[q] = self.pmu[p][u]
-                        vy[q] = 0.0
-                        vso[q] = 1.0 / self.pp[p][u]
-                        continue
-                    c0 = bc0[k]
-                    f = bcf[c0 + u]
-                    w = pw[u]
-                    va[q] = w * F[f]
-                    e = M[f] - w * X[c0 + u] + 0.5 * V[f]
-                    vbeta[q] = e if e < EXP_MAX else EXP_MAX      # b's exponent, and its factor c_t:
-                    vbb[q] = c[cin[f]]
-                    vx[q] = X[c0 + u]
-                    vy[q] = Y[c0 + u]
-                    vso[q] = S2[c0 + u]
-            for q in range(8 * n):                    # b = c_t exp(min(m~ - w x + v~/2, 700))
-                vbb[q] = vbb[q] * grind_ln_exp(vbeta[q])
+                    qb[q] = bc0[blk[lane]] + u if lane < nl else -1
+                    qf[q] = bcf[qb[q]] if lane < nl else -1
+            for q in range(8 * n):                    # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
+                u = q // 8
+                w = pw[u]
+                vw2[q] = w * w
+                vp[q] = self.pp[p][u]
+                f = qf[q]
+                if f < 0:                             # an empty lane: no data, at the prior
+                    va[q], vbb[q], vx[q], vy[q], vso[q] = 0.0, 0.0, self.pmu[p][u], 0.0, 1.0 / self.pp[p][u]
+                    continue
+                va[q] = w * F[f]
+                e = M[f] - w * X[qb[q]] + 0.5 * V[f]
+                vbb[q] = c[cin[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                vx[q], vy[q], vso[q] = X[qb[q]], Y[qb[q]], S2[qb[q]]
             for lane in range(nl):
-                k = blk[lane]
                 idle = 1
                 for u in range(n):
                     if va[u * 8 + lane] != 0.0 or vbb[u * 8 + lane] != 0.0:
                         idle = 0
-                self._idle[k] = idle
+                self._idle[blk[lane]] = idle
                 if idle:                              # no data: the maximiser is mu exactly
                     for u in range(n):
                         vx[u * 8 + lane] = self.pmu[p][u]
@@ -489,36 +460,23 @@ cdef class Shard:
                 status = 3
                 break
             its[0] += got
-            for lane in range(nl):
-                k = blk[lane]
-                c0 = bc0[k]
-                for u in range(n):
-                    q = u * 8 + lane
-                    f = bcf[c0 + u]
-                    X[c0 + u] = vx[q]
-                    Y[c0 + u] = vy[q]
-                    M[f] += pw[u] * (vx[q] - vxo[q])
-                    e = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
-                    vbeta[q] = e if e < EXP_MAX else EXP_MAX      # beta's exponent, and its factor c_t:
-                    vxo[q] = c[cin[f]]
-            for lane in range(nl, 8):
-                for u in range(n):
-                    vbeta[u * 8 + lane] = 0.0
-                    vxo[u * 8 + lane] = 0.0
-            for q in range(8 * n):                    # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
-                vbeta[q] = vxo[q] * grind_ln_exp(vbeta[q])
+            for q in range(8 * n):                    # scatter; beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
+                f = qf[q]
+                vbeta[q] = 0.0
+                if f < 0:
+                    continue
+                X[qb[q]], Y[qb[q]] = vx[q], vy[q]
+                M[f] += pw[q // 8] * (vx[q] - vxo[q])
+                e = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
+                vbeta[q] = c[cin[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
             for q in range(8 * n):
                 vxo[q] = vso[q]                       # the start of the sigma~^2 solves (vso kept)
             its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
-            for lane in range(nl):
-                k = blk[lane]
-                c0 = bc0[k]
-                for u in range(n):
-                    q = u * 8 + lane
-                    f = bcf[c0 + u]
-                    S2[c0 + u] = vxo[q]
-                    V[f] += vw2[q] * (vxo[q] - vso[q])
-        free(c); free(vb); free(vp)
+            for q in range(8 * n):
+                if qf[q] >= 0:
+                    S2[qb[q]] = vxo[q]
+                    V[qf[q]] += vw2[q] * (vxo[q] - vso[q])
+        free(c); free(vb); free(vp); free(qb); free(qf)
         return status
 
     def kl(self):

@@ -22,6 +22,7 @@ from grind.grammars.grammar import Grammar
 from grind.infer.hastings import Hastings
 from grind.infer.training import ShardedEstep
 from grind.kernels.cky import CKYParser
+import test_hastings_fast as fast
 from test_hastings_fast import P_MIN, run
 
 RULES = [("S", ("A", "B")), ("S", ("B", "A")), ("S", ("A",)), ("S", ("A", "b", "A")), ("A", ("A", "A")),
@@ -53,24 +54,8 @@ def make(alpha, sweeps, seed=0, path="auto", batch=1, fast=True, sents=SENTS):
 
 
 def exact_posterior(alpha, power=1.0):
-    """{joint key: P}, P ∝ (prod_A B(f_A(t) + alpha) / B(alpha))^power over every joint assignment."""
-    import itertools
-    import math
-    g = grammar()
-
-    def log_beta(a):
-        return math.fsum(math.lgamma(x) for x in a) - math.lgamma(math.fsum(a))
-    lhs_sets = [np.flatnonzero(g.lhs == A) for A in set(g.lhs.tolist())]
-    per = [[(oracle.derivation_key(d), np.bincount(d[:, 0], minlength=len(g)))
-            for d, _ in oracle.enumerate_derivations(g, np.ones(len(g)), s)] for s in SENTS]
-    logp = {}
-    for combo in itertools.product(*per):
-        f = sum(c for _, c in combo)
-        logp[tuple(k for k, _ in combo)] = power * math.fsum(
-            log_beta(f[rs] + alpha) - log_beta(np.full(len(rs), alpha)) for rs in lhs_sets)
-    m = max(logp.values())
-    z = math.fsum(math.exp(v - m) for v in logp.values())
-    return {k: math.exp(v - m) / z for k, v in logp.items()}
+    """The collapsed posterior of SENTS (test_hastings_fast.exact_posterior on the sentences as they are)."""
+    return fast.exact_posterior(grammar(), SENTS, alpha, power, tokens=list)
 
 
 @pytest.mark.parametrize("path", ["dense", "sparse"])

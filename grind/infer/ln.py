@@ -835,6 +835,19 @@ class LNConfig(TrainConfig):
         return cfg
 
 
+def _warm_state(name: str, doc: str) -> property:
+    """A property over the dense warm-start array ``name`` of :class:`LogisticNormal`, made
+    from the compiled E-step's shards when read or replaced (``_densify``)."""
+    def get(self):
+        self._densify()
+        return getattr(self, name)
+
+    def put(self, value):
+        self._densify()
+        setattr(self, name, value)
+    return property(get, put, doc=doc)
+
+
 class LogisticNormal(Algorithm):
     """Variational EM for the (shared) logistic-normal prior (Cohen & Smith 2010, Alg. 3).
 
@@ -1287,27 +1300,8 @@ class LogisticNormal(Algorithm):
             ln_estep.to_dense(lay, sh, pv, vmu, vs2, lo)
         self._dmu, self._ds2, self._shards = vmu, vs2, None
 
-    @property
-    def _vmu(self):
-        """Warm starts: every posterior's mu~ per group, (n, E, L) (None before the first E-step)."""
-        self._densify()
-        return self._dmu
-
-    @_vmu.setter
-    def _vmu(self, value):
-        self._densify()
-        self._dmu = value
-
-    @property
-    def _vs2(self):
-        """Warm starts: every posterior's sigma~^2 per group, (n, E, L)."""
-        self._densify()
-        return self._ds2
-
-    @_vs2.setter
-    def _vs2(self, value):
-        self._densify()
-        self._ds2 = value
+    _vmu = _warm_state("_dmu", "Warm starts: every posterior's mu~ per group, (n, E, L) (None before the first one).")
+    _vs2 = _warm_state("_ds2", "Warm starts: every posterior's sigma~^2 per group, (n, E, L).")
 
     def parser_changed(self) -> None:
         """Model II's last parse (:meth:`_reusable`) was made by the parser as it was: drop it."""
