@@ -769,9 +769,11 @@ def pack_ln(grammar, experts):
 
 def ln_bytes(st, n: int) -> int:
     """About the logistic normal's peak memory (bytes): per group of experts of L outcomes,
-    Sigma and its inverse (E L^2 numbers each), and the E-step's Newton step, which holds an
-    L x L precision for every (sentence, expert) of a shard of up to SHARD sentences
-    (:func:`_newton`; the group with the largest E L^2)."""
+    Sigma and its inverse (E L^2 numbers each), and the numpy E-step's Newton step, which holds
+    an L x L precision for every (sentence, expert) of a shard of up to SHARD sentences
+    (:func:`_newton`; the group with the largest E L^2).  An upper bound for model I's compiled
+    E-step (:mod:`grind.infer.ln_estep`), which holds a sentence's blocks only and one Sigma_UU
+    a partial pattern."""
     big = max((gr.E * gr.L ** 2 for gr in st.groups), default=0)
     return 8 * (2 * sum(gr.E * gr.L ** 2 for gr in st.groups) + min(n, SHARD) * big)
 
