@@ -15,12 +15,14 @@ from grind import log
 from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, left_out, read_corpus  # noqa: F401 (left_out: re-exported)
 from grind.errors import InputError
 from grind.grammars.grammar import Grammar, read_grammar
-from grind.formats.textio import header_lines, open_out, output_problem, set_run_info
+from grind.formats.textio import header_lines, open_out, set_run_info
+from grind.cli.options import (AlphaType, FiniteFloatRange, GroupedCommand, GroupedOption,  # noqa: F401
+                               OutputPath, table_option)
 
 
 # ----------------------------------------------------------------------------- helpers
 
-class OneChoiceCommand(click.Command):
+class OneChoiceCommand(GroupedCommand):
     """A command whose flags that share a destination (``--viterbi`` / ``--mbr``:
     ``flag_value`` options of one name) are alternatives: click lets the last one
     given win silently; giving two different ones here is a usage error."""
@@ -41,29 +43,35 @@ class OneChoiceCommand(click.Command):
 
 def corpus_options(f):
     """--format/--column/--punct/--max-length/--min-length/--chars/--types, collected into ``spec``."""
+    g = dict(cls=GroupedOption, group="Corpus")
     opts = [
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
-                     help="Corpus format: one sentence a line, CoNLL-U, CoNLL-X, Malt-TAB, PTB trees, or "
-                          "sigmorphon (word<TAB>morph @@morph ..., needs --chars) (auto: by extension/content; "
-                          "with --chars a .tsv file is sigmorphon)."),
-        click.option("--column", type=click.Choice(COLUMNS), default=None,
-                     help="Treebank column to model (LFORM = lower-cased FORM). Required for treebanks."),
-        click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True,
-                     help="Remove punctuation first: ud = UPOS PUNCT; ptb = PTB tags `` '' , . : -LRB- -RRB-; "
-                          "ptb+ also # $."),
-        click.option("--max-length", type=click.IntRange(1), default=None, show_default="none: no limit",
-                     help="Keep sentences of at most this many tokens (after punctuation removal)."),
-        click.option("--min-length", type=click.IntRange(1), default=1, show_default=True,
-                     help="Keep sentences of at least this many tokens."),
-        click.option("--chars", is_flag=True,
-                     help="Morphology: one word a line (or a sigmorphon TSV), NFC-normalised, each Unicode "
-                          "character one token; a plain-text line with whitespace or an empty line is an error, "
-                          "a sigmorphon row of several words is skipped and counted ('# left_out:'). "
-                          "--max-length/--min-length count characters."),
-        click.option("--types", is_flag=True,
-                     help="Keep only the first occurrence of every distinct sentence (word types with --chars, "
-                          "as Johnson, Griffiths & Goldwater 2007 train on; not implied by --chars, the "
-                          "SIGMORPHON files are type lists already)."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True, metavar="FORMAT",
+                     help="text, conllu, conllx, malt, ptb, sigmorphon.", **g,
+                     doc="One sentence a line (text), CoNLL-U, CoNLL-X, Malt-TAB, PTB trees, or sigmorphon "
+                         "(word<TAB>morph @@morph ..., needs --chars); auto: by extension and content; with --chars "
+                         "a .tsv file is sigmorphon."),
+        click.option("--column", type=click.Choice(COLUMNS), default=None, metavar="COLUMN", **g,
+                     help="FORM, LFORM, UPOS or XPOS (treebanks).",
+                     doc="The CoNLL column whose values are the tokens: FORM, LFORM (lower-cased FORM), UPOS or "
+                         "XPOS.  Required for treebanks."),
+        click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True, **g,
+                     metavar="RULE", help="Drop punctuation: ud, ptb, ptb+.",
+                     doc="ud = UPOS PUNCT; ptb = PTB tags `` '' , . : -LRB- -RRB-; ptb+ also # $."),
+        click.option("--max-length", type=click.IntRange(1), default=None, metavar="N", **g,
+                     help="Keep sentences of at most N tokens.",
+                     doc="Keep sentences of at most this many tokens (after punctuation removal); default: no "
+                         "limit."),
+        click.option("--min-length", type=click.IntRange(1), default=1, show_default=True, metavar="N", **g,
+                     help="Keep sentences of at least N tokens."),
+        click.option("--chars", is_flag=True, **g, help="One word a line, its characters as tokens.",
+                     doc="Morphology: one word a line (or a sigmorphon TSV), NFC-normalised, each Unicode "
+                         "character one token; a plain-text line with whitespace or an empty line is an error, "
+                         "a sigmorphon row of several words is skipped and counted ('# left_out:'). "
+                         "--max-length/--min-length count characters."),
+        click.option("--types", is_flag=True, **g, help="Keep the first occurrence of each sentence.",
+                     doc="Keep only the first occurrence of every distinct sentence (word types with --chars, "
+                         "as Johnson, Griffiths & Goldwater 2007 train on; not implied by --chars, the "
+                         "SIGMORPHON files are type lists already)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -76,31 +84,6 @@ def corpus_options(f):
         return f(*a, **kw)
 
     return wrapper
-
-
-class OutputPath(click.ParamType):
-    """A file grind writes, checked when click converts the option, before the
-    command runs: ``''`` is a usage error (exit 2); a missing directory, a
-    directory, a file or directory that is not writable, or a dangling symlink
-    into a missing directory is a one-line error naming option and path (exit 1).
-    Every option that names a file grind writes has this type; the writing is
-    :func:`grind.formats.textio.open_out`'s (symlinks written through, FIFOs and devices
-    directly, compression by suffix).  ``regular=True``: a file written more than
-    once or read back by name (``train --checkpoint``) must be a regular file:
-    ``-``, a FIFO, a device or a socket is an error too."""
-    name = "file"
-
-    def __init__(self, regular: bool = False):
-        self.regular = regular
-
-    def convert(self, value, param, ctx):
-        problem = output_problem(value, self.regular)
-        if problem == "empty file name":
-            self.fail("empty file name", param, ctx)
-        if problem:
-            opt = "/".join(param.opts) if param else "output"
-            raise InputError(f"{opt} {value}: cannot write: {problem}")
-        return value
 
 
 #: Commands whose -o is a grammar made from their GRAMMAR (or mstep's --grammar): that input may be rewritten in
@@ -147,67 +130,16 @@ def _param_name(p) -> str:
     return "/".join(p.opts) if p.opts and p.opts[0].startswith("-") else p.name.upper()
 
 
-class FiniteFloatRange(click.FloatRange):
-    """A click.FloatRange that also refuses nan and inf (which FloatRange lets through)."""
-
-    def convert(self, value, param, ctx):
-        import math
-        v = super().convert(value, param, ctx)
-        if not math.isfinite(v):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return v
-
-
-class AlphaType(click.ParamType):
-    """--alpha: a finite number > 0 (>= 0 with ``zero_ok``; kept as written), a number and per-LHS numbers
-    (``1e-20,Stem=1e-15``), or an existing file of per-rule pseudo-counts."""
-
-    name = "NUMBER|NUMBER,LHS=NUMBER...|FILE"
-
-    def __init__(self, zero_ok: bool = False):
-        self.zero_ok = zero_ok
-
-    def convert(self, value, param, ctx):
-        import math
-        import os
-        from grind.infer.training import alpha_per_lhs
-        if os.path.exists(str(value)) or (value == "-" and not self.zero_ok):
-            return value
-        per_lhs = alpha_per_lhs(value)
-        try:
-            values = [float(value)] if per_lhs is None else [per_lhs[0], *(v for _, v in per_lhs[1])]
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither a number, nor NUMBER,LHS=NUMBER,..., nor an existing file of "
-                      f"pseudo-counts", param, ctx)
-        zero_ok = self.zero_ok and per_lhs is None        # mstep's 0 (no prior) is one number, not per LHS
-        bound = ">= 0" if zero_ok else "> 0"
-        for v in values:
-            if not (math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
-                self.fail(f"{value!r}: a Dirichlet hyperparameter must be a finite number {bound}", param, ctx)
-        return value
-
-
 def output_option(f):
-    return click.option("-o", "--output", type=OutputPath(), default="-", show_default=True,
-                        help="Output file (- = stdout; .gz/.xz/.bz2 compressed); written atomically, "
-                             "through a symlink to its target.")(f)
+    return click.option("-o", "--output", cls=GroupedOption, group="Output", type=OutputPath(), default="-",
+                        show_default=True, metavar="FILE", help="Output file (- = stdout).",
+                        doc="Written atomically, through a symlink to its target; compressed by its suffix.")(f)
 
 
-def seed_option(f):
-    return click.option("--seed", type=click.IntRange(0), default=None,
-                        help="Seed of the one random generator every random choice draws from.")(f)
-
-
-def start_option(f):
-    return click.option("--start", default=None,
-                        help="Start symbol (default: the grammar's '# start:' header, else the first rule's LHS).")(f)
-
-
-def kernel_option(f):
-    return click.option("--kernel", type=click.Choice(["auto", "cky", "dmv", "segment"]), default="auto",
-                        show_default=True,
-                        help="Chart kernel: auto = the DMV kernel for DMV grammars, the segmentation kernel for "
-                             "morphology (template) grammars, CKY otherwise.")(f)
+#: --seed, --start, --kernel: declared with the training options (grind.infer.options), shared by every command.
+seed_option = table_option("seed")
+start_option = table_option("start")
+kernel_option = table_option("kernel")
 
 
 def not_counted(sents) -> int:
