@@ -5,6 +5,8 @@ import collections
 
 import click
 
+from grind.cli.options import GroupedCommand, option
+
 from grind import log
 from grind.errors import InputError
 from grind.formats.corpus import CorpusSpec, block_format, conll_trees
@@ -13,17 +15,23 @@ from grind.formats.textio import header_lines, open_out, read_lines
 from grind.cli.common import output_option
 
 
-@click.command("function-heads")
-@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
-              help="Treebank format (auto: by extension, else a CoNLL file).")
-@click.option("--relations", default=",".join(DEFAULT_RELATIONS), show_default=True,
-              help="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
-                   "matches NAME's subtypes (case:* matches case:dec).")
+@click.command("function-heads", cls=GroupedCommand)
+@option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
+        help="Treebank format (auto: by extension).", doc="Treebank format (auto: by extension, else a CoNLL file).")
+@option("--relations", default=",".join(DEFAULT_RELATIONS), metavar="LIST",
+        help="Relations whose dependent is a function word.",
+        doc="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
+            f"matches NAME's subtypes (case:* matches case:dec).  Default: {','.join(DEFAULT_RELATIONS)}.")
 @output_option
 @click.argument("treebank")
 def function_heads_cmd(treebank, fmt, relations, output):
     """Write TREEBANK (CoNLL-U or CoNLL-X) with function words as heads.
 
+    \b
+    Example:
+      grind function-heads zh-ud-test.conllu > zh-test.fh.conllu
+      grind eval --column UPOS --punct ud zh-test.fh.conllu parsed.conllu
+    \f
     UD makes content words heads (an adposition depends on its noun, an
     auxiliary or copula on its predicate); the treebanks of the DMV papers
     (Penn Treebank, Chinese Treebank) were converted from phrase structure
