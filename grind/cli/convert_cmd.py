@@ -17,7 +17,8 @@ from grind.cli.common import output_option
 
 @click.command("function-heads", cls=GroupedCommand)
 @option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
-        group="Corpus", help="Treebank format (auto: by extension).", doc="Treebank format (auto: by extension, else a CoNLL file).")
+        group="Corpus", help="Treebank format (auto: by extension).",
+        doc="Treebank format (auto: by extension, else a CoNLL file).")
 @option("--relations", default=",".join(DEFAULT_RELATIONS), metavar="LIST",
         help="Relations whose dependent is a function word.",
         doc="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "

@@ -289,8 +289,63 @@ def table_option(name: str, **override):
                   shown_default=o.shown_default() if per_algo else None)
         if o.kind == "pair":
             kw.update(nargs=2, type=str)
+    if o.kind == "config":
+        kw.update(type=click.Path(dir_okay=False), is_eager=True, expose_value=True, callback=read_config)
     kw.update(override)
     return click.option(*decls, **kw)
+
+
+def read_config(ctx, param, path):
+    """``--config FILE``: the TOML file's options become the command's defaults (``ctx.default_map``), so
+    that options on the command line override them and click checks their values as it checks the command
+    line's; an unknown name is a usage error naming it."""
+    if path is None or ctx.resilient_parsing:
+        return path
+    try:
+        import tomllib
+    except ImportError:                 # Python < 3.11
+        import tomli as tomllib
+    try:
+        with click.open_file(path, "rb") as f:
+            table = tomllib.load(f)
+    except OSError as e:
+        raise InputError(f"--config {path}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"--config {path}: not TOML: {e}") from None
+    names = {}
+    for p in ctx.command.params:
+        if isinstance(p, click.Option) and p.name not in ("config", "help"):
+            for opt in p.opts + p.secondary_opts:
+                if opt.startswith("--"):
+                    names[opt[2:]] = names[opt[2:].replace("-", "_")] = p
+    unknown = [k for k in table if k not in names]
+    if unknown:
+        raise click.BadParameter(f"{path}: no option {', '.join(map(repr, unknown))} in {ctx.command_path} "
+                                 "(keys are its long options' names)", ctx, param)
+    defaults = {}
+    for key, value in table.items():
+        p = names[key]
+        if p.is_bool_flag and p.secondary_opts and key in (o[2:] for o in p.secondary_opts):
+            value = not value               # --no-baselines = false
+        if isinstance(value, dict):
+            raise click.BadParameter(f"{path}: {key} is a table, not a value", ctx, param)
+        defaults[p.name] = value if isinstance(value, bool) else \
+            [str(v) for v in value] if isinstance(value, list) else str(value)
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    ctx.meta["config"] = (path, [(key, names[key].name, value) for key, value in table.items()])
+    return path
+
+
+def config_header(ctx) -> str | None:
+    """The ``# config:`` header value: the file and the options it gave that the command line did not."""
+    if "config" not in ctx.meta:
+        return None
+    import json
+    from click.core import ParameterSource
+    path, given = ctx.meta["config"]
+    used = [f"{key} = {json.dumps(value)}" for key, name, value in given
+            if ctx.get_parameter_source(name) == ParameterSource.DEFAULT_MAP]
+    return f"{path} ({', '.join(used) if used else 'every option overridden on the command line'})"
 
 
 def table_options(names):

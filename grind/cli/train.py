@@ -11,7 +11,7 @@ from grind.formats.textio import STDERR, is_stream, output_group, same_file, str
 from grind.infer import RANDOM_ALGOS
 from grind.infer.options import GROUPS, NAMES, OPTIONS, OptionError
 from grind.cli.common import corpus_options, output_option, make_rng, write_grammar, _given
-from grind.cli.options import grouped, table_options
+from grind.cli.options import config_header, grouped, table_options
 from grind.run import CLI, STREAMING, TrainingRun, check_trees, configure
 # (ON_DISK, IN_MEMORY_ENV: grind.run)
 
@@ -121,6 +121,7 @@ def train(grammar, corpus, spec, output, **values):
     trace = run.train(rng, on_step=lambda s: log.info(format_step(s)), checkpoint=ckpt,
                       checkpoint_every=values["checkpoint_every"], resume=resume, meta=meta)
     info = run.header()
+    info["config"] = config_header(ctx)
     algorithm = run.algorithm
     with output_group():              # every output file replaced, or none
         if run.joint is not None:

@@ -144,7 +144,7 @@ def _show(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-_ALGO_DOC = """\
+_ALGO_DOC = """\b
 em          inside-outside EM / MAP-EM (--alpha); writes probabilities.
 vb          batch mean-field VB (Kurihara & Sato 2006).
 cvb         collapsed VB (Wang & Blunsom 2013).
@@ -353,6 +353,12 @@ OPTIONS: tuple[Opt, ...] = (
         metavar="N", doc="Seed of the one random generator every random choice draws from."),
     Opt("jobs", int, 1, "E-step threads.", "run", range=(1, None),
         metavar="N", doc="Threads for the E-step (results do not depend on it)."),
+    Opt("config", str, None, "Read options from a TOML file (see formats).", "run", config=False, where="cli",
+        kind="config", metavar="FILE",
+        doc="A TOML file of grind train options: long option names (eval-every or eval_every) and their values "
+            "(true for a flag, a two-element list for joint).  Options on the command line override the file's; "
+            "an unknown name is refused.  The output's header records the file and the options it gave "
+            "('# config: FILE (alpha = 0.1, ...)').  See docs/reference/formats.md."),
     Opt("cluster", str, None, "E-step on Dask: local:N or tcp://HOST:PORT.", "run", config=False,
         where="cli", metavar="ADDRESS",
         doc="Run the E-step's shards (256 sentences each) as tasks on a Dask cluster, summed here in shard "
