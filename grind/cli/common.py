@@ -6,16 +6,18 @@ from __future__ import annotations
 import functools
 import os
 
-from dataclasses import dataclass
 
 import click
 import numpy as np
 
 from grind import log
 from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, left_out, read_corpus  # noqa: F401 (left_out: re-exported)
-from grind.errors import InputError
-from grind.grammars.grammar import Grammar, read_grammar
+from grind.grammars.grammar import Grammar
 from grind.formats.textio import header_lines, open_out, set_run_info
+# Reading a grammar and corpus for a command, and reporting sentences without a parse: grind.run's (train and
+# grind.fit build their run there), re-exported for the commands.
+from grind.run import (TREE_ALGOS, TREES_TEXT, Namer, TreeItem, known_failures, load, load_trees,  # noqa: F401
+                       read_prepared_trees, read_probabilities, report_failures)
 from grind.cli.options import (AlphaType, FiniteFloatRange, GroupedCommand, GroupedOption,  # noqa: F401
                                OutputPath, table_option)
 
@@ -193,142 +195,13 @@ def write_grammar(path, grammar: Grammar, weights, kind, **extra):
         f.writelines(grammar.rule_text(weights, grammar.pseudocounts))
 
 
-def read_probabilities(grammar_path, start=None, command="this command", normalise=False):
-    """The grammar of ``grammar_path``, checked to hold rule probabilities
-    (:func:`grind.grammars.grammar.require_probabilities`), or with ``normalise=True``
-    its weights normalised per LHS with a warning when they are not."""
-    from grind.grammars.grammar import as_probabilities
-    return as_probabilities(read_grammar(grammar_path, start), grammar_path, command, normalise)
-
-
-def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False,
-         tokens_only=False):
-    """Grammar, sentences and a chart parser for them.  The grammar's
-    :meth:`~grind.grammars.grammar.Grammar.probabilities` must be rule probabilities
-    (:func:`grind.grammars.grammar.require_probabilities`; parse, loglik and estep use
-    them as such).  ``normalise=True`` (train, which only needs a starting
-    point) normalises weights that are not probabilities per LHS instead,
-    with a warning.  ``tokens_only``: the sentences keep only their tokens,
-    number and line (:func:`grind.formats.corpus.read_corpus_tokens`), for
-    a command that writes no corpus back."""
-    from grind.formats.corpus import read_corpus_tokens
-    from grind.kernels.select import make_parser
-    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else read_corpus(corpus_path, spec)
-    grammar = read_probabilities(grammar_path, start, command, normalise)
-    from grind.formats.textio import is_stream
-    if grammar.meta.get("model") == "treebank" and is_stream(grammar_path):
-        # is_treebank_grammar cannot peek at a stream: the generic path would parse with split symbols,
-        # no unknown-word signatures and no word escapes -- silently wrong
-        name = "<stdin>" if grammar_path == "-" else grammar_path
-        raise InputError(f"{name}: a treebank grammar ('# model: treebank') read from standard input or a pipe: "
-                         f"{command} reads such a grammar's header before the corpus, so give it as a file")
-    try:
-        parser = make_parser(grammar, [s.tokens for s in sents], kernel)
-    except InputError as e:
-        name = "<stdin>" if grammar_path == "-" else grammar_path
-        msg = str(e)
-        raise InputError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
-    return grammar, sents, parser
-
-
-@dataclass
-class TreeItem:
-    """A gold tree of a ``--trees`` corpus: its number and line in the file, and its prepared yield."""
-
-    number: int
-    line: int
-    tokens: list
-
-    def __len__(self):
-        return len(self.tokens)
-
-
-def read_prepared_trees(trees_path, latent, where=None):
-    """The trees of a PTB file prepared as the latent grammar's were
-    (:func:`grind.formats.treebank.prepare`: the grammar header's ``markov``,
-    words the grammar lacks -> signatures) with their :class:`TreeItem`s;
-    trees left empty by deleting -NONE- are skipped with a warning.  Returns
-    ``(prepared trees, items, counter, the raw trees of the file)``."""
-    from grind.formats.trees import leaves, read_trees
-    from grind.formats.treebank import prepare
-    name = where or ("<stdin>" if trees_path == "-" else trees_path)
-    lines: list[int] = []
-    raw = read_trees(trees_path, lines)
-    markov = latent.grammar.meta.get("markov", "0")
-    try:
-        h = int(markov)
-    except ValueError:
-        raise InputError(f"the grammar's '# markov: {markov}' header is not a number") from None
-    keep: list[int] = []
-    prepared, _, counter = prepare(raw, name, h, known=latent.known_words(), kept=keep, lines=lines)
-    if counter["empty"]:
-        log.warn(f"{name}: {counter['empty']} trees hold only -NONE- elements: skipped")
-    if counter["replaced"]:
-        backoff = f" ({counter['backoff']} backed off to a coarser signature)" if counter["backoff"] else ""
-        log.info(f"{name}: {counter['replaced']} word tokens the grammar lacks -> unknown-word signatures"
-                 f"{backoff}")
-    from grind.formats.corpus import Corpus
-    items = Corpus(TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared))
-    items.wordless = counter["empty"]             # for the '# left_out:' header (:func:`left_out`)
-    if not items:
-        raise InputError(f"{name}: no trees" + (" with words (every one holds only -NONE-)" if raw else ""))
-    return prepared, items, counter, raw
-
-
-def load_trees(grammar_path, trees_path, start=None, command="this command", normalise=False):
-    """Latent grammar, tree items and a tree-constrained parser
-    (:class:`grind.kernels.latent_tree.TreeParser`) for ``--trees`` commands."""
-    from grind.grammars.latent import LatentGrammar
-    from grind.kernels.latent_tree import TreeParser
-    grammar = read_probabilities(grammar_path, start, command, normalise)
-    name = "<stdin>" if grammar_path == "-" else grammar_path
-    try:
-        latent = LatentGrammar(grammar)
-    except InputError as e:
-        raise InputError(f"{name}: not a treebank grammar: {e}") from None
-    prepared, items, _, _ = read_prepared_trees(trees_path, latent)
-    parser = TreeParser(grammar, prepared, latent=latent)
-    return grammar, items, parser
-
-
-#: Algorithms that train a latent treebank grammar on gold trees (--trees).
-TREE_ALGOS = ("em", "vb", "cvb", "gibbs")
-#: How a --trees corpus is described in logs and headers.
-TREES_TEXT = "PTB gold trees, latent subtypes hidden"
-
-
 def check_tree_options(algo, spec, opts):
-    """--trees trains on gold trees: em, vb, cvb or gibbs, no corpus options, no --joint."""
-    from grind.formats.corpus import CorpusSpec
-    if algo not in TREE_ALGOS:
-        raise click.UsageError(f"--trees trains with {', '.join(TREE_ALGOS)}, not --algo {algo}")
-    if spec != CorpusSpec():
-        raise click.UsageError("--trees reads PTB trees as they are: the corpus options do not apply")
-    if opts.get("joint"):
-        raise click.UsageError("--joint is not supported with --trees")
-
-
-def known_failures(parser, n):
-    """A log-Z-like vector: -inf for sentences the parser already knows it cannot parse."""
-    z = np.zeros(n)
-    z[list(parser.failures)] = -np.inf
-    return z
-
-
-def report_failures(sents, parser, logz, what="sentences", fate="were left out"):
-    """Warn about every sentence without a parse (``fate``: what the command does with them); return how
-    many there were."""
-    bad = np.flatnonzero(~np.isfinite(logz))
-    for k, i in enumerate(bad):
-        if k == 10:
-            log.warn(f"... and {len(bad) - 10} more")
-            break
-        s = sents[i]
-        why = parser.failures.get(int(i), "no derivation has positive probability")
-        log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
-    if len(bad):
-        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}")
-    return len(bad)
+    """--trees trains on gold trees: em, vb, cvb or gibbs, no corpus options, no --joint (a usage error)."""
+    from grind.run import OptionError, check_trees
+    try:
+        check_trees(algo, spec, opts, Namer())
+    except OptionError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _given(name) -> bool:

@@ -76,6 +76,12 @@ def cli(quiet, verbose, log_file):
     messages and progress bars to standard error (bars only on a terminal).  Exit status: 0 success, 1 an
     error of the input or the run, 2 a usage error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 
+    Messages: -q keeps the warnings only, -v adds debug lines (a run's resolved options, the chart kernel),
+    -vv puts the time before each line, --log-file FILE also writes them to FILE.  From Python (grind.fit,
+    grind.parse, ...) the same messages go through the logging module, logger "grind", to standard error:
+    logging.getLogger("grind").setLevel(logging.WARNING) silences the progress lines, grind.log.to_application()
+    hands every message to the application's own logging handlers instead.
+
     Shell completion (bash; zsh and fish alike with zsh_source, fish_source): add to ~/.bashrc
 
         eval "$(_GRIND_COMPLETE=bash_source grind)"
