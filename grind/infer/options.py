@@ -65,8 +65,7 @@ GROUPS = {
     "corpus": "Corpus",
     "model": "Grammar and kernel",
     "minibatch": "stochastic and streaming",
-    "cvb": "cvb",
-    "sampler": "gibbs and hastings",
+    "sampler": "cvb, gibbs and hastings",
     "ln": "ln (logistic normal)",
     "mixture": "mixture (posterior constraints)",
     "heldout": "Held-out evaluation",
@@ -218,12 +217,12 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("spec", object, None, "How to read the stream (a grind.formats.corpus.CorpusSpec).", "minibatch",
         algos=("streaming",), where="api"),
     # --------------------------------------------------------------------- cvb
-    Opt("cvb_init", str, "grammar", "Start: grammar or random.", "cvb", algos=("cvb",),
+    Opt("cvb_init", str, "grammar", "cvb: grammar or random start.", "sampler", algos=("cvb",),
         choices=("grammar", "random"), metavar="FROM",
         doc="cvb: per-sentence counts start from an E-step under the init grammar, or under randomly perturbed "
             "weights."),
     # --------------------------------------------------------------------- samplers
-    Opt("temp_start", float, 1.0, "Initial temperature, lowered to 1.", "sampler", algos=SAMPLERS,
+    Opt("temp_start", float, 1.0, "Samplers: initial temperature.", "sampler", algos=SAMPLERS,
         range=(1.0, None), metavar="T",
         doc="Annealing: initial temperature, lowered linearly to 1.  gibbs anneals the joint of trees and theta "
             "(theta ~ Dir(f/T + alpha), trees under theta^(1/T)); hastings the collapsed posterior, "
