@@ -24,12 +24,19 @@ REFERENCE, MAN = "reference", "man"
 
 def commands(cmd=None, path=("grind",)):
     """(path, command) of ``grind`` and of every command under it, in order."""
+    return [(p, c) for p, c, _ in contexts(cmd, path)]
+
+
+def contexts(cmd=None, path=("grind",), parent=None):
+    """(path, command, click context) of ``grind`` and of every command under it: each context a child of
+    its group's, as when the command runs (so ``-h`` is a help option, as the group's settings say)."""
     if cmd is None:
         from grind.cli.main import cli
         cmd = cli
-    yield path, cmd
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, **(cmd.context_settings if parent is None else {}))
+    yield path, cmd, ctx
     for name in sorted(getattr(cmd, "commands", {})):
-        yield from commands(cmd.commands[name], path + (name,))
+        yield from contexts(cmd.commands[name], path + (name,), ctx)
 
 
 def page_name(path) -> str:
@@ -104,8 +111,7 @@ def sections(cmd, ctx) -> list[tuple[str, list]]:
     return [("Options", [option_facts(p, ctx) for p in params])]
 
 
-def page_data(path, cmd) -> dict:
-    ctx = click.Context(cmd, info_name=" ".join(path))
+def page_data(path, cmd, ctx) -> dict:
     short, long = texts(cmd)
     subs = [(name, c.get_short_help_str(80)) for name, c in sorted(getattr(cmd, "commands", {}).items())]
     return dict(path=path, name=page_name(path), usage=usage(ctx, cmd), short=short, long=long,
@@ -232,7 +238,7 @@ def man(d: dict) -> str:
 # ----------------------------------------------------------------------------- writing
 
 def pages() -> list[dict]:
-    return [page_data(path, cmd) for path, cmd in commands()]
+    return [page_data(path, cmd, ctx) for path, cmd, ctx in contexts()]
 
 
 def generated(man_only: bool = False) -> dict[str, str]:
