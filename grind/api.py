@@ -36,7 +36,7 @@ from grind.formats.counts import Counts
 from grind.formats.textio import clear_run_info, set_run_info
 from grind.grammars.grammar import Grammar, as_probabilities, read_grammar as _read_grammar
 from grind.infer import RANDOM_ALGOS
-from grind.infer.options import OPTIONS, api_names
+from grind.infer.options import OPTIONS, api_names, check_values
 from grind.infer.registry import ALGORITHMS
 from grind.run import sentences as _sentences, warn_failures as _warn_failures
 
@@ -100,7 +100,8 @@ def _record(name: str, run_seed, **kw) -> str:
 
 
 def _check_args(seed, kernel, **ints) -> None:
-    """The arguments the command line's option types would have refused."""
+    """The arguments the command line's option types would have refused (``grind.fit``'s other options:
+    :func:`grind.infer.options.check_values`)."""
     import numbers
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer or None, not {seed!r}")
@@ -194,13 +195,11 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
     Messages go through Python's ``logging`` (logger ``grind``).
     """
     from grind.run import PyNamer, Style, TrainingRun, configure
-    _check_args(seed, kernel, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience,
-                **{k: options[k] for k in ("batch", "epochs", "model") if k in options})
-    if patience < 1 or eval_every < 0:
-        raise ValueError(f"patience must be >= 1 and eval_every >= 0 (got {patience}, {eval_every})")
+    _check_args(seed, kernel)
     if options.get("joint"):
         raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
     values, as_given = _values(algo, options)
+    check_values(dict(values, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience))
     shown = given_seed = seed
     if seed is None and algo in RANDOM_ALGOS:          # as grind train: draw the seed and record it
         import secrets

@@ -450,6 +450,23 @@ def fixed_coef(v, K):
 
 # ----------------------------------------------------------------------------- checks
 
+def check_values(values: dict) -> None:
+    """What click's option types check on the command line, for Python's keywords (``grind.fit``): a
+    ValueError for an integer option's value that is not an integer, or a run option's value outside its
+    range (a config's fields are checked by the config, :class:`grind.infer.config.TrainConfig`)."""
+    import numbers
+    for name, v in values.items():
+        o = OPTION.get(name)
+        if o is None or v is None or o.type is not int:
+            continue
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise ValueError(f"{name} must be an integer, not {v!r}")
+        if not o.config and o.range is not None:
+            lo, hi = o.range
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise ValueError(f"{name} must be {'>= ' + str(lo) if hi is None else f'in [{lo}, {hi}]'}, not {v!r}")
+
+
 class OptionError(GrindError):
     """Options that do not go together (a usage error on the command line, exit status 2; ValueError from
     ``grind.fit``, TypeError when ``unread``: an option the algorithm does not read).  ``param``: the
