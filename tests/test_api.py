@@ -262,6 +262,7 @@ def test_fit_says_when_the_annealing_did_not_finish(dmv_files, capsys):
     assert "temperature" not in res.grammar.meta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo,extra", [("ln", []), ("mixture", []), ("mixture", ["--base", "vb"]), ("vb", [])])
 def test_train_keeps_freed_blocks_for_ln_only(tmp_path, monkeypatch, algo, extra):
     """grind train calls keep_freed_blocks for ln and mixture over ln (their E-step's large

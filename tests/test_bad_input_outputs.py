@@ -82,6 +82,7 @@ def test_a_count_file_with_more_parsed_than_sentences_is_refused(files):
     one_line_error(grind("mstep", files / "bad.txt", check=False), files / "bad.txt", "parsed: 6")
 
 
+@pytest.mark.slow
 def test_vb_mstep_of_counts_without_loglik_is_an_error(files):
     grind("-q", "estep", "--algo", "vb", "-o", files / "c0.txt", files / "g.txt", files / "c.txt")
     grind("-q", "mstep", "--algo", "vb", "--grammar", files / "g.txt", "-o", files / "g1.txt", files / "c0.txt")

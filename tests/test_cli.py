@@ -37,6 +37,7 @@ def files(tmp_path):
     return tmp_path, str(g), str(c)
 
 
+@pytest.mark.slow
 def test_pipeline_through_stdin_and_stdout(files):
     d, g, c = files
     g1 = grind("init", "--random", "--seed", "3", g).stdout

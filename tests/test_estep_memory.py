@@ -202,6 +202,7 @@ _MEASURE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_estep_command_bytes_per_rule_at_peak(tmp_path):
     """The whole grind estep (corpus, grammar from the cache, index, parser,
     E-step, count file) over ~400k lexicalized rules peaks at <= 100 bytes a rule

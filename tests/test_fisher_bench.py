@@ -120,6 +120,7 @@ def test_lexicalized_dmv_index_is_the_classified_one():
         assert len({id(r[1][1]) for r in g.rules if r[0].startswith("R'_")}) == len(ys)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("grind.kernels._dmv") is None, reason="DMV kernel not built")
 def test_tiny_bench_run_prints_the_table(tmp_path, capsys):
     from grind.bench import fisher

@@ -110,6 +110,7 @@ def test_from_file_refuses_unary_cycles(tmp_path, cycle, shown):
 
 # ----------------------------------------------------------------------------- 2 count files
 
+@pytest.mark.slow
 def test_count_files_are_checked(files):
     c = files / "counts.txt"
     grind("estep", "-o", c, files / "p.txt", files / "c.txt")

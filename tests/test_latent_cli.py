@@ -40,6 +40,7 @@ def trace_objectives(path):
     return [float(r[col]) for r in rows[1:]]
 
 
+@pytest.mark.slow
 def test_estep_shards_sum_and_mstep_equal_one_em_iteration(tb):
     text = TRAIN.strip().split("\n")
     (tb / "a.mrg").write_text("\n".join(text[:3]) + "\n")
@@ -55,6 +56,7 @@ def test_estep_shards_sum_and_mstep_equal_one_em_iteration(tb):
     assert m.meta["model"] == "treebank" and t.meta["model"] == "treebank" and t.meta["subtypes"] == "2"
 
 
+@pytest.mark.slow
 def test_every_command_that_writes_a_grammar_keeps_the_treebank_header(tb):
     """init, make-grammar from-file and mstep without --grammar dropped '# model: treebank' and the rest, so
     parse read the grammar as a plain PCFG and every sentence came out NOPARSE (CLI audit)."""
@@ -130,6 +132,7 @@ def test_train_trees_gibbs_runs(tb):
     assert g.meta["model"] == "treebank" and g.weight_kind() == "pseudo-counts"
 
 
+@pytest.mark.slow
 def test_pruning_changes_dev_f1_by_less_than_0_3(tmp_path):
     """The issue's pruning check, on the PTB sample's dev split (wsj_0160-0179) with the H = 1 treebank
     PCFG of the training split (wsj_0001-0159)."""
@@ -148,6 +151,7 @@ def test_pruning_changes_dev_f1_by_less_than_0_3(tmp_path):
     assert f1["--no-prune"] > 55, f1
 
 
+@pytest.mark.slow
 def test_train_trees_checkpoint_resume_and_jobs(tb):
     common = ["train", "--trees", "--algo", "vb", "--alpha", "0.5", "--tolerance", "0"]
     grind(*common, "--iterations", "6", "-o", tb / "full.txt", tb / "g2.txt", tb / "train.mrg")

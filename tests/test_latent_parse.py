@@ -192,6 +192,7 @@ def test_cyclic_grammar_logz_matches_brute_force_per_max_unary():
 
 # -- decoding --------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("h", [1, 2, 3])
 @pytest.mark.parametrize("cyclic", [False, True])
 def test_decoders_match_brute_force(h, cyclic):

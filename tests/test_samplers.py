@@ -308,6 +308,7 @@ def test_the_collapsed_objective_keeps_its_digits_for_huge_alpha():
     assert np.array_equal(log_rising(a, c), gammaln(a + c) - gammaln(a))     # below 1e8: as before, to the bit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["gibbs", "hastings"])
 def test_cli_run_ended_before_the_annealing_says_so(tmp_path, algo):
     """No silent substitution: a run that stops while T > 1 writes a tempered state,

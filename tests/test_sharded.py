@@ -96,6 +96,7 @@ def trained(d, grammar, opts, algo, alpha, iterations):
     return out, trace
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["dmv", "cnf"])
 @pytest.mark.parametrize("algo", list(ALGOS))
 def test_sharded_training_equals_grind_train(grammars, tmp_path, model, algo):
@@ -133,6 +134,7 @@ def blocks_of(path, spec):
     return [tuple(b.lines) for b in corpus_blocks(str(path), spec)[1]]
 
 
+@pytest.mark.slow
 def test_split_is_deterministic_partitions_the_corpus_and_balances_cost(tmp_path):
     spec = CorpusSpec(column="UPOS", punct="ud", max_length=10)
     whole = blocks_of(TRAIN, spec)
@@ -251,6 +253,7 @@ def test_split_types_headers_count_each_type_once(tmp_path):
         assert int(h["sentences"]) == len(read_corpus(str(tmp_path / f"s.{i}.txt"), types))
 
 
+@pytest.mark.slow
 def test_counts_of_different_steps_are_refused(grammars, tmp_path):
     d0, models = grammars
     grammar, opts = models["dmv"]
@@ -278,6 +281,7 @@ def test_counts_of_different_steps_are_refused(grammars, tmp_path):
 
 # ----------------------------------------------------------------------------- the cluster recipe
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 @pytest.mark.parametrize("algo,alpha", [("em", "1"), ("vb", "0.5")])
 def test_cluster_makefile_equals_grind_train(grammars, tmp_path, algo, alpha):
@@ -330,6 +334,7 @@ def test_slurm_wrapper_is_valid_bash():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_slurm_wrapper_runs_with_a_stand_in_sbatch(grammars, tmp_path):
     """slurm.sh's jobs, run by a stand-in sbatch as they are submitted (dependencies checked to name
     jobs submitted before), give grind train's grammar: the job commands and their quoting are right."""
@@ -358,6 +363,7 @@ def test_slurm_wrapper_runs_with_a_stand_in_sbatch(grammars, tmp_path):
         trace_objectives(tmp_path / "t.tsv")[0], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_a_missing_a_repeated_or_a_foreign_shard_is_refused(grammars, tmp_path):
     """Counts of one shard too few, one shard twice or shards of two splits were summed and turned into a
     grammar with exit 0 (sharding audit): the counts now say which shards of which split they hold."""
@@ -382,6 +388,7 @@ def test_a_missing_a_repeated_or_a_foreign_shard_is_refused(grammars, tmp_path):
 
 # ----------------------------------------------------------------------------- what the sharded path refuses (audit)
 
+@pytest.mark.slow
 def test_a_shard_read_with_other_options_than_its_split_is_refused(grammars, tmp_path):
     """estep --types on shards split without it counted a repeat once per shard that held it (77
     sentences for a corpus of 50 types, sharding audit); other length limits likewise."""
@@ -397,6 +404,7 @@ def test_a_shard_read_with_other_options_than_its_split_is_refused(grammars, tmp
     assert grind("estep", "--format", "conllu", *opts, grammar, shard).stdout       # a named format is the detected one
 
 
+@pytest.mark.slow
 def test_the_split_id_covers_the_corpus_text(grammars, tmp_path):
     """Two corpora split by the same command line had one split ID, so shard 1 of one and shard 2 of the
     other summed into a grammar (sharding audit)."""
@@ -416,6 +424,7 @@ def test_the_split_id_covers_the_corpus_text(grammars, tmp_path):
     assert r.returncode == 1 and "shards of different splits" in r.stderr
 
 
+@pytest.mark.slow
 def test_counts_say_their_start_symbol(grammars, tmp_path):
     """estep --start X on one shard was summed with the others and updated (sharding audit)."""
     d0, models = grammars
@@ -464,6 +473,7 @@ def test_mstep_says_unparsed_sentences_and_warns_of_changed_settings(tmp_path):
     assert header(tmp_path / "n2.txt")["left_out"] == "1"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_cluster_makefile_refuses_other_settings_and_follows_iterations(grammars, tmp_path):
     """ITERATIONS lowered kept the longer run's grammar.txt, and another (older) corpus or other options on the

@@ -333,6 +333,7 @@ def measure(where, n, tmp_path):
 PER_SENTENCE = 32
 
 
+@pytest.mark.slow
 def test_stochastic_peak_does_not_grow_with_the_corpus(tmp_path):
     small, large = 5_000, 50_000
     disk = {n: measure("disk", n, tmp_path) for n in (small, large)}

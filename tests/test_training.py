@@ -64,6 +64,7 @@ def body(text):
     return [ln for ln in text.splitlines() if not ln.startswith("#")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["vb", "cvb", "gibbs", "mixture"])
 def test_resumed_cli_run_is_bit_identical(dmv, algo):
     d, train = dmv
@@ -77,6 +78,7 @@ def test_resumed_cli_run_is_bit_identical(dmv, algo):
     assert f"# weights: {kind}" in full
 
 
+@pytest.mark.slow
 def test_resume_warns_only_when_no_step_runs(dmv):
     """A resumed run that saves a checkpoint at its last step ran steps: no 'no step run' warning then."""
     d, train = dmv
