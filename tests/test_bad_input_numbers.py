@@ -71,6 +71,7 @@ def test_loglik_with_no_parsed_sentence_is_undefined_not_probability_one(gc):
     assert "no sentence has a parse" in r.stderr
 
 
+@pytest.mark.slow
 def test_parse_refuses_the_cky_kernel_for_a_dmv_grammar(tmp_path):
     t = tmp_path / "t.txt"
     t.write_text("DET NOUN VERB\nNOUN VERB\n")
@@ -82,6 +83,7 @@ def test_parse_refuses_the_cky_kernel_for_a_dmv_grammar(tmp_path):
     assert grind("loglik", "--kernel", "cky", "--summary", d, t).returncode == 0    # the cross-check still runs
 
 
+@pytest.mark.slow
 def test_mstep_map_without_grammar_refuses_a_used_lhs_with_no_rule_left(tmp_path):
     g, x = tmp_path / "gx.txt", tmp_path / "x.txt"
     g.write_text("1 S --> A\n0.5 A --> x\n0.5 A --> B\n1 B --> x\n")
@@ -97,6 +99,7 @@ def test_mstep_map_without_grammar_refuses_a_used_lhs_with_no_rule_left(tmp_path
     assert "1 S --> A" in grind("mstep", "--alpha", "1", c).stdout
 
 
+@pytest.mark.slow
 def test_dev_set_with_no_parsable_sentence_stops_instead_of_scoring_log_probability_zero(tmp_path):
     tr, dev = tmp_path / "t.txt", tmp_path / "dev.txt"
     tr.write_text("DET NOUN VERB\nNOUN VERB\n")
@@ -119,6 +122,7 @@ def test_train_options_another_algorithm_reads_are_refused(gc, args, msg):
     assert r.returncode == 2 and msg in r.stderr
 
 
+@pytest.mark.slow
 def test_mix_coef_nan_is_refused_up_front(tmp_path):
     t = tmp_path / "t.txt"
     t.write_text("DET NOUN VERB\nNOUN VERB\n")

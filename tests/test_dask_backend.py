@@ -272,6 +272,7 @@ def test_without_dask_cluster_is_a_one_line_error(sample, monkeypatch):
     assert code == 1 and err == "grind: error: --cluster needs Dask: pip install 'grind[dask]'\n", err
 
 
+@pytest.mark.slow
 def test_dask_is_imported_only_for_cluster(sample):
     d, train = sample
     code = ("import sys; from grind.cli.main import main\n"

@@ -136,6 +136,7 @@ def test_the_format_examples_read(tmp_path):
     assert [s.word for s in sig] == ["abdikovat", "walked", "talks"] and sig[-1].morphs is None
 
 
+@pytest.mark.slow
 def test_the_format_examples_are_what_grind_writes(tmp_path):
     """The grammar, counts and trace examples are the output of the commands their headers name (bar the
     trace's timing), and a checkpoint holds what formats.md says."""

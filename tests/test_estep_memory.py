@@ -107,6 +107,7 @@ def shuffled_variants(g):
     yield "shuffled", [rules[i] for i in order.tolist()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
 def test_index_lookups_are_the_rule_lists(monkeypatch, chunk):
     """Per-type rules and choose lookups of the index made in chunks equal those

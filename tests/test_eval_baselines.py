@@ -331,6 +331,7 @@ def test_a_punct_rule_the_file_cannot_match_is_an_error_and_ptb_names_the_punct_
     assert "--punct ptb kept 1 of the tokens whose UPOS is PUNCT (their XPOS PUNCT is not a PTB" in r.stderr
 
 
+@pytest.mark.slow
 def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
     """Its punctuation tokens, attached to the root word as filler, were scored as predictions."""
     d, g, _ = files

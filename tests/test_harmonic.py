@@ -157,6 +157,7 @@ def test_smoothed_variant_gives_every_rule_positive_weight():
         harmonic_counts(g, sents, "nope")
 
 
+@pytest.mark.slow
 def test_init_variant_option(tmp_path):
     c = tmp_path / "c.conllu"
     c.write_text("1\tx\t_\tNN\tNN\t_\t2\t_\t_\t_\n2\ty\t_\tVB\tVB\t_\t0\t_\t_\t_\n\n")

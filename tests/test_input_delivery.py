@@ -27,6 +27,7 @@ def body(text):
     return [ln for ln in text.splitlines() if not ln.startswith("# command")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd", [["estep"], ["train", "--algo", "em", "--iterations", "2"],
                                  ["train", "--algo", "stochastic", "--batch", "50", "--epochs", "1", "--seed", "1"]])
 def test_a_corpus_read_once_from_a_pipe_is_the_file(dmv, cmd):
@@ -36,6 +37,7 @@ def test_a_corpus_read_once_from_a_pipe_is_the_file(dmv, cmd):
     assert body(from_pipe) == body(from_file)
 
 
+@pytest.mark.slow
 def test_a_grammar_from_a_pipe_parses_as_the_file(dmv):
     d, text = dmv
     g = (d / "g1.txt").read_text()
@@ -49,6 +51,7 @@ def test_split_of_a_pipe_names_shards_by_format(dmv, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.1.conllu", "s.2.conllu"]
 
 
+@pytest.mark.slow
 def test_what_cannot_read_a_pipe_twice_says_so(dmv):
     d, text = dmv
     r = grind("train", "--algo", "streaming", "--batch", "100", *C, d / "g1.txt", "-", stdin=text, check=False)

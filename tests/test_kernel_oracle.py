@@ -285,6 +285,7 @@ def test_inside_outside(family, seed, path):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("family", FAMILIES)

@@ -472,6 +472,7 @@ def test_parallel_calls_agree():
     assert all(o == want for o in out)
 
 
+@pytest.mark.slow
 def test_bench_runs_on_the_synthetic_treebank(capsys):
     from grind.bench import latent_parse as bench
     r = bench.main(["--synthetic", "--sentences", "30", "--exhaustive-h8", "10"])

@@ -21,6 +21,7 @@ def files(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_verbosity_levels_and_the_log_file(files):
     d = files
     args = ["train", "--iterations", "2", "g.txt", "c.txt", "-o", "out.txt"]
@@ -60,6 +61,7 @@ def test_library_messages_go_through_logging(files, caplog):
     assert log.HANDLER in log.LOGGER.handlers and not log.LOGGER.propagate
 
 
+@pytest.mark.slow
 def test_train_config_file(files):
     d = files
     (d / "run.toml").write_text('algo = "vb"\nalpha = 0.5\niterations = 2\n"max-length" = 5\n')

@@ -97,6 +97,7 @@ def fit(keys, post):
 
 # ----------------------------------------------------------------------------- stationary distributions
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["cnf", "dmv"])
 @pytest.mark.parametrize("cls", [Gibbs, Hastings])
 def test_sampler_matches_exact_posterior(cls, case):
@@ -110,6 +111,7 @@ def test_sampler_matches_exact_posterior(cls, case):
     assert p_wrong < P_MIN, p_wrong
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["cnf", "dmv"])
 def test_hastings_after_annealing_matches_exact_posterior(case):
     """T from 3 down to 1 over the first 500 sweeps, then T = 1 samples counted."""
@@ -121,6 +123,7 @@ def test_hastings_after_annealing_matches_exact_posterior(case):
     assert p > P_MIN, p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, batch", [(Gibbs, None), (Hastings, None), (Hastings, 2)])
 def test_tempered_targets(cls, batch):
     """At a fixed T = 2: Hastings samples P(t | alpha)^(1/T); Gibbs the tree
@@ -265,6 +268,7 @@ def test_resume_is_bit_identical(cls, tmp_path):
 
 # ----------------------------------------------------------------------------- the command line
 
+@pytest.mark.slow
 def test_cli_hastings_on_ewt_sample(ewt_train, tmp_path):
     c = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
     g0, g1 = tmp_path / "dmv0.txt", tmp_path / "dmv1.txt"

@@ -441,6 +441,7 @@ def test_counts_say_their_start_symbol(grammars, tmp_path):
     assert "# start: S" in grind("mstep", tmp_path / "c.txt").stdout        # without --grammar: the counts' start
 
 
+@pytest.mark.slow
 def test_mstep_without_grammar_refuses_a_left_hand_side_without_counts(grammars, tmp_path):
     """Without --grammar an LHS no sentence used got 0 on every rule, written as probabilities (audit)."""
     d0, models = grammars

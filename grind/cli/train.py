@@ -31,7 +31,14 @@ DESCRIPTION = """Train GRAMMAR's weights on CORPUS; write the trained grammar.
       grind train --algo vb --alpha 0.1 --column UPOS g1.txt c.conllu > g.txt
 """
 
-REFERENCE = """All but em, ln and mixture over em or ln write the posterior Dirichlet pseudo-counts (grind parse and
+_CLI_ONLY = ", ".join(o.long for o in OPTIONS if o.where == "cli")
+_API_ONLY = ", ".join(o.name for o in OPTIONS if o.where == "api")
+REFERENCE = f"""From Python, grind.fit(grammar, corpus, algo, ...) takes these options as keywords, underscored
+(--tie-what: tie_what; --cov: cov or ln_cov; --dev: dev, a corpus), with the same defaults and checks, but for
+those only the command line has ({_CLI_ONLY}; -o: it returns the trained grammar; the corpus options: read
+the corpus with grind.read_corpus); it also takes {_API_ONLY}.
+
+All but em, ln and mixture over em or ln write the posterior Dirichlet pseudo-counts (grind parse and
 loglik use their mean).  The per-step objective (log-likelihood + log prior, variational bound, or collapsed
 log probability) goes to stderr, and with --trace to a TSV file.
 
