@@ -78,7 +78,7 @@ def read_probabilities(grammar_path, start=None, command="this command", normali
 
 
 def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False,
-         tokens_only=False):
+         tokens_only=False, keep_outside=False):
     """Grammar, sentences and a chart parser for them.  The grammar's
     :meth:`~grind.grammars.grammar.Grammar.probabilities` must be rule probabilities
     (:func:`grind.grammars.grammar.require_probabilities`; parse, loglik and estep use
@@ -86,18 +86,32 @@ def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="th
     point) normalises weights that are not probabilities per LHS instead,
     with a warning.  ``tokens_only``: the sentences keep only their tokens,
     number and line (:func:`grind.formats.corpus.read_corpus_tokens`), for
-    a command that writes no corpus back."""
+    a command that writes no corpus back; ``keep_outside``: the sentences
+    keep ``everything`` read, those the corpus options leave out included
+    (:meth:`grind.formats.corpus.Corpus.kept`), for a command that writes
+    every input sentence back."""
     from grind.formats.corpus import read_corpus_tokens
-    from grind.formats.textio import is_stream
-    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else read_corpus(corpus_path, spec)
+    from grind.kernels.select import make_parser
+    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else \
+        read_corpus(corpus_path, spec, keep_outside).kept() if keep_outside else read_corpus(corpus_path, spec)
     grammar = read_probabilities(grammar_path, start, command, normalise)
+    from grind.formats.textio import is_stream
+    if is_stream(grammar_path):           # its header is known only now: checked, nothing adopted (grammar_spec)
+        grammar_spec(grammar_path, corpus_path, spec, grammar.meta)
     if grammar.meta.get("model") == "treebank" and is_stream(grammar_path):
         # is_treebank_grammar cannot peek at a stream: the generic path would parse with split symbols,
         # no unknown-word signatures and no word escapes -- silently wrong
         name = "<stdin>" if grammar_path == "-" else grammar_path
         raise InputError(f"{name}: a treebank grammar ('# model: treebank') read from standard input or a pipe: "
                          f"{command} reads such a grammar's header before the corpus, so give it as a file")
-    return grammar, sents, _parser(grammar, sents, kernel, grammar_path)
+    try:
+        parser = make_parser(grammar, [s.tokens for s in sents], kernel)
+    except InputError as e:
+        name = "<stdin>" if grammar_path == "-" else grammar_path
+        msg = str(e)
+        raise InputError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
+    return grammar, sents, parser
+
 
 
 def _parser(grammar, sents, kernel, grammar_path=None):
@@ -179,20 +193,45 @@ def known_failures(parser, n):
     return z
 
 
-def report_failures(sents, parser, logz, what="sentences", fate="were left out"):
-    """Warn about every sentence without a parse (``fate``: what the command does with them); return how
-    many there were."""
+#: Why a sentence has no parse when its parser names no other reason.
+NO_DERIVATION = "no derivation has positive probability"
+
+
+def report_failures(sents, parser, logz, what="sentences", fate="were left out", limit=None):
+    """Warn about every sentence without a parse (``fate``: what the command does with them), with the fix
+    when one is known (:func:`unparsed_fix`); return how many there were.  ``limit`` (--max-unparsed): an
+    InputError (:func:`check_unparsed`) when more than that share has none."""
     bad = np.flatnonzero(~np.isfinite(logz))
     for k, i in enumerate(bad):
         if k == 10:
             log.warn(f"... and {len(bad) - 10} more")
             break
         s = sents[i]
-        why = parser.failures.get(int(i), "no derivation has positive probability")
+        why = parser.failures.get(int(i), NO_DERIVATION)
         log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
+    fix = unparsed_fix(sents, parser, bad)
     if len(bad):
-        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}")
+        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}" + (f"; {fix}" if fix else ""))
+    if limit is not None:
+        check_unparsed(len(bad), len(sents), limit, what, [parser.failures.get(int(i), NO_DERIVATION) for i in bad],
+                       fix)
     return len(bad)
+
+
+def unparsed_fix(sents, parser, bad) -> str:
+    """The fix for sentences ``bad`` without a parse, where one is known: one-word sentences under a grammar
+    that derives no one-word sentence (a CNF grammar) are left out with --min-length 2; else ''."""
+    from grind.grammars.grammar import derives_one_word
+    from grind.kernels.cky import CKYParser
+    g = getattr(parser, "grammar", None)
+    ones = [int(i) for i in bad if len(sents[int(i)]) == 1]
+    if not isinstance(parser, CKYParser) or g is None or not ones or derives_one_word(g):
+        return ""                   # (the DMV and segmentation kernels read a word as more than one terminal)
+    from grind.grammars.dmv import dmv_problem
+    if dmv_problem(g) is None:      # a DMV grammar under --kernel cky: a word is its two split heads
+        return ""
+    return (f"{len(ones)} of them are one word long, and this grammar derives no one-word sentence (no chain of "
+            f"unary rules from {g.start} to a word, as in a CNF grammar): leave them out with --min-length 2")
 
 
 def warn_failures(what: str, parser, n: int, bad=None, fate: str = "are left out") -> None:
@@ -239,6 +278,114 @@ def sentences(corpus) -> list:
     return out
 
 
+# -------------------------------------------------------- unparsed sentences, the grammar's corpus options
+
+def check_unparsed(failed: int, total: int, limit: float, what: str = "sentences", reasons=(), fix: str = "") \
+        -> None:
+    """An InputError when ``failed`` of ``total`` items have no parse and that is more than the share
+    ``limit`` (--max-unparsed): a batch job must not go on, exit 0, with a mostly empty result.  The
+    message gives the most frequent of ``reasons`` (one per failed item; positions dropped) and ``fix``."""
+    if not total or failed <= limit * total:
+        return
+    import collections
+    import re
+    common = collections.Counter(re.sub(r" at position [0-9]+", "", str(r)) for r in reasons).most_common(1)
+    cause = f"; most often: {common[0][0]} ({common[0][1]} of them)" if common else ""
+    hint = f"{fix}; or give --max-unparsed 1 to write it anyway" if fix else \
+        "give --max-unparsed 1 to write it anyway"
+    raise InputError(f"{failed} of {total} {what} have no parse ({failed / total:.0%}, more than --max-unparsed "
+                     f"{limit:g}){cause}: nothing written ({hint})")
+
+
+
+#: How a command that reads a grammar and a corpus (parse, loglik, estep, train, init --harmonic) treats the
+#: corpus options the grammar was made with, as its '# corpus:' header records them (make-grammar, init,
+#: train, mstep write it), per option:
+#:   --column  given and another: refused (another vocabulary: every sentence would be unparsed); not given,
+#:             on a treebank: refused with the grammar's column as the fix (a column is never a silent default);
+#:   --punct   given and another: refused; not given: the grammar's rule, with a note (a grammar made without
+#:             the punctuation tags parses no sentence that keeps them); not compared on plain text, which
+#:             has no tags to remove by;
+#:   --chars   as --punct (a grammar over characters reads a word list as characters);
+#:   --format, --max-length, --min-length, --types: not compared (a grammar of <= 10-word sentences parses
+#:             longer test sentences; the others are about reading one file, not the grammar's vocabulary).
+ADOPTED = ("punct", "chars")
+
+
+def grammar_options(meta: dict) -> dict:
+    """The corpus options a grammar header's ``# corpus:`` line records: ``column`` (None: plain tokens),
+    ``punct``, ``chars``; empty when it records none (no header, or a --trees grammar's)."""
+    import re
+    line = meta.get("corpus", "")
+    col, punct = re.search(r"\bcolumn=(\S+)", line), re.search(r"\bpunct-removed=(\S+)", line)
+    if not col or not punct:
+        return {}
+    return {"column": None if col[1] == "tokens" else col[1], "punct": punct[1],
+            "chars": " tokens=characters" in line}
+
+
+def grammar_spec(grammar_path, corpus_path, spec, meta=None, late=None, given=lambda opt: False):
+    """``spec`` reconciled with the corpus options the grammar was made with (the rule: :data:`ADOPTED`
+    and the comment above it): a contradiction is an InputError naming both values and the fix; an option
+    not given takes the grammar's value, said on stderr.  ``meta``: the header of a grammar read already
+    (from standard input, after its corpus: nothing can be adopted any more, so an option not given that
+    differs is refused too, unless ``late`` is False: the corpus is not read yet); else the header of the
+    file ``grammar_path`` (a stream: not looked at here).  ``given(option)``: the user gave it (the
+    command line's :func:`grind.cli.common._given`)."""
+    import dataclasses
+
+    from grind.formats.corpus import peek_format
+    from grind.formats.textio import is_stream, read_header
+    late = meta is not None if late is None else late
+    if meta is None:
+        if is_stream(grammar_path):
+            return spec
+        meta = read_header(grammar_path)
+    made = grammar_options(meta)
+    if not made:
+        return spec
+    gname = "<stdin>" if grammar_path == "-" else grammar_path
+    cname = "<stdin>" if corpus_path == "-" else corpus_path
+    fmt = spec.format if spec.format != "auto" else (None if is_stream(corpus_path) else
+                                                     _peek(peek_format, corpus_path, spec))
+    treebank = fmt in ("conllu", "conllx", "malt", "ptb")
+    was = f"{gname} was made with"
+    column = made["column"]
+    if column is not None and spec.column is not None and spec.column != column:
+        raise InputError(f"{was} --column {column} (its '# corpus:' header), but {cname} is read here with "
+                         f"--column {spec.column}: give --column {column} (or make a grammar over {spec.column})")
+    if column is not None and spec.column is None and treebank:
+        raise InputError(f"{cname}: a treebank needs an explicit --column: {was} --column {column} (its "
+                         f"'# corpus:' header): give --column {column}")
+    changes = {}
+    for opt in ADOPTED:
+        mine, theirs = getattr(spec, opt), made[opt]
+        if mine == theirs or (opt == "punct" and fmt is not None and not treebank):
+            continue
+        if opt == "punct":
+            said, fix = (f"--punct {theirs}", f"--punct {mine}"), f"give --punct {theirs}"
+        else:
+            said = ("--chars" if theirs else "no --chars", "--chars" if mine else "no --chars")
+            fix = "give --chars" if theirs else "leave out --chars"
+        # given, read already (a grammar from stdin), or a stream corpus of unknown format: refused
+        if late or given(opt) or (opt == "punct" and fmt is None):
+            raise InputError(f"{was} {said[0]} (its '# corpus:' header), but {cname} is read here with {said[1]}: "
+                             f"{fix} (or make the grammar again with {said[1]})")
+        changes[opt] = theirs
+        log.info(f"note: {was} {said[0]} (its '# corpus:' header), which is not given here: reading {cname} "
+                 f"with {said[0]}")
+    return dataclasses.replace(spec, **changes) if changes else spec
+
+
+def _peek(peek_format, path, spec):
+    """The format ``path`` is read as, or None when it cannot be told here (the reader says why later)."""
+    try:
+        return peek_format(path, spec)
+    except InputError:
+        return None
+
+
+
 # ----------------------------------------------------------------------------- the run
 
 @dataclass
@@ -274,6 +421,7 @@ class TrainingRun:
         self.on_trees = bool(values.get("on_trees"))
         self.index = self.sents = self.parser = self.joint = None
         self.failed0 = 0
+        self.limit = values.get("max_unparsed")          # --max-unparsed (the command line's)
         kernel, jobs, where = cfg.kernel, cfg.jobs, style.where
         path = isinstance(corpus, (str, os.PathLike))
         if self.on_trees:
@@ -287,11 +435,16 @@ class TrainingRun:
             self.estep, self.n = ShardedEstep(self.parser, jobs), len(self.sents)
         elif algo in STREAMING:
             self.g, self.estep, self.n = self._grammar(grammar, start), None, "a stream of"
+            self._stream_grammar(grammar, corpus)
         elif algo in ON_DISK and path and values.get("cluster") is None and not os.environ.get(IN_MEMORY_ENV):
             from grind.infer.corpus_index import FileEstep
             self.g = self._grammar(grammar, start)
+            self._stream_grammar(grammar, corpus)
             self.index = index_on_disk(self.g, grammar, os.fspath(corpus), self.spec, kernel)
             self.failed0 = self.index.report()
+            if self.limit is not None:
+                check_unparsed(self.failed0, self.index.n, self.limit, "sentences",
+                               [why for _, _, why in self.index.named])
             self.estep, self.n = FileEstep(self.index, jobs), self.index.n
         else:
             if style.cli:
@@ -305,7 +458,8 @@ class TrainingRun:
                 from grind.infer.corpus_index import mark_underivable
                 mark_underivable(self.parser, self.g)
             self.failed0 = self._report()
-            first = (lambda z: name_zero_parses(self.sents, self.parser, z, self.g)) if style.cli else None
+            first = (lambda z: name_zero_parses(self.sents, self.parser, z, self.g, self.limit)) if style.cli \
+                else None
             self.estep, self.n = ShardedEstep(self.parser, jobs, on_first=first), len(self.sents)
         if algo in STREAMING:           # the stream is read by the algorithm: its file and reading options
             cfg.corpus, cfg.spec = os.fspath(corpus), self.spec
@@ -330,11 +484,19 @@ class TrainingRun:
             return as_probabilities(grammar, grammar.meta.get("path", "the grammar"), self.style.where, True)
         return read_probabilities(os.fspath(grammar), start, self.style.where, True)
 
+    def _stream_grammar(self, grammar, corpus) -> None:
+        """A grammar read from a stream: its header is known only now, checked against the corpus options
+        (:func:`grammar_spec`; a file's was checked before the run was built)."""
+        from grind.formats.textio import is_stream
+        if self.style.cli and isinstance(grammar, str) and is_stream(grammar):
+            grammar_spec(grammar, corpus, self.spec, self.g.meta)
+
     def _report(self) -> int:
-        """Say which sentences (trees) have no parse; how many."""
+        """Say which sentences (trees) have no parse; how many (more than --max-unparsed: an InputError)."""
         if self.style.cli:
             what = "trees" if self.on_trees else "sentences"
-            return report_failures(self.sents, self.parser, known_failures(self.parser, len(self.sents)), what)
+            return report_failures(self.sents, self.parser, known_failures(self.parser, len(self.sents)), what,
+                                   limit=self.limit)
         warn_failures(self.style.where, self.parser, len(self.sents))
         return len(getattr(self.parser, "failures", {}) or {})
 
@@ -448,6 +610,8 @@ def load_joint(grammar, corpus, second, spec, start, kernel):
     """Two languages' grammars and corpora as one joint grammar (symbols
     prefixed ``1|`` and ``2|``) and a :class:`grind.infer.sln.JointParser`."""
     from grind.infer.sln import JointParser, joint_grammar
+    from grind.formats.textio import read_header
+    grammar_spec(second[0], second[1], spec, read_header(second[0]))      # checked against the first's options
     g1, s1, p1 = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
     g2, s2, p2 = load(second[0], second[1], spec, None, kernel, "grind train", normalise=True)
     g = joint_grammar([g1, g2], ["1", "2"])
@@ -455,10 +619,11 @@ def load_joint(grammar, corpus, second, spec, start, kernel):
     return g, s1 + s2, parser, ((g1, g2), parser)
 
 
-def name_zero_parses(sents, parser, logz, g) -> None:
+def name_zero_parses(sents, parser, logz, g, limit=None) -> None:
     """After the first E-step: name the sentences with no parse of positive probability under the initial
     weights (those with a word the grammar lacks were named at loading), and among them those the grammar
-    cannot derive under any weights (no parse under uniform rule probabilities either)."""
+    cannot derive under any weights (no parse under uniform rule probabilities either); ``limit``
+    (--max-unparsed): an InputError when more than that share of the corpus has none, of either kind."""
     z = np.array(logz, dtype=np.float64)
     z[list(parser.failures)] = 0.0
     bad = np.flatnonzero(~np.isfinite(z))
@@ -468,6 +633,11 @@ def name_zero_parses(sents, parser, logz, g) -> None:
         log.warn("under the initial weights (left out of the first pass; a sentence whose rules all get positive "
                  "weight is parsed again):")
         report_failures(sents, parser, z)
+    if limit is not None:
+        every = np.array(logz, dtype=np.float64)
+        lost = np.flatnonzero(~np.isfinite(every))
+        check_unparsed(len(lost), len(sents), limit, "sentences",
+                       [parser.failures.get(int(i), NO_DERIVATION) for i in lost], unparsed_fix(sents, parser, lost))
 
 
 def tree_dev_evaluation(g, train_parser, dev_path):

@@ -16,8 +16,9 @@ from grind.grammars.grammar import Grammar
 from grind.formats.textio import header_lines, open_out, set_run_info
 # Reading a grammar and corpus for a command, and reporting sentences without a parse: grind.run's (train and
 # grind.fit build their run there), re-exported for the commands.
-from grind.run import (TREE_ALGOS, TREES_TEXT, Namer, TreeItem, known_failures, load, load_trees,  # noqa: F401
-                       read_prepared_trees, read_probabilities, report_failures)
+from grind.run import (TREE_ALGOS, TREES_TEXT, NO_DERIVATION, Namer, TreeItem, ADOPTED,  # noqa: F401
+                       check_unparsed, grammar_options, known_failures, load, load_trees, read_prepared_trees,
+                       read_probabilities, report_failures, unparsed_fix)
 from grind.cli.options import (AlphaType, FiniteFloatRange, GroupedCommand, GroupedOption,  # noqa: F401
                                OutputPath, table_option)
 
@@ -86,6 +87,12 @@ def corpus_options(f):
         return f(*a, **kw)
 
     return wrapper
+
+
+#: --max-unparsed, the one option (the same on parse, loglik, estep, eval and train) that lets a run leave more
+#: than a share of its sentences without a parse and still exit 0 (:func:`grind.run.check_unparsed`): declared
+#: with the training options (grind.infer.options).
+max_unparsed_option = table_option("max_unparsed")
 
 
 #: Commands whose -o is a grammar made from their GRAMMAR (or mstep's --grammar): that input may be rewritten in
@@ -210,6 +217,12 @@ def _given(name) -> bool:
     return click.get_current_context().get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
 
 
+def grammar_spec(grammar_path, corpus_path, spec, meta=None, late=None):
+    """:func:`grind.run.grammar_spec` with the command line's options as given (:func:`_given`)."""
+    from grind.run import grammar_spec as reconcile
+    return reconcile(grammar_path, corpus_path, spec, meta, late, given=_given)
+
+
 def removed_tokens(spec, fmt) -> str | None:
     """The ``# removed_tokens:`` header value of a CoNLL file written from a corpus read with ``spec``
     (grind eval refuses to score it with another --punct: the removed tokens' heads are filler)."""
@@ -222,30 +235,62 @@ def removed_tokens(spec, fmt) -> str | None:
             "aligns them with the gold)")
 
 
-def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, **extra):
-    """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
-    written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
-    header's ``# unparsed:`` line and named with its reason on stderr (the
-    offending tag when the grammar lacks it or, given ``weights``, gives it
-    probability 0; ``explain(i)``, given, says it instead)."""
-    from grind.formats.corpus import conll_block
+def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, limit=None,
+                       **extra):
+    """CoNLL output (:func:`write_conll`).  A sentence without a tree
+    (``heads[i] is None``) is written with filler heads after the comment
+    :data:`grind.formats.corpus.UNPARSED_MARK` and its reason (never a
+    baseline tree as a prediction: grind eval scores its words 0), counted in
+    the header's ``# unparsed:`` line and named on stderr (the offending tag
+    when the grammar lacks it or, given ``weights``, gives it probability 0;
+    ``explain(i)``, given, says it instead).  ``limit`` (--max-unparsed): an
+    InputError, nothing written, when more than that share has none."""
+    from grind.formats.corpus import UNPARSED_MARK
     bad = [i for i, h in enumerate(heads) if h is None]
     zero = parser.zero_types(weights) if bad and weights is not None and explain is None else set()
+    reasons = {i: explain(i) if explain is not None else parser.explain(i, weights, zero) for i in bad}
     for k, i in enumerate(bad):
         if k == 10:
             log.warn(f"... and {len(bad) - 10} more")
             break
-        why = explain(i) if explain is not None else parser.explain(i, weights, zero)
-        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {reasons[i]}")
     if bad:
-        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
-                 "(grind eval scores their words 0)")
+        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with filler heads (attach-right) "
+                 f"after the comment '{UNPARSED_MARK}REASON' (grind eval scores their words 0)")
+    if limit is not None:
+        check_unparsed(len(bad), len(sents), limit, "sentences", reasons.values())
+    write_conll(output, sents, heads, spec, reasons, decoder=decoder, corpus=spec.describe(sents.format),
+                unparsed=len(bad), **extra)
+
+
+def write_conll(output, sents, heads, spec, reasons=None, **header):
+    """Write every sentence of the corpus as read (``sents.everything``, in
+    order; the kept ones with their ``heads``, None = unparsed, with
+    ``reasons[i]``; those the corpus options left out with filler heads
+    after :data:`grind.formats.corpus.LEFT_OUT_MARK` and why), the header
+    lines being the first sentence's comments: a file the CoNLL 2018
+    evaluator reads (one root a sentence, the gold's token stream) and grind
+    eval scores as before.  A sentence with no row left to write (a Malt-TAB
+    or PTB sentence of punctuation only) is not written (the header's
+    ``# left_out:`` counts it)."""
+    from grind.formats.corpus import LEFT_OUT_MARK, UNPARSED_MARK, conll_block
+    reasons = reasons or {}
+    allsents = sents.everything if getattr(sents, "everything", None) is not None else list(sents)
+    index = {id(s): i for i, s in enumerate(sents)}
+    written = sum(1 for s in allsents if s.outside) if len(allsents) > len(sents) else 0
+    what = f"written with filler heads, marked '{LEFT_OUT_MARK}REASON'" if written else "not written"
+    lines = header_lines(**header, left_out=left_out(sents, what), removed_tokens=removed_tokens(spec, sents.format))
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=len(bad), removed_tokens=removed_tokens(spec, sents.format), **extra))
-        f.write("\n")                   # the header is the file's, not the first sentence's comments
-        for s, h in zip(sents, heads):
-            f.write(conll_block(s, h, sents.format))
+        for s in allsents:
+            i = index.get(id(s))
+            if i is None:
+                h, mark = None, LEFT_OUT_MARK + (s.outside or "outside the corpus options")
+            else:
+                h, mark = heads[i], UNPARSED_MARK + str(reasons.get(i, NO_DERIVATION))
+            if s.raw is None and not s.rows and not s.tokens:
+                continue                              # nothing to write (counted in the header)
+            f.write(conll_block(s, h, sents.format, header=lines, mark=mark))
+            lines = []
 
 
 def dependency_convention(spec, read_as=None) -> str:

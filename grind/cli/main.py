@@ -12,7 +12,7 @@ from grind.errors import GrindError, Interrupted, Terminated, termination
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.common import check_outputs_are_not_inputs
 from grind.cli.options import GroupedGroup, OutputPath
-from grind.cli.convert_cmd import function_heads_cmd
+from grind.cli.convert_cmd import convert, function_heads_cmd
 from grind.cli.count_cmds import estep, mstep, sum_
 from grind.cli.decode_cmds import baseline, loglik, parse
 from grind.cli.eval_cmd import eval_
@@ -114,6 +114,7 @@ cli.add_command(train)
 cli.add_command(parse)
 cli.add_command(baseline)
 cli.add_command(function_heads_cmd)
+cli.add_command(convert)
 cli.add_command(loglik)
 cli.add_command(eval_)
 cli.add_command(plot)

@@ -149,6 +149,8 @@ class GroupedOption(click.Option):
         default = self.default_text()
         if default is not None:
             text = f"{text}  [default: {default}]"
+        if self.required:
+            text = f"{text}  [required]"
         return (f"{names} {meta}" if meta else names), text
 
 

@@ -10,7 +10,10 @@ from grind.errors import InputError
 from grind.formats.textio import STDERR, is_stream, output_group, same_file, stream_name
 from grind.infer import RANDOM_ALGOS
 from grind.infer.options import GROUPS, NAMES, OPTIONS, OptionError
-from grind.cli.common import corpus_options, output_option, make_rng, write_grammar, _given
+import numpy as np
+
+from grind.cli.common import (corpus_options, output_option, make_rng, write_grammar, _given, check_unparsed,
+                              grammar_spec, is_treebank_grammar)
 from grind.cli.options import config_header, grouped, table_options
 from grind.run import CLI, STREAMING, TrainingRun, check_trees, configure
 # (ON_DISK, IN_MEMORY_ENV: grind.run)
@@ -88,14 +91,26 @@ def train(grammar, corpus, spec, output, **values):
                                "overwrite: give --resume to continue it, or remove it (or give another path) to "
                                "start afresh")
     ctx = click.get_current_context()
+    params = dict(ctx.params, spec=spec)
+    if values["on_trees"] and values["tolerance"] is None:
+        # a split grammar starts next to a symmetric point, where the objective barely moves for the first
+        # steps (a relative change of 1e-6 at step 3): run the budget of --iterations, as the paper does
+        params["tolerance"] = 0.0
+        log.info("--trees: the run takes all its --iterations (no --tolerance given: the objective of a split "
+                 "grammar barely moves while its subtypes are still nearly alike)")
     try:
-        cfg = configure(algo, dict(ctx.params, spec=spec), _given, CLI.namer)   # None: the algorithm's default
+        cfg = configure(algo, params, _given, CLI.namer)   # None: the algorithm's default
         if cluster is not None:
             _check_cluster_options(cluster, algo, cfg, cfg.jobs)
         if values["on_trees"]:
             check_trees(algo, spec, values, CLI.namer)
     except OptionError as e:
         raise usage_error(e) from None
+    if not values["on_trees"] and is_treebank_grammar(grammar):
+        raise click.UsageError("a treebank grammar ('# model: treebank') trains on gold trees with its subtypes "
+                               "hidden: give --trees (and the PTB trees as CORPUS)")
+    if not values["on_trees"]:
+        spec = grammar_spec(grammar, corpus, spec)
     if algo in STREAMING and not values["on_trees"] and not values["joint"] and is_stream(corpus):
         raise click.UsageError("--algo streaming reads CORPUS twice (its fingerprint for the header and "
                                "checkpoints, then the training pass) and never holds it: give a file, not "
@@ -104,6 +119,7 @@ def train(grammar, corpus, spec, output, **values):
                                                    if k not in ("corpus", "spec")))
     run = ctx.with_resource(TrainingRun(grammar, corpus, algo, cfg, values, CLI, spec=spec, start=values["start"]))
     g = run.g
+    _check_symmetric_start(g, grammar, algo, cfg, values["on_trees"])
     log.info(run.describe())
     from grind.infer.training import fingerprint_sentences
     from grind.formats.corpus import iter_corpus
@@ -127,6 +143,7 @@ def train(grammar, corpus, spec, output, **values):
         keep_freed_blocks()
     trace = run.train(rng, on_step=lambda s: log.info(format_step(s)), checkpoint=ckpt,
                       checkpoint_every=values["checkpoint_every"], resume=resume, meta=meta)
+    _check_last_step(trace, run.algorithm, run.n, values["max_unparsed"])
     info = run.header()
     info["config"] = config_header(ctx)
     algorithm = run.algorithm
@@ -215,6 +232,41 @@ def cluster_estep(cluster, parser, build):
     log.info(f"E-step on {workers} Dask workers, in shards of {estep.shard} sentences ({len(estep.shards())} for the "
              "whole corpus)")
     return estep
+
+
+#: Algorithms whose updates draw random numbers, so that nonterminals alike at the start can come apart.
+SYMMETRY_BREAKING = ("gibbs", "hastings")
+
+
+def _check_symmetric_start(g, path, algo, cfg, on_trees) -> None:
+    """A start that a deterministic algorithm cannot leave (nonterminals alike in every rule and weight:
+    :func:`grind.grammars.grammar.interchangeable`, e.g. a CNF grammar under grind init --uniform) is an
+    InputError naming them and the start to take instead: it would stop at a symmetric point, exit 0."""
+    from grind.grammars.grammar import interchangeable
+    if algo in SYMMETRY_BREAKING or (algo == "cvb" and getattr(cfg, "cvb_init", "grammar") == "random"):
+        return
+    alike = interchangeable(g, g.probabilities())
+    if not alike:
+        return
+    name = "<stdin>" if path == "-" else path
+    first = alike[0]
+    which = f"{', '.join(first[:4])}{' ...' if len(first) > 4 else ''} ({len(first)})"
+    more = f" and {len(alike) - 1} more such group(s)" if len(alike) > 1 else ""
+    fix = ("make the split grammar with noise: 'grind make-grammar treebank --subtypes H --noise 0.01 --seed 1 "
+           "TREES'" if on_trees or g.meta.get("model") == "treebank" else
+           f"start from 'grind init --random --seed 1 {name}' (or --algo gibbs, which samples)")
+    raise InputError(f"{name}: a symmetric start: the nonterminals {which}{more} have the same rules and weights, so "
+                     f"--algo {algo} keeps them identical whatever the data (they never take different roles): {fix}")
+
+
+def _check_last_step(trace, algorithm, n, limit) -> None:
+    """--max-unparsed on the run's last step (its ``parsed`` sentences; streaming VB: those its minibatches
+    skipped): a model that lost its sentences is not written."""
+    parsed = trace[-1].extra.get("parsed") if trace else None
+    if isinstance(parsed, (int, np.integer)) and isinstance(n, int) and getattr(algorithm, "batches", None) is None:
+        check_unparsed(n - int(parsed), n, limit, "sentences in the last step")
+    elif getattr(algorithm, "consumed", 0):
+        check_unparsed(int(getattr(algorithm, "unparsed", 0)), int(algorithm.consumed), limit, "sentences")
 
 
 def format_step(s) -> str:

@@ -45,6 +45,8 @@ SCHEDULES = {"I": "I", "ANNEALED": "I", "II": "II", "FIXED-0.85": "II", "III": "
 MIX_START, MIX_END, MIX_RATE = 0.85, 0.95, 0.01
 #: The paper's number of iterations (CTB10, Table 1).
 MIX_ITERATIONS = 20
+#: The default share of sentences without a parse above which a command fails (grind.run.check_unparsed).
+MAX_UNPARSED = 0.5
 
 LN = ("ln", "mixture")          # the ln options: mixture's base is ln by default
 MINIBATCH = ("streaming", "stochastic")
@@ -352,6 +354,10 @@ OPTIONS: tuple[Opt, ...] = (
         metavar="N", doc="Seed of the one random generator every random choice draws from."),
     Opt("jobs", int, 1, "E-step threads.", "run", range=(1, None),
         metavar="N", doc="Threads for the E-step (results do not depend on it)."),
+    Opt("max_unparsed", float, MAX_UNPARSED, "Fail when more than this share has no parse.", "run",
+        range=(0, 1), config=False, where="cli", metavar="X",
+        doc="Fail (exit 1, no output) when more than this share of the sentences has no parse (1: never fail).  "
+            "The same option on parse, loglik, estep, eval and train."),
     Opt("config", str, None, "Read options from a TOML file (see formats).", "run", config=False, where="cli",
         kind="config", metavar="FILE",
         doc="A TOML file of grind train options: long option names (eval-every or eval_every) and their values "
