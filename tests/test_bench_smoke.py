@@ -17,6 +17,7 @@ def test_every_bench_takes_help(name, capsys):
     assert out.startswith(f"usage: python -m grind.bench.{name}") and "--help" in out
 
 
+@pytest.mark.slow
 def test_ln_bench_runs(capsys):
     r = bench.main(["--sentences", "40", "--large", "60", "--numpy-sentences", "10"])
     names = [name for name, _, _ in r["rows"]]
