@@ -201,7 +201,7 @@ def _config(algo: str, options: dict):
 
 def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None = None, seed: int | None = None,
         jobs: int = 1, kernel: str = "auto", dev=None, eval_every: int = 0, early_stop: bool = False,
-        patience: int = 1, on_step=None, **options) -> FitResult:
+        patience: int = 1, on_step=None, eval_at=None, **options) -> FitResult:
     """Train ``grammar``'s weights on ``corpus`` with algorithm ``algo``
     (``em``, ``vb``, ``cvb``, ``streaming``, ``stochastic``, ``gibbs``,
     ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does.
@@ -214,8 +214,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
     as ``grind train`` refuses it.  ``iterations``: None = the algorithm's default
     (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
     one random generator.  ``jobs``: E-step threads (results do not depend
-    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience``: held-out
-    evaluation as ``--dev/--eval-every/--early-stop/--patience``.  ``on_step(step)`` is
+    on it).  ``dev`` (a corpus), ``eval_every``, ``eval_at``, ``early_stop``, ``patience``: held-out
+    evaluation as ``--dev/--eval-every/--eval-at/--early-stop/--patience``.  ``on_step(step)`` is
     called after every step.  ``options``: the other ``grind train``
     options, underscored (``tolerance``, ``batch``, ``kappa``, ``model``,
     ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
@@ -237,10 +237,12 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
     rng = np.random.default_rng(seed)
     if options.get("joint"):
         raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
-    if eval_every and dev is None:
-        raise ValueError("eval_every needs dev")
-    if early_stop and not eval_every:
-        raise ValueError("early_stop needs eval_every and dev")
+    from grind.infer.training import EvalPoints
+    points = EvalPoints.parse(eval_at) if eval_at is not None else None
+    if (eval_every or points) and dev is None:
+        raise ValueError(f"{'eval_every' if eval_every else 'eval_at'} needs dev")
+    if early_stop and not (eval_every or points):
+        raise ValueError("early_stop needs eval_every (or eval_at) and dev")
     if patience > 1 and not early_stop:
         raise ValueError("patience needs early_stop")
     if algo == "streaming":
@@ -284,7 +286,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
             dev_sents = _sentences(dev)
             dev_parser = _parser(g, dev_sents, kernel)
             eval_fn = lambda a: heldout(dev_parser, a.mean(), dev_sents)  # noqa: E731
-        trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, on_step=on_step,
+        trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, eval_at=points, on_step=on_step,
                              early_stop=early_stop, patience=patience)
     finally:
         if index is not None:

@@ -134,10 +134,13 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
                    "pseudo-counts. EM: MAP estimate (1 = maximum likelihood).")
 @click.option("--trace", "trace_path", type=OutputPath(), default=None, help="Also write the trace as TSV here.")
 @click.option("--dev", "dev_path", default=None,
-              help="Held-out corpus for --eval-every (read with the same corpus options).")
+              help="Held-out corpus for --eval-every / --eval-at (read with the same corpus options).")
 @click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True,
               help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy "
                    "for treebanks).")
+@click.option("--eval-at", default=None, callback=lambda ctx, p, v: _eval_points(v),
+              help="Also evaluate --dev when the sentences parsed reach log:N (N points a decade) or 1000,5000,..."
+                   " (a learning curve), and at the end.")
 @click.option("--early-stop", is_flag=True,
               help="With --eval-every: stop when the held-out log probability decreases, keeping the previous "
                    "parameters (Cohen & Smith 2010, Algorithm 1).")
@@ -178,7 +181,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @click.argument("grammar")
 @click.argument("corpus")
 def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
-          early_stop, patience, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start, output, **opts):
+          eval_at, early_stop, patience, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start, output,
+          **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     \b
@@ -235,12 +239,12 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         raise click.UsageError(f"--checkpoint {ckpt} holds a run's saved state already, which this run would "
                                "overwrite: give --resume to continue it, or remove it (or give another path) to "
                                "start afresh")
-    if eval_every and not dev_path:
-        raise click.UsageError("--eval-every needs --dev FILE")
-    if dev_path and not eval_every:
-        raise click.UsageError("--dev FILE is evaluated every --eval-every N steps: give --eval-every")
-    if early_stop and not eval_every:
-        raise click.UsageError("--early-stop needs --eval-every N --dev FILE")
+    if (eval_every or eval_at) and not dev_path:
+        raise click.UsageError(f"{'--eval-every' if eval_every else '--eval-at'} needs --dev FILE")
+    if dev_path and not (eval_every or eval_at):
+        raise click.UsageError("--dev FILE is evaluated every --eval-every N steps or at --eval-at points: give one")
+    if early_stop and not (eval_every or eval_at):
+        raise click.UsageError("--early-stop needs --eval-every N (or --eval-at) and --dev FILE")
     if patience > 1 and not early_stop:
         raise click.UsageError("--patience needs --early-stop")
     params = click.get_current_context().params
@@ -313,7 +317,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         from grind.kernels.select import make_parser
         dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
         eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
-    trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, checkpoint=ckpt,
+    from grind.infer.training import EvalPoints
+    trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every,
+                         eval_at=EvalPoints.parse(eval_at) if eval_at else None, checkpoint=ckpt,
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
                          on_step=lambda s: log.info(format_step(s)), early_stop=early_stop,
                          patience=patience)
@@ -482,6 +488,19 @@ def _feed(words):
     """A leaf function giving ``words`` in order (the gold words back in place of signatures)."""
     it = iter(words)
     return lambda _: next(it)
+
+
+def _eval_points(value):
+    """--eval-at's value unchanged (None when not given) if :class:`grind.infer.training.EvalPoints` reads it,
+    else a usage error."""
+    if value is None:
+        return None
+    from grind.infer.training import EvalPoints
+    try:
+        EvalPoints.parse(value)
+        return value
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--eval-at'") from None
 
 
 def _number_list(value, option):
