@@ -649,3 +649,21 @@ def test_a_one_sentence_parser_has_the_corpus_parsers_tables():
             c2, z2 = whole.inside_outside(w, [i])
             assert np.array_equal(c1, c2) and np.array_equal(z1, z2)
             assert np.array_equal(one.viterbi_heads(w)[0][0], whole.viterbi_heads(w, [i])[0][0])
+
+
+def test_words_from_adds_another_corpus_words_and_pairs(tmp_path):
+    """make-grammar dmv --lexicalized --words-from TEST: TEST's words and the (head, dependent,
+    direction) pairs of its sentences get rules too (read with the same length filter), so TEST parses."""
+    from conftest import grind
+    from grind.grammars.grammar import read_grammar
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    train.write_text("the dog barks\ndog\n")
+    test.write_text("a cat sleeps\nthe cat\nwhat a very long one\n")
+    grind("make-grammar", "dmv", "--lexicalized", "--max-length", "3", "--words-from", test, "-o",
+          tmp_path / "g.txt", train)
+    g = read_grammar(str(tmp_path / "g.txt"))
+    alone = dmv_grammar([["the", "dog", "barks"], ["dog"]], lexicalized=True)
+    both = dmv_grammar([["the", "dog", "barks"], ["dog"], ["a", "cat", "sleeps"], ["the", "cat"]], lexicalized=True)
+    assert set(g.keys()) == set(both.keys()) > set(alone.keys())
+    assert "R'_the --> R_the Y_cat" in g.index and "Y_very" not in " ".join(g.keys())
+    assert "--words-from corpora" in (tmp_path / "g.txt").read_text()
