@@ -385,6 +385,7 @@ def test_eval_points_log_and_list():
     assert log4.between(10, 56) == [18, 32, 56] and not log4.due(57, 99) and log4.due(99, 100)
     assert EvalPoints.parse("log:1").between(0, 10 ** 6) == [1, 10, 100, 1000, 10 ** 4, 10 ** 5, 10 ** 6]
     assert EvalPoints.parse("500,20,1000").between(20, 1000) == [500, 1000]
+    assert EvalPoints.parse("log:1,15,1000").between(1, 1000) == [10, 15, 100, 1000]
     for bad in ("log:0", "log:x", "log:", "10,-1", "ten"):
         with pytest.raises(ValueError):
             EvalPoints.parse(bad)

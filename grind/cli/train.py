@@ -139,8 +139,8 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
               help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy "
                    "for treebanks).")
 @click.option("--eval-at", default=None, callback=lambda ctx, p, v: _eval_points(v),
-              help="Also evaluate --dev when the sentences parsed reach log:N (N points a decade) or 1000,5000,..."
-                   " (a learning curve), and at the end.")
+              help="Also evaluate --dev when the sentences parsed reach log:N (N points a decade) and/or "
+                   "1000,5000,... (a learning curve), and at the end.")
 @click.option("--early-stop", is_flag=True,
               help="With --eval-every: stop when the held-out log probability decreases, keeping the previous "
                    "parameters (Cohen & Smith 2010, Algorithm 1).")

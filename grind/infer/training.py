@@ -327,45 +327,47 @@ class EvalPoints:
     a step is evaluated when it reaches or passes a point its predecessor had not reached.
 
     ``EvalPoints.parse("log:N")``: N points a decade, round(10^(j/N)) for j = 0, 1, ...
-    (``log:4``: 1, 2, 3, 6, 10, 18, 32, 56, 100, ...); ``"1000,5000,20000"``: those.
-    Stateless (the previous step's count decides), so a resumed run evaluates where an
-    uninterrupted one does."""
+    (``log:4``: 1, 2, 3, 6, 10, 18, 32, 56, 100, ...); ``"1000,5000,20000"``: those;
+    ``"log:4,10010"``: both.  Stateless (the previous step's count decides), so a resumed
+    run evaluates where an uninterrupted one does."""
 
     def __init__(self, per_decade: int | None = None, points=()):
         self.per_decade, self.points = per_decade, sorted(set(int(p) for p in points))
 
     @classmethod
     def parse(cls, text: str) -> EvalPoints:
-        """``log:N`` or comma-separated positive integers; ValueError saying what is wrong."""
-        t = str(text).strip()
-        if t.startswith("log:"):
+        """Comma-separated items, each ``log:N`` or a positive whole number; ValueError saying what is wrong."""
+        per_decade, pts = None, []
+        for item in str(text).split(","):
+            t = item.strip()
+            if t.startswith("log:"):
+                try:
+                    per_decade = int(t[4:])
+                except ValueError:
+                    per_decade = 0
+                if per_decade < 1:
+                    raise ValueError(f"{text!r}: log:N needs a whole number N >= 1 of points a decade")
+                continue
             try:
-                n = int(t[4:])
+                pts.append(int(t))
             except ValueError:
-                n = 0
-            if n < 1:
-                raise ValueError(f"{text!r}: log:N needs a whole number N >= 1 of points a decade")
-            return cls(per_decade=n)
-        try:
-            pts = [int(x) for x in t.split(",")]
-        except ValueError:
-            raise ValueError(f"{text!r} is neither log:N nor comma-separated numbers of sentences") from None
-        if not pts or min(pts) < 1:
-            raise ValueError(f"{text!r}: numbers of sentences must be >= 1")
-        return cls(points=pts)
+                raise ValueError(f"{text!r}: {t!r} is neither log:N nor a number of sentences") from None
+            if pts[-1] < 1:
+                raise ValueError(f"{text!r}: numbers of sentences must be >= 1")
+        return cls(per_decade, pts)
 
     def between(self, lo: int, hi: int) -> list[int]:
-        """The points p with lo < p <= hi."""
-        if self.per_decade is None:
-            return [p for p in self.points if lo < p <= hi]
-        out, j = [], 0
-        while True:
+        """The points p with lo < p <= hi, in order."""
+        out = {p for p in self.points if lo < p <= hi}
+        j = 0
+        while self.per_decade is not None:
             p = int(round(10 ** (j / self.per_decade)))
             if p > hi:
-                return out
-            if p > lo and (not out or p != out[-1]):
-                out.append(p)
+                break
+            if p > lo:
+                out.add(p)
             j += 1
+        return sorted(out)
 
     def due(self, before: int, now: int) -> bool:
         """A step from ``before`` to ``now`` sentences passes a point."""
