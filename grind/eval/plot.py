@@ -4,7 +4,8 @@ A trace is TSV: ``#`` header lines, a column-name line (step, objective,
 sentences, seconds, then extras such as dev_logprob, dev_directed,
 dev_perplexity), one row per step; an empty cell is a value not measured at
 that step.  :func:`read_trace` parses one; :func:`trace_figure` draws one panel
-for the objective and one per ``dev_*`` column present, every trace overlaid.
+for the objective and one per ``dev_*`` column present (or the columns asked
+for), every trace overlaid, the runs of one label (seeds) as their mean and spread.
 matplotlib is imported only by :func:`trace_figure` (an optional extra).
 """
 from __future__ import annotations
@@ -82,28 +83,65 @@ def parse_reference(text: str) -> tuple[str, float, str]:
     return col, v, label or f"{col}={value}"
 
 
+def points(trace: dict[str, list[float]], x: str, col: str) -> list[tuple[float, float]]:
+    """The ``(x, col)`` pairs of a trace where both have a value."""
+    if col not in trace:
+        return []
+    return [(a, b) for a, b in zip(trace[x], trace[col]) if not (math.isnan(a) or math.isnan(b))]
+
+
+def mean_band(traces: list[dict[str, list[float]]], x: str, col: str):
+    """The curve of several runs (seeds, shuffles): per x value some of them reached, ``(x, mean,
+    standard deviation, runs)`` over the runs with a value there (sd: n - 1 in the denominator, 0 for one)."""
+    at: dict[float, list[float]] = {}
+    for t in traces:
+        for a, b in points(t, x, col):
+            at.setdefault(a, []).append(b)
+    out = []
+    for a in sorted(at):
+        v = at[a]
+        m = sum(v) / len(v)
+        sd = math.sqrt(sum((y - m) ** 2 for y in v) / (len(v) - 1)) if len(v) > 1 else 0.0
+        out.append((a, m, sd, len(v)))
+    return out
+
+
 def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str = "step",
-                 references: tuple | list = ()):
+                 references: tuple | list = (), columns=None, log_x: bool = False):
     """A matplotlib Figure (Agg canvas, no pyplot state): one panel per
-    :func:`plotted_columns` entry, one line per trace labelled by ``labels``,
-    and a dashed horizontal line per ``(column, value, label)`` reference (a
-    baseline beside the curves) in that column's panel."""
+    :func:`plotted_columns` entry (or per name of ``columns``), one line per
+    trace labelled by ``labels`` -- traces sharing a label are one line, their
+    mean, in a band of +- one standard deviation (:func:`mean_band`) -- and a
+    dashed horizontal line per ``(column, value, label)`` reference (a
+    baseline beside the curves) in that column's panel; ``log_x``: a
+    logarithmic x axis."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     if x not in X_COLUMNS:
         raise ValueError(f"x must be one of {X_COLUMNS}")
-    cols = plotted_columns(traces)
+    cols = list(columns) if columns else plotted_columns(traces)
+    groups: dict[str, list] = {}
+    for t, label in zip(traces, labels):
+        groups.setdefault(label, []).append(t)
     fig = Figure(figsize=(6.4, 2.6 * len(cols)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(cols), 1, sharex=True, squeeze=False)[:, 0]
     for ax, col in zip(axes, cols):
-        for i, (t, label) in enumerate(zip(traces, labels)):
-            if col not in t:
+        for i, (label, members) in enumerate(groups.items()):
+            color = f"C{i % 10}"
+            if len(members) > 1:
+                band = mean_band(members, x, col)
+                if band:
+                    xs, m, sd = [p[0] for p in band], [p[1] for p in band], [p[2] for p in band]
+                    ax.plot(xs, m, marker="." if len(xs) < 50 else None, label=f"{label} (mean of {len(members)})",
+                            color=color)
+                    ax.fill_between(xs, [a - b for a, b in zip(m, sd)], [a + b for a, b in zip(m, sd)],
+                                    color=color, alpha=0.2, linewidth=0)
                 continue
-            pts = [(a, b) for a, b in zip(t[x], t[col]) if not (math.isnan(a) or math.isnan(b))]
+            pts = points(members[0], x, col)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None,
-                        label=label, color=f"C{i % 10}")
+                        label=label, color=color)
         refs = [(v, lab) for c, v, lab in references if c == col]
         for k, (v, lab) in enumerate(refs):
             ax.axhline(v, color="0.3", linestyle=("--", ":", "-.")[k % 3], linewidth=1, label=lab)
@@ -111,7 +149,9 @@ def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str
             ax.legend(fontsize="small")
         ax.set_title(TITLES.get(col, col.replace("_", " ")), fontsize="medium")
         ax.grid(True, alpha=0.3)
+        if log_x:
+            ax.set_xscale("log")
     axes[-1].set_xlabel({"step": "step", "seconds": "seconds", "sentences": "sentences"}[x])
-    if len(traces) > 1:
+    if len(groups) > 1:
         axes[0].legend(fontsize="small")
     return fig
