@@ -318,11 +318,12 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         dev = make_parser(g, [s.tokens for s in dev_sents], kernel)
         eval_fn = lambda a: heldout(dev, a.mean(), dev_sents)  # noqa: E731
     from grind.infer.training import EvalPoints
+    step_log = StepLog()
     trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every,
                          eval_at=EvalPoints.parse(eval_at) if eval_at else None, checkpoint=ckpt,
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
-                         on_step=lambda s: log.info(format_step(s)), early_stop=early_stop,
-                         patience=patience)
+                         on_step=step_log, early_stop=early_stop, patience=patience)
+    step_log.close(trace[-1] if trace else None)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     from grind.infer.training import run_summary
     last = trace[-1] if trace else None
@@ -622,6 +623,38 @@ def make_algorithm(algo, g, estep, prior, theta0, cfg, rng):
     """An instance of the --algo class (:data:`grind.infer.registry.ALGORITHMS`)."""
     from grind.infer.registry import ALGORITHMS as classes
     return classes[algo](g, estep, prior, theta0, cfg, rng)
+
+
+class StepLog:
+    """The step lines on stderr: every one of the first :attr:`EVERY` steps, then those
+    with held-out figures or a stop note and at most one a second (a streaming run of
+    one-sentence minibatches makes hundreds of steps a second; --trace has them all)."""
+
+    EVERY = 100
+
+    def __init__(self):
+        import time
+        self.clock, self.last, self.n, self.hidden = time.monotonic, 0.0, 0, 0
+        self.shown = None               # the last step shown, and whether with held-out figures
+
+    def __call__(self, st):
+        self.n += 1
+        now = self.clock()
+        dev = any(k.startswith("dev_") for k in st.extra)
+        if self.n <= self.EVERY or now - self.last >= 1.0 or "stopped" in st.extra or dev:
+            log.info(format_step(st))
+            self.last, self.shown = now, (st, dev)
+        else:
+            self.hidden += 1
+
+    def close(self, last=None):
+        """The run's last step again when held-out figures were added to it after it was shown (--eval-at's
+        evaluation at the end), and how many lines were not shown."""
+        if last is not None and any(k.startswith("dev_") for k in last.extra) and self.shown != (last, True):
+            log.info(format_step(last))
+        if self.hidden:
+            log.info(f"({self.hidden} of {self.n} step lines not shown: at most one a second after the first "
+                     f"{self.EVERY}; --trace FILE has every step)")
 
 
 def format_step(s) -> str:

@@ -44,7 +44,7 @@ sentence, on a kernel that lists a sentence's rules, the DMV's): minibatch b
 can read only the rules R_b of its sentences (``local_rules``), so alpha_b
 differs from alpha_hat only there, and pi, E_pi[f on b] and the KL term need
 only R_b, their LHSs' sums S_A = sum_{R_A} alpha_hat (kept up to date, summed
-afresh every :data:`RESUM` minibatches) and the sentence's sparse counts::
+afresh every :data:`RESUM` minibatches or more) and the sentence's sparse counts::
 
     pi_r = exp(psi(alpha_b,r) - psi(S_A + C_A)),   r in R_b, C_A = sum_{r in R_A} c_r
     KL   = sum_{A touched} log Gamma(S_A + C_A) - log Gamma(S_A)
@@ -77,7 +77,8 @@ from grind.infer.vb import (KL_STIRLING_FROM, LOG_TINY, kl_dirichlet, posterior_
 MAX_REPORTED = 10
 #: A minibatch whose sentences can read at most this share of the rules takes the sparse update.
 SPARSE_SHARE = 0.125
-#: The sparse update's per-LHS sums of alpha_hat are summed afresh every this many minibatches.
+#: The sparse update's per-LHS sums of alpha_hat are summed afresh every this many minibatches, or every
+#: #rules / 256 on a larger grammar (a sum over all the rules costs about 256 rules a minibatch then).
 RESUM = 1024
 
 
@@ -129,7 +130,7 @@ class StreamingVB(Algorithm):
         self.lost = 0
         self.alpha_hat, bound, parsed = self._fit(sents)
         self.it += 1
-        if self.it % RESUM == 0:
+        if self.it % max(RESUM, len(self.alpha_hat) // 256) == 0:
             self.lhs_tot = self.g.lhs_sums(self.alpha_hat)
         extra = {"underflow_lost": self.lost} if self.lost else {}
         return Step(self.it, bound, self.consumed, extra={"batch": len(sents), "parsed": parsed, **extra})
@@ -145,26 +146,35 @@ class StreamingVB(Algorithm):
             return base, 0.0, 0
         # the first minibatch that parses starts from theta0 (Alg. 2); one with no parse leaves alpha_hat at the prior
         first = not self.started
-        out = self._fit_sparse(sents, parser, idx, first) if self._sparse_pays(parser, idx) else None
+        loc = self._local_rules(parser, idx)
+        out = None if loc is None else self._fit_sparse(sents, parser, idx, first, loc)
         if out is None:
             out = self._fit_dense(sents, parser, idx, first)
             self.lhs_tot = self.g.lhs_sums(out[0])
         self.started = self.started or out[2] > 0
         return out
 
-    def _sparse_pays(self, parser, idx) -> bool:
-        """The kernel lists a sentence's rules, and the minibatch's are few (:data:`SPARSE_SHARE`)."""
+    def _local_rules(self, parser, idx):
+        """The rules each sentence ``idx`` can read when the kernel lists them and they are few
+        (at most :data:`SPARSE_SHARE` of the grammar in all): the sparse update pays; else None."""
         if getattr(parser, "local_rules", None) is None or getattr(parser, "sparse_counts", None) is None:
-            return False
-        n = parser.lengths[idx]
-        return int((10 * n + n * n).sum()) <= SPARSE_SHARE * len(self.g)
+            return None
+        cap = SPARSE_SHARE * len(self.alpha_hat)
+        if len(idx) > cap:
+            return None
+        loc, total = [], 0
+        for i in idx:
+            loc.append(parser.local_rules(int(i)))
+            total += len(loc[-1])
+            if total > cap:
+                return None
+        return loc
 
-    def _fit_sparse(self, sents, parser, idx, first):
-        """:meth:`_fit_dense`'s numbers over the minibatch's rules R_b only (module doc):
-        alpha_hat and the LHS sums are updated in place there; None (nothing changed) when a
-        VB weight of R_b underflows, for the dense update to account for it."""
+    def _fit_sparse(self, sents, parser, idx, first, loc):
+        """:meth:`_fit_dense`'s numbers over the minibatch's rules R_b only (module doc; ``loc``:
+        each sentence's rules): alpha_hat and the LHS sums are updated in place there; None
+        (nothing changed) when a VB weight of R_b underflows, for the dense update to account for it."""
         g = self.g
-        loc = [parser.local_rules(int(i)) for i in idx]
         rules_b = loc[0] if len(loc) == 1 else np.unique(np.concatenate(loc))
         lhs, inv = np.unique(g.lhs[rules_b], return_inverse=True)
         base, tot = self.alpha_hat[rules_b], self.lhs_tot[lhs]
