@@ -1,0 +1,268 @@
+"""RESULTS.md of the words-alone recipe: the runs' held-out figures (tables) and the paper's claims
+checked point by point, from the runs' --trace files and the baselines of grind eval.
+
+usage: python3 results.py --baselines BASELINES.tsv --first N [--settings TEXT] TRACE...
+
+A trace's name is ALGO-...-INIT-sSHUFFLE.tsv (the Makefile's).  Standard library only.
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+
+ALGO_NAMES = {"vb": "batch VB", "streaming": "streaming VB", "stochastic": "stochastic VB", "cvb": "collapsed VB"}
+ORDER = ["vb", "streaming", "stochastic", "cvb"]
+
+
+def read_trace(path):
+    """Rows of a trace as dicts of floats (None for an empty cell; text cells kept as text)."""
+    rows, head = [], None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            cells = line.rstrip("\n").split("\t")
+            if head is None:
+                head = cells
+                continue
+            row = {}
+            for k, c in zip(head, cells):
+                try:
+                    row[k] = float(c) if c != "" else None
+                except ValueError:
+                    row[k] = c
+            rows.append(row)
+    return rows
+
+
+def evaluations(rows):
+    """(sentences, directed, logprob) of the evaluated steps."""
+    return [(r["sentences"], r["dev_directed"], r["dev_logprob"]) for r in rows
+            if r.get("dev_logprob") is not None]
+
+
+def baselines(path):
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            cells = line.rstrip("\n").split("\t")
+            if cells[0] in ("attach-right:all", "attach-left:all"):
+                out[cells[0].split(":")[0]] = float(cells[3])
+    return out
+
+
+def ms(values, scale=1.0, digits=1):
+    """mean ± sd (sd over the runs, n - 1), scaled."""
+    v = [x * scale for x in values]
+    if not v:
+        return "-"
+    m = statistics.mean(v)
+    if len(v) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {statistics.stdev(v):.{digits}f}"
+
+
+def at_or_before(evals, x):
+    """The last evaluation at or before x sentences (None if none)."""
+    best = None
+    for e in evals:
+        if e[0] <= x:
+            best = e
+    return best
+
+
+def group(traces):
+    """(algo, init) -> [the evaluations of each shuffle's trace]."""
+    runs = {}
+    for t in traces:
+        parts = os.path.basename(t)[:-len(".tsv")].split("-")
+        ev = evaluations(read_trace(t))
+        if not ev:
+            sys.exit(f"results.py: {t}: no held-out evaluation in the trace")
+        runs.setdefault((parts[0], parts[-2]), []).append(ev)
+    return runs
+
+
+def peak_rss(trace):
+    """The peak RSS in bytes peak.py wrote beside a trace, None if none."""
+    try:
+        with open(trace[:-len(".tsv")] + ".rss") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baselines", required=True)
+    ap.add_argument("--first", type=int, required=True, help="streaming VB's first minibatch")
+    ap.add_argument("--settings", default="")
+    ap.add_argument("--scale", default="", help="the scale run's traces (one argument, space-separated)")
+    ap.add_argument("--ewt-genres", default="")
+    ap.add_argument("--fisher", default=None, help="grind.bench.fisher's table (make fisher)")
+    ap.add_argument("traces", nargs="+")
+    a = ap.parse_args(argv)
+    runs = group(a.traces)
+    scale = group(a.scale.split()) if a.scale.strip() else {}
+    base = baselines(a.baselines)
+    keys = sorted(runs, key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else 9, k[1]))
+    # one pass over the training data: batch VB's (or collapsed VB's) first step, streaming VB's end
+    one_pass = next((runs[k][0][0][0] for k in keys if k[0] in ("vb", "cvb")), None)
+    if one_pass is None:
+        one_pass = next(max(e[0] for e in runs[k][0]) for k in keys)
+    n_runs = max(len(v) for v in runs.values())
+    out = []
+    w = out.append
+    w("# Results: grammar induction from words alone (Pate & Johnson 2016) on UD English-CHILDES\n")
+    w("Made by `make results` (`results.py` over the runs' `--trace` files); the figure `words-alone.png` by "
+      "`make figure`.  Do not edit: edit the recipe and re-make.\n")
+    w(f"Settings: {a.settings}.  Held-out set: the CHILDES test sentences of the same lengths; directed "
+      "accuracy of Viterbi trees (root arc counted as one arc, punctuation removed, heads re-attached) and "
+      "log probability under the posterior mean (`grind train --dev --eval-at`).  Figures are mean ± sd over "
+      f"the shuffles ({n_runs} runs a row).  x = sentences parsed, as `grind train --trace` counts them "
+      "(batch and collapsed VB: every sentence of each pass; streaming / stochastic VB: sentences read).\n")
+    w(f"Baselines on the same sentences: attach-right (each word's head is its right neighbour: the "
+      f"left-branching tree) **{100 * base.get('attach-right', math.nan):.1f}**, attach-left "
+      f"**{100 * base.get('attach-left', math.nan):.1f}** directed.\n")
+    # -- tables
+    for title, pick in ((f"## At one pass over the training data ({one_pass:,.0f} sentences parsed)",
+                         lambda ev: at_or_before(ev, one_pass)),
+                        ("## At the end of each run (the curves' last points)", lambda ev: ev[-1])):
+        w(title + "\n")
+        w("| algorithm | init | sentences parsed | directed % | vs attach-right | held-out log prob |")
+        w("|---|---|---:|---:|---:|---:|")
+        for k in keys:
+            pts = [pick(ev) for ev in runs[k]]
+            pts = [p for p in pts if p is not None]
+            if not pts:
+                continue
+            d = [p[1] for p in pts]
+            w(f"| {ALGO_NAMES.get(k[0], k[0])} | {k[1]} | {statistics.mean(p[0] for p in pts):,.0f} | {ms(d, 100)} | "
+              f"{100 * (statistics.mean(d) - base.get('attach-right', math.nan)):+.1f} | "
+              f"{ms([p[2] for p in pts], 1, 0)} |")
+        w("")
+    # -- the paper's claims
+    w("## The paper's claims, point by point\n")
+
+    def mean_at(k, pick, i):
+        pts = [pick(ev) for ev in runs.get(k, [])]
+        pts = [p for p in pts if p is not None]
+        return statistics.mean(p[i] for p in pts) if pts else None
+
+    def leader(pick, i, higher=True):
+        vals = {k: mean_at(k, pick, i) for k in keys}
+        vals = {k: v for k, v in vals.items() if v is not None}
+        best = max(vals, key=vals.get) if higher else min(vals, key=vals.get)
+        ranked = sorted(vals, key=vals.get, reverse=higher)
+        return best, vals, ranked
+
+    def name(k):
+        return f"{ALGO_NAMES.get(k[0], k[0])} ({k[1]})"
+    small = lambda ev: at_or_before(ev, one_pass)  # noqa: E731
+    end = lambda ev: ev[-1]  # noqa: E731
+    for what, pick in ((f"small effort (one pass, {one_pass:,.0f} sentences)", small), ("large effort (each run's end)", end)):
+        b_acc, v_acc, r_acc = leader(pick, 1)
+        b_lp, v_lp, r_lp = leader(pick, 2)
+        w(f"- **Who leads at {what}.**  Directed accuracy: {', '.join(f'{name(k)} {100 * v_acc[k]:.1f}' for k in r_acc)}.  "
+          f"Held-out log probability: {', '.join(f'{name(k)} {v_lp[k]:.0f}' for k in r_lp)}.")
+    w("  Paper (Switchboard + Fisher, 664k sentences): the minibatch algorithms (streaming and stochastic VB) end "
+      "ahead of batch VB -- cheap inference over more data beats intensive inference over less.  Here the "
+      f"training data is one CHILDES pass of {one_pass:,.0f} sentences, so streaming VB sees every sentence once "
+      "and stochastic VB's minibatches of 10,000 are more than half the corpus.")
+    # harmonic vs uniform
+    lines = []
+    for algo in ORDER:
+        h, u = (algo, "harmonic"), (algo, "uniform")
+        if h in runs and u in runs:
+            dh, du = mean_at(h, end, 1), mean_at(u, end, 1)
+            lh, lu = mean_at(h, end, 2), mean_at(u, end, 2)
+            verdict = ("within a point" if abs(dh - du) < 0.01 else
+                       "harmonic better" if dh > du else "uniform better")
+            lines.append(f"{ALGO_NAMES[algo]}: harmonic {100 * dh:.1f} vs uniform {100 * du:.1f} directed "
+                         f"({verdict}), log prob {lh:.0f} vs {lu:.0f}")
+    if lines:
+        w("- **Does the harmonic initialiser help?**  At the end: " + "; ".join(lines) + ".  Paper: the harmonic "
+          "initialiser, essential on small tagged corpora (Klein & Manning 2004), is not superior to a uniform "
+          "one when learning from words.")
+    # streaming drop
+    st = [k for k in keys if k[0] == "streaming"]
+    if st:
+        parts = []
+        for k in st:
+            first = [at_or_before(ev, a.first) for ev in runs[k]]
+            after = [[e for e in ev if e[0] > a.first] for ev in runs[k]]
+            if not all(first) or not all(after):
+                continue
+            lp0 = statistics.mean(p[2] for p in first)
+            lows = statistics.mean(min(e[2] for e in af) for af in after)
+            ends = statistics.mean(af[-1][2] for af in after)
+            nxt = statistics.mean(af[0][2] for af in after)
+            x_next = after[0][0][0]
+            parts.append(f"{k[1]}: {lp0:.0f} after the first minibatch ({a.first:,} sentences), {nxt:.0f} at "
+                         f"{x_next:,.0f}, lowest {lows:.0f}, {ends:.0f} at the end "
+                         f"({'a drop' if lows < lp0 else 'no drop'})")
+        if parts:
+            w("- **Streaming VB's predictive probability after the first minibatch.**  Held-out log probability "
+              "(mean over shuffles): " + "; ".join(parts) + ".  Paper: streaming VB's held-out probability drops "
+              "once the one-sentence minibatches start after the first minibatch.")
+    b = base.get("attach-right", math.nan)
+    w(f"- **Left-branching baseline.**  Paper: about 29 directed; here attach-right (the left-branching tree) "
+      f"{100 * b:.1f}.  Every final point above is "
+      f"{'above' if all(mean_at(k, end, 1) > b + 0.01 for k in keys) else 'NOT always above'} it by more than "
+      "a point.")
+    if scale:
+        scale_section(w, a, runs, scale, one_pass)
+    if a.fisher:
+        w("\n## Fisher-sized planted corpus: time and memory (`make fisher`)\n")
+        w("`python -m grind.bench.fisher` (see `grind/bench/fisher.py`): a planted-DMV corpus of Fisher's shape "
+          "(Zipfian words, conversational lengths), the lexicalized DMV from its words, streaming VB with a first "
+          "minibatch then one-sentence minibatches, each step in its own process with its peak RSS.  It measures "
+          "cost; its accuracy is on planted trees of the training sentences, not a result.\n")
+        with open(a.fisher, encoding="utf-8") as f:
+            w(f.read().strip())
+    print("\n".join(out))
+
+
+def scale_section(w, a, runs, scale, one_pass):
+    """The scale run: CHILDES train, then more conversational English; the curves' right end."""
+    keys = sorted(scale, key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else 9, k[1]))
+    n_all = max(ev[-1][0] for k in keys if k[0] in ("vb", "streaming") for ev in scale[k]) if any(
+        k[0] in ("vb", "streaming") for k in keys) else None
+    w("## Scale run: more words than CHILDES train\n")
+    w("Every English child-directed or conversational UD text in `../shared/data`, read with the same options "
+      "(LFORM, punctuation removed, 4-15 words): CHILDES train (the same shuffle first, so the curve's first "
+      f"{one_pass:,.0f} sentences are CHILDES train as above), then, shuffled, the CHILDES dev split "
+      f"(child-directed speech; only the test split is evaluated) and the UD English-EWT sentences of the genres "
+      f"{a.ewt_genres.replace(',', ', ')} from its three splits (emails, question answers, reviews and newsgroup "
+      "posts: written conversation; EWT's weblog genre, edited monologue, is left out"
+      + (f"); {n_all:,.0f} sentences in all" if n_all else ")")
+      + ".  The grammar covers all their words (and the test's), so it is larger than the grid's, and its "
+      "uniform start differs.  That is all the data there is here: 1.5 times CHILDES train, not Fisher's 664k; "
+      "for Fisher's size see the next section (time and memory only).\n")
+    w("| algorithm | init | sentences parsed | directed % (CHILDES train only) | directed % (+ more) | "
+      "held-out log prob (CHILDES only) | held-out log prob (+ more) | peak RSS MiB |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
+    for k in keys:
+        big = [ev[-1] for ev in scale[k]]
+        small = [ev[-1] for ev in runs.get(k, [])]
+        rss = [peak_rss(t) for t in a.scale.split() if os.path.basename(t).startswith(k[0] + "-")
+               and f"-{k[1]}-s" in os.path.basename(t)]
+        rss = [r for r in rss if r]
+        w(f"| {ALGO_NAMES.get(k[0], k[0])} | {k[1]} | {statistics.mean(p[0] for p in big):,.0f} | "
+          f"{ms([p[1] for p in small], 100)} | {ms([p[1] for p in big], 100)} | {ms([p[2] for p in small], 1, 0)} | "
+          f"{ms([p[2] for p in big], 1, 0)} | {max(rss) / 2 ** 20:,.0f} |" if rss else
+          f"| {ALGO_NAMES.get(k[0], k[0])} | {k[1]} | {statistics.mean(p[0] for p in big):,.0f} | "
+          f"{ms([p[1] for p in small], 100)} | {ms([p[1] for p in big], 100)} | {ms([p[2] for p in small], 1, 0)} | "
+          f"{ms([p[2] for p in big], 1, 0)} | - |")
+    st = [k for k in keys if k[0] == "streaming"]
+    for k in st:
+        at_pass = [at_or_before(ev, one_pass) for ev in scale[k]]
+        end = [ev[-1] for ev in scale[k]]
+        w(f"\nStreaming VB ({k[1]}), the curve's right end: directed {ms([p[1] for p in at_pass], 100)} at "
+          f"{one_pass:,.0f} sentences, {ms([p[1] for p in end], 100)} at {statistics.mean(p[0] for p in end):,.0f}; "
+          f"held-out log probability {ms([p[2] for p in at_pass], 1, 0)} -> {ms([p[2] for p in end], 1, 0)}.")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
