@@ -90,14 +90,18 @@ def test_resume_warns_only_when_no_step_runs(dmv):
     assert "no step run" in r.stderr
 
 
-def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
-    d, train = dmv
+def dev_trace(dmv, iterations, *evaluation):
+    """The rows of the trace of VB on the sample with --dev (the dev sample) and ``evaluation`` options."""
     from conftest import SAMPLE
-    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    d, train = dmv
     tr = d / "trace.tsv"
-    grind("train", "--algo", "vb", "--iterations", "4", "--eval-every", "2", "--dev", dev, "--trace", tr,
-          *C, d / "g1.txt", train)
-    rows = [ln.split("\t") for ln in body(tr.read_text())]
+    grind("train", "--algo", "vb", "--iterations", str(iterations), *evaluation, "--dev",
+          str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz"), "--trace", tr, *C, d / "g1.txt", train)
+    return [ln.split("\t") for ln in body(tr.read_text())]
+
+
+def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
+    rows = dev_trace(dmv, 4, "--eval-every", "2")
     head = rows[0]
     for k in ("objective", "sentences", "seconds", "dev_logprob", "dev_perplexity", "dev_directed"):
         assert k in head
@@ -425,13 +429,10 @@ def test_eval_at_evaluates_where_the_sentences_pass_a_point_and_at_the_end(tmp_p
 
 
 def test_eval_at_on_the_command_line(dmv):
-    d, train = dmv
     from conftest import SAMPLE
+    d, train = dmv
     dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
-    tr = d / "trace.tsv"
-    grind("train", "--algo", "vb", "--iterations", "5", "--eval-at", "log:1", "--dev", dev, "--trace", tr,
-          *C, d / "g1.txt", train)
-    rows = [ln.split("\t") for ln in body(tr.read_text())]
+    rows = dev_trace(dmv, 5, "--eval-at", "log:1")
     col, n = rows[0].index("dev_directed"), int(rows[1][rows[0].index("sentences")])
     assert 100 < n < 1000                                  # steps pass 100 (step 1), 1000 (step 2 or 3), end
     evaluated = [int(r[0]) for r in rows[1:] if r[col] != ""]
