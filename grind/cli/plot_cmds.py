@@ -19,7 +19,7 @@ from grind.cli.common import output_option
                    "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
 @click.option("--label", "labels", multiple=True,
               help="Legend label of a TRACE, once per TRACE in order (default: the file names); TRACEs sharing "
-                   "a label are drawn as their mean with a band of +- one standard deviation.")
+                   "a label are drawn as their mean (where all have a value) with a band of +- one sd.")
 @click.option("--columns", default=None, metavar="COL,COL",
               help="The panels to draw, e.g. dev_directed,dev_logprob [default: objective and every dev_* column].")
 @click.option("--log-x", is_flag=True, help="A logarithmic x axis (learning curves against sentences parsed).")

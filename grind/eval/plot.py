@@ -23,6 +23,9 @@ TITLES = {"objective": "objective", "dev_logprob": "dev log probability", "dev_d
           "dev_perplexity": "dev perplexity", "dev_f1": "dev F1", "dev_parsed": "dev sentences parsed"}
 
 
+#: Above this many curves the legend goes beside the panels (one for all of them), not over the first.
+OUTSIDE_LEGEND = 4
+
 #: Trace columns of text, not numbers (why a run stopped): read past, not plotted.
 TEXT_COLUMNS = ("stopped",)
 
@@ -91,8 +94,9 @@ def points(trace: dict[str, list[float]], x: str, col: str) -> list[tuple[float,
 
 
 def mean_band(traces: list[dict[str, list[float]]], x: str, col: str):
-    """The curve of several runs (seeds, shuffles): per x value some of them reached, ``(x, mean,
-    standard deviation, runs)`` over the runs with a value there (sd: n - 1 in the denominator, 0 for one)."""
+    """The curve of several runs (seeds, shuffles): per x value every one of them has a value at,
+    ``(x, mean, standard deviation, runs)`` (sd: n - 1 in the denominator, 0 for one run).  An x only
+    some runs reached (runs that stop at different points) is left out: no mean of a subset."""
     at: dict[float, list[float]] = {}
     for t in traces:
         for a, b in points(t, x, col):
@@ -100,6 +104,8 @@ def mean_band(traces: list[dict[str, list[float]]], x: str, col: str):
     out = []
     for a in sorted(at):
         v = at[a]
+        if len(v) < len(traces):
+            continue
         m = sum(v) / len(v)
         sd = math.sqrt(sum((y - m) ** 2 for y in v) / (len(v) - 1)) if len(v) > 1 else 0.0
         out.append((a, m, sd, len(v)))
@@ -111,7 +117,8 @@ def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str
     """A matplotlib Figure (Agg canvas, no pyplot state): one panel per
     :func:`plotted_columns` entry (or per name of ``columns``), one line per
     trace labelled by ``labels`` -- traces sharing a label are one line, their
-    mean, in a band of +- one standard deviation (:func:`mean_band`) -- and a
+    mean where they all have a value, in a band of +- one standard deviation
+    (:func:`mean_band`) -- and a
     dashed horizontal line per ``(column, value, label)`` reference (a
     baseline beside the curves) in that column's panel; ``log_x``: a
     logarithmic x axis."""
@@ -123,7 +130,8 @@ def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str
     groups: dict[str, list] = {}
     for t, label in zip(traces, labels):
         groups.setdefault(label, []).append(t)
-    fig = Figure(figsize=(6.4, 2.6 * len(cols)), layout="constrained")
+    outside = len(groups) > OUTSIDE_LEGEND           # many curves: one legend beside the panels, not over them
+    fig = Figure(figsize=(6.4 + 2.8 * outside, 2.6 * len(cols)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(cols), 1, sharex=True, squeeze=False)[:, 0]
     for ax, col in zip(axes, cols):
@@ -145,13 +153,19 @@ def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str
         refs = [(v, lab) for c, v, lab in references if c == col]
         for k, (v, lab) in enumerate(refs):
             ax.axhline(v, color="0.3", linestyle=("--", ":", "-.")[k % 3], linewidth=1, label=lab)
-        if refs:
+        if refs and not outside:
             ax.legend(fontsize="small")
         ax.set_title(TITLES.get(col, col.replace("_", " ")), fontsize="medium")
         ax.grid(True, alpha=0.3)
         if log_x:
             ax.set_xscale("log")
     axes[-1].set_xlabel({"step": "step", "seconds": "seconds", "sentences": "sentences"}[x])
-    if len(groups) > 1:
+    if outside:
+        seen: dict = {}
+        for ax in axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(lab, h)
+        fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize="small")
+    elif len(groups) > 1:
         axes[0].legend(fontsize="small")
     return fig
