@@ -93,6 +93,7 @@ def test_results_page_from_traces(recipe, tmp_path):
     assert "## At one pass over the training data (100 sentences parsed)" in out
     assert "| batch VB | harmonic | 300 | 45.0 ± 1.4 | +15.0 | -45 ± 0 |" in out
     assert "| streaming VB | uniform | 100 | 39.0 ± 1.4 | +9.0 | -49 ± 0 |" in out
-    assert ("uniform: -52 after the first minibatch (50 sentences), -53 at 51, lowest -53, -49 at the end "
-            "(a drop)") in out
-    assert "batch VB: harmonic 45.0 vs uniform 45.0 directed (within a point)" in out
+    assert ("uniform: -52.0 after the first minibatch (50 sentences), -53.0 at 51, lowest after it -53.0, -49.0 at "
+            "the end.  A drop, as in the paper.") in out
+    assert "batch VB 45.0 vs 45.0 (within a point; log probability -45 vs -45)" in out
+    assert "Here: not so -- the best minibatch run ends at 39.0, batch VB at 45.0 directed" in out

@@ -136,20 +136,20 @@ def trace_figure(traces: list[dict[str, list[float]]], labels: list[str], x: str
     axes = fig.subplots(len(cols), 1, sharex=True, squeeze=False)[:, 0]
     for ax, col in zip(axes, cols):
         for i, (label, members) in enumerate(groups.items()):
-            color = f"C{i % 10}"
+            color, style = f"C{i % 10}", ("-", "--", ":")[i // 10 % 3]      # past 10 colours: dashed, dotted
             if len(members) > 1:
                 band = mean_band(members, x, col)
                 if band:
                     xs, m, sd = [p[0] for p in band], [p[1] for p in band], [p[2] for p in band]
                     ax.plot(xs, m, marker="." if len(xs) < 50 else None, label=f"{label} (mean of {len(members)})",
-                            color=color)
+                            color=color, linestyle=style)
                     ax.fill_between(xs, [a - b for a, b in zip(m, sd)], [a + b for a, b in zip(m, sd)],
                                     color=color, alpha=0.2, linewidth=0)
                 continue
             pts = points(members[0], x, col)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None,
-                        label=label, color=color)
+                        label=label, color=color, linestyle=style)
         refs = [(v, lab) for c, v, lab in references if c == col]
         for k, (v, lab) in enumerate(refs):
             ax.axhline(v, color="0.3", linestyle=("--", ":", "-.")[k % 3], linewidth=1, label=lab)
