@@ -138,7 +138,7 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True,
               help="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy "
                    "for treebanks).")
-@click.option("--eval-at", default=None, callback=lambda ctx, p, v: _eval_points(v),
+@click.option("--eval-at", default=None, metavar="log:N|N,N,...", callback=lambda ctx, p, v: _eval_points(v),
               help="Also evaluate --dev when the sentences parsed reach log:N (N points a decade) and/or "
                    "1000,5000,... (a learning curve), and at the end.")
 @click.option("--early-stop", is_flag=True,
