@@ -242,7 +242,8 @@ def main(argv):
         w("`python -m grind.bench.fisher` (see `grind/bench/fisher.py`): a planted-DMV corpus of Fisher's shape "
           "(Zipfian words, conversational lengths), the lexicalized DMV from its words, streaming VB with a first "
           "minibatch then one-sentence minibatches, each step in its own process with its peak RSS.  It measures "
-          "cost; its accuracy is on planted trees of the training sentences, not a result.\n")
+          "cost; its accuracy is on planted trees of the training sentences, not a result.  Wall seconds depend "
+          "on the machine and its load (README.md, Time); the 4 GB goal is for each process's peak RSS.\n")
         with open(a.fisher, encoding="utf-8") as f:
             w(f.read().strip())
     print("\n".join(out))
