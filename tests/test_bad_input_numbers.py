@@ -66,7 +66,9 @@ def test_init_options_that_would_do_nothing_are_refused(gc):
 def test_loglik_with_no_parsed_sentence_is_undefined_not_probability_one(gc):
     d, g, _ = gc
     (d / "y.txt").write_text("a a a\n")                       # S --> A B needs exactly two words
-    r = grind("loglik", "--summary", g, d / "y.txt")
+    r = grind("loglik", "--summary", g, d / "y.txt", check=False)         # (issue 38) nothing parsed: an error
+    assert r.returncode == 1 and "--max-unparsed" in r.stderr and not r.stdout
+    r = grind("loglik", "--summary", "--max-unparsed", "1", g, d / "y.txt")
     assert "# parsed: 0\n" in r.stdout and "# logprob: nan\n" in r.stdout and "# perplexity: nan\n" in r.stdout
     assert "no sentence has a parse" in r.stderr
 
@@ -237,6 +239,9 @@ def test_every_algorithm_stops_when_no_sentence_parses(tmp_path, algo):
     (tmp_path / "c.txt").write_text("c d\nc\n")
     r = grind("train", "--algo", algo, "--iterations", "3", "--seed", "1", tmp_path / "g.txt", tmp_path / "c.txt",
               check=False)
+    assert r.returncode == 1 and "2 of 2 sentences have no parse" in r.stderr and not r.stdout   # --max-unparsed
+    r = grind("train", "--algo", algo, "--iterations", "3", "--seed", "1", "--max-unparsed", "1", tmp_path / "g.txt",
+              tmp_path / "c.txt", check=False)
     assert r.returncode == 1 and "no sentence has a parse of positive probability" in r.stderr and not r.stdout
 
 

@@ -11,7 +11,8 @@ import pytest
 from conftest import grind
 from test_training import Counter
 
-GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
+# A and B are not alike (a symmetric start is refused: issue 38)
+GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.6 A --> a\n0.4 A --> b\n0.5 B --> a\n0.5 B --> b\n"
 CORPUS = "a b\nb a\na b\nb a\n"
 
 

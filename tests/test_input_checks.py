@@ -303,7 +303,7 @@ def test_init_harmonic_names_the_sentences_it_leaves_out_and_its_corpus(tmp_path
     # and the sentences its length limits left out (the header said '1 of 1' of a 2-sentence file)
     grind("init", "--harmonic", "--corpus", tmp_path / "mix.conllu", "--column", "XPOS", "--min-length", "2",
           "-o", tmp_path / "h2.txt", tmp_path / "g.txt")
-    assert ("1 of the 1 sentences read; 1 sentences outside the length limits (not counted)"
+    assert ("1 of the 1 sentences read; 1 sentences outside the length limits 2..inf (not counted)"
             in (tmp_path / "h2.txt").read_text())
 
 

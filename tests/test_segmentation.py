@@ -179,7 +179,10 @@ def test_parse_segment_unparsed_and_mbr(morph):
 def test_parse_segment_of_a_word_list_without_chars_says_to_give_chars(morph):
     """A word list without --chars: each word is one token, none parses; the warning says why."""
     (morph / "words.txt").write_text("ab\nabc\na\n")
-    r = grind("parse", "--segment", morph / "g.txt", morph / "words.txt")
+    r = grind("parse", "--segment", morph / "g.txt", morph / "words.txt", check=False)    # most unparsed: an error
+    assert r.returncode == 1 and "2 of 3 words have no parse" in r.stderr.splitlines()[-1]
+    assert "2 of them are one token of several characters" in r.stderr and "needs --chars" in r.stderr.splitlines()[-1]
+    r = grind("parse", "--segment", "--max-unparsed", "1", morph / "g.txt", morph / "words.txt")
     assert "# unparsed: 2" in r.stdout
     assert "2 of them are one token of several characters" in r.stderr and "needs --chars" in r.stderr
     r = grind("parse", "--segment", morph / "g.txt", morph / "c.txt")         # characters spaced out: no hint
@@ -341,7 +344,7 @@ def test_eval_spread_is_the_sample_standard_deviation(tmp_path):
     gold.write_text("an an a\ndog\n")
     p1.write_text("an ana\ndo g\n")
     p2.write_text("a n a n a\nd o g\n")
-    lines = grind("eval", "--segmentation", gold, p1, p2).stdout.splitlines()
+    lines = grind("eval", "--segmentation", "--aggregate", gold, p1, p2).stdout.splitlines()   # no headers: asked
     assert "morph_F\t0.2083\t0.0589" in lines
 
 

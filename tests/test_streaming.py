@@ -222,7 +222,8 @@ def test_cli_streaming_on_ewt(tmp_path, ewt_train):
     assert "# stopped: after step 4: the last minibatch of the last epoch" in text
     assert "# weights: Dirichlet pseudo-counts (posterior)" in text and "# algorithm: streaming" in text
     parsed = grind("parse", *C, out, ewt_train).stdout
-    assert parsed.count("\n\n") == 670                  # the blank line after the header, then 669 blocks
+    assert parsed.count("\n\n") == 2000            # every sentence (1331 outside <= 10, marked); the header: comments
+    assert parsed.count("\n# grind_left_out = ") == 1331
 
 
 # -- the sparse update (one-sentence minibatches touch only their rules) ------------------------------

@@ -281,11 +281,11 @@ def test_heldout_directed_accuracy_counts_the_words_of_unparsed_sentences_wrong(
 def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, algo):
     """The grammar said nothing of training sentences the length limits dropped or that had no parse
     (a CNF grammar cannot parse a one-word sentence); only stderr did (CLI audit)."""
-    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n1 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
+    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n2 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
     (tmp_path / "c.txt").write_text("a b\nb\nb a\na b a b a b\n")
     out = grind("train", "--algo", algo, "--iterations", "2", "--seed", "1", "--max-length", "4",
                 tmp_path / "g.txt", tmp_path / "c.txt").stdout
-    assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
+    assert "# left_out: 1 sentences outside the length limits 1..4 (not trained on)" in out
     if algo in ("gibbs", "hastings"):          # skipped from the start: not 'in the last step' (audit)
         assert "# unparsed: 1 of 3 sentences without a tree under the initial grammar (the sampler leaves " \
             "them out of the whole run)" in out
@@ -295,11 +295,11 @@ def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, al
 
 def test_streaming_header_counts_sentences_left_out_and_without_a_parse(tmp_path):
     """Streaming VB's grammar had neither line (1,432 left out, 407 unparsed on the EWT sample; audit)."""
-    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n1 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
+    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n2 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
     (tmp_path / "c.txt").write_text("a b\nb\nb a\na b a b a b\nb\n")
     out = grind("train", "--algo", "streaming", "--batch", "2", "--max-length", "4",
                 tmp_path / "g.txt", tmp_path / "c.txt").stdout
-    assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
+    assert "# left_out: 1 sentences outside the length limits 1..4 (not trained on)" in out
     assert "# unparsed: 2 of 4 sentences without a parse in their minibatch (skipped)" in out
 
 

@@ -78,6 +78,35 @@ def corpus_options(f):
     return wrapper
 
 
+def max_unparsed_option(f):
+    """--max-unparsed, the one option (the same on parse, loglik, estep, eval and train) that lets a run
+    leave more than a share of its sentences without a parse and still exit 0 (:func:`check_unparsed`)."""
+    return click.option("--max-unparsed", type=FiniteFloatRange(0, 1), default=MAX_UNPARSED, show_default=True,
+                        help="Fail (exit 1, no output) when more than this share of the sentences has no parse "
+                             "(1: never fail).")(f)
+
+
+#: The default share of sentences without a parse above which a command fails (:func:`check_unparsed`).
+MAX_UNPARSED = 0.5
+
+
+def check_unparsed(failed: int, total: int, limit: float, what: str = "sentences", reasons=(), fix: str = "") \
+        -> None:
+    """An InputError when ``failed`` of ``total`` items have no parse and that is more than the share
+    ``limit`` (--max-unparsed): a batch job must not go on, exit 0, with a mostly empty result.  The
+    message gives the most frequent of ``reasons`` (one per failed item; positions dropped) and ``fix``."""
+    if not total or failed <= limit * total:
+        return
+    import collections
+    import re
+    common = collections.Counter(re.sub(r" at position [0-9]+", "", str(r)) for r in reasons).most_common(1)
+    cause = f"; most often: {common[0][0]} ({common[0][1]} of them)" if common else ""
+    hint = f"{fix}; or give --max-unparsed 1 to write it anyway" if fix else \
+        "give --max-unparsed 1 to write it anyway"
+    raise InputError(f"{failed} of {total} {what} have no parse ({failed / total:.0%}, more than --max-unparsed "
+                     f"{limit:g}){cause}: nothing written ({hint})")
+
+
 class OutputPath(click.ParamType):
     """A file grind writes, checked when click converts the option, before the
     command runs: ``''`` is a usage error (exit 2); a missing directory, a
@@ -270,7 +299,7 @@ def read_probabilities(grammar_path, start=None, command="this command", normali
 
 
 def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False,
-         tokens_only=False):
+         tokens_only=False, keep_outside=False):
     """Grammar, sentences and a chart parser for them.  The grammar's
     :meth:`~grind.grammars.grammar.Grammar.probabilities` must be rule probabilities
     (:func:`grind.grammars.grammar.require_probabilities`; parse, loglik and estep use
@@ -278,12 +307,18 @@ def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="th
     point) normalises weights that are not probabilities per LHS instead,
     with a warning.  ``tokens_only``: the sentences keep only their tokens,
     number and line (:func:`grind.formats.corpus.read_corpus_tokens`), for
-    a command that writes no corpus back."""
+    a command that writes no corpus back; ``keep_outside``: the sentences
+    keep ``everything`` read, those the corpus options leave out included
+    (:meth:`grind.formats.corpus.Corpus.kept`), for a command that writes
+    every input sentence back."""
     from grind.formats.corpus import read_corpus_tokens
     from grind.kernels.select import make_parser
-    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else read_corpus(corpus_path, spec)
+    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else \
+        read_corpus(corpus_path, spec, keep_outside).kept() if keep_outside else read_corpus(corpus_path, spec)
     grammar = read_probabilities(grammar_path, start, command, normalise)
     from grind.formats.textio import is_stream
+    if is_stream(grammar_path):           # its header is known only now: checked, nothing adopted (grammar_spec)
+        grammar_spec(grammar_path, corpus_path, spec, grammar.meta)
     if grammar.meta.get("model") == "treebank" and is_stream(grammar_path):
         # is_treebank_grammar cannot peek at a stream: the generic path would parse with split symbols,
         # no unknown-word signatures and no word escapes -- silently wrong
@@ -383,26 +418,137 @@ def known_failures(parser, n):
     return z
 
 
-def report_failures(sents, parser, logz, what="sentences", fate="were left out"):
-    """Warn about every sentence without a parse (``fate``: what the command does with them); return how
-    many there were."""
+#: Why a sentence has no parse when its parser names no other reason.
+NO_DERIVATION = "no derivation has positive probability"
+
+
+def report_failures(sents, parser, logz, what="sentences", fate="were left out", limit=None):
+    """Warn about every sentence without a parse (``fate``: what the command does with them), with the fix
+    when one is known (:func:`unparsed_fix`); return how many there were.  ``limit`` (--max-unparsed): an
+    InputError (:func:`check_unparsed`) when more than that share has none."""
     bad = np.flatnonzero(~np.isfinite(logz))
     for k, i in enumerate(bad):
         if k == 10:
             log.warn(f"... and {len(bad) - 10} more")
             break
         s = sents[i]
-        why = parser.failures.get(int(i), "no derivation has positive probability")
+        why = parser.failures.get(int(i), NO_DERIVATION)
         log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
+    fix = unparsed_fix(sents, parser, bad)
     if len(bad):
-        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}")
+        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}" + (f"; {fix}" if fix else ""))
+    if limit is not None:
+        check_unparsed(len(bad), len(sents), limit, what, [parser.failures.get(int(i), NO_DERIVATION) for i in bad],
+                       fix)
     return len(bad)
+
+
+def unparsed_fix(sents, parser, bad) -> str:
+    """The fix for sentences ``bad`` without a parse, where one is known: one-word sentences under a grammar
+    that derives no one-word sentence (a CNF grammar) are left out with --min-length 2; else ''."""
+    from grind.grammars.grammar import derives_one_word
+    from grind.kernels.cky import CKYParser
+    g = getattr(parser, "grammar", None)
+    ones = [int(i) for i in bad if len(sents[int(i)]) == 1]
+    if not isinstance(parser, CKYParser) or g is None or not ones or derives_one_word(g):
+        return ""                   # (the DMV and segmentation kernels read a word as more than one terminal)
+    from grind.grammars.dmv import dmv_problem
+    if dmv_problem(g) is None:      # a DMV grammar under --kernel cky: a word is its two split heads
+        return ""
+    return (f"{len(ones)} of them are one word long, and this grammar derives no one-word sentence (no chain of "
+            f"unary rules from {g.start} to a word, as in a CNF grammar): leave them out with --min-length 2")
 
 
 def _given(name) -> bool:
     """True when option ``name`` of the current command was given (not its default)."""
     from click.core import ParameterSource
     return click.get_current_context().get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+
+#: How a command that reads a grammar and a corpus (parse, loglik, estep, train, init --harmonic) treats the
+#: corpus options the grammar was made with, as its '# corpus:' header records them (make-grammar, init,
+#: train, mstep write it), per option:
+#:   --column  given and another: refused (another vocabulary: every sentence would be unparsed); not given,
+#:             on a treebank: refused with the grammar's column as the fix (a column is never a silent default);
+#:   --punct   given and another: refused; not given: the grammar's rule, with a note (a grammar made without
+#:             the punctuation tags parses no sentence that keeps them); not compared on plain text, which
+#:             has no tags to remove by;
+#:   --chars   as --punct (a grammar over characters reads a word list as characters);
+#:   --format, --max-length, --min-length, --types: not compared (a grammar of <= 10-word sentences parses
+#:             longer test sentences; the others are about reading one file, not the grammar's vocabulary).
+ADOPTED = ("punct", "chars")
+
+
+def grammar_options(meta: dict) -> dict:
+    """The corpus options a grammar header's ``# corpus:`` line records: ``column`` (None: plain tokens),
+    ``punct``, ``chars``; empty when it records none (no header, or a --trees grammar's)."""
+    import re
+    line = meta.get("corpus", "")
+    col, punct = re.search(r"\bcolumn=(\S+)", line), re.search(r"\bpunct-removed=(\S+)", line)
+    if not col or not punct:
+        return {}
+    return {"column": None if col[1] == "tokens" else col[1], "punct": punct[1],
+            "chars": " tokens=characters" in line}
+
+
+def grammar_spec(grammar_path, corpus_path, spec, meta=None, late=None):
+    """``spec`` reconciled with the corpus options the grammar was made with (the rule: :data:`ADOPTED`
+    and the comment above it): a contradiction is an InputError naming both values and the fix; an option
+    not given takes the grammar's value, said on stderr.  ``meta``: the header of a grammar read already
+    (from standard input, after its corpus: nothing can be adopted any more, so an option not given that
+    differs is refused too, unless ``late`` is False: the corpus is not read yet); else the header of the
+    file ``grammar_path`` (a stream: not looked at here)."""
+    import dataclasses
+
+    from grind.formats.corpus import peek_format
+    from grind.formats.textio import is_stream, read_header
+    late = meta is not None if late is None else late
+    if meta is None:
+        if is_stream(grammar_path):
+            return spec
+        meta = read_header(grammar_path)
+    made = grammar_options(meta)
+    if not made:
+        return spec
+    gname = "<stdin>" if grammar_path == "-" else grammar_path
+    cname = "<stdin>" if corpus_path == "-" else corpus_path
+    fmt = spec.format if spec.format != "auto" else (None if is_stream(corpus_path) else
+                                                     _peek(peek_format, corpus_path, spec))
+    treebank = fmt in ("conllu", "conllx", "malt", "ptb")
+    was = f"{gname} was made with"
+    column = made["column"]
+    if column is not None and spec.column is not None and spec.column != column:
+        raise InputError(f"{was} --column {column} (its '# corpus:' header), but {cname} is read here with "
+                         f"--column {spec.column}: give --column {column} (or make a grammar over {spec.column})")
+    if column is not None and spec.column is None and treebank:
+        raise InputError(f"{cname}: a treebank needs an explicit --column: {was} --column {column} (its "
+                         f"'# corpus:' header): give --column {column}")
+    changes = {}
+    for opt in ADOPTED:
+        mine, theirs = getattr(spec, opt), made[opt]
+        if mine == theirs or (opt == "punct" and fmt is not None and not treebank):
+            continue
+        if opt == "punct":
+            said, fix = (f"--punct {theirs}", f"--punct {mine}"), f"give --punct {theirs}"
+        else:
+            said = ("--chars" if theirs else "no --chars", "--chars" if mine else "no --chars")
+            fix = "give --chars" if theirs else "leave out --chars"
+        # given, read already (a grammar from stdin), or a stream corpus of unknown format: refused
+        if late or _given(opt) or (opt == "punct" and fmt is None):
+            raise InputError(f"{was} {said[0]} (its '# corpus:' header), but {cname} is read here with {said[1]}: "
+                             f"{fix} (or make the grammar again with {said[1]})")
+        changes[opt] = theirs
+        log.info(f"note: {was} {said[0]} (its '# corpus:' header), which is not given here: reading {cname} "
+                 f"with {said[0]}")
+    return dataclasses.replace(spec, **changes) if changes else spec
+
+
+def _peek(peek_format, path, spec):
+    """The format ``path`` is read as, or None when it cannot be told here (the reader says why later)."""
+    try:
+        return peek_format(path, spec)
+    except InputError:
+        return None
 
 
 def removed_tokens(spec, fmt) -> str | None:
@@ -417,30 +563,62 @@ def removed_tokens(spec, fmt) -> str | None:
             "aligns them with the gold)")
 
 
-def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, **extra):
-    """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
-    written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
-    header's ``# unparsed:`` line and named with its reason on stderr (the
-    offending tag when the grammar lacks it or, given ``weights``, gives it
-    probability 0; ``explain(i)``, given, says it instead)."""
-    from grind.formats.corpus import conll_block
+def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, limit=None,
+                       **extra):
+    """CoNLL output (:func:`write_conll`).  A sentence without a tree
+    (``heads[i] is None``) is written with filler heads after the comment
+    :data:`grind.formats.corpus.UNPARSED_MARK` and its reason (never a
+    baseline tree as a prediction: grind eval scores its words 0), counted in
+    the header's ``# unparsed:`` line and named on stderr (the offending tag
+    when the grammar lacks it or, given ``weights``, gives it probability 0;
+    ``explain(i)``, given, says it instead).  ``limit`` (--max-unparsed): an
+    InputError, nothing written, when more than that share has none."""
+    from grind.formats.corpus import UNPARSED_MARK
     bad = [i for i, h in enumerate(heads) if h is None]
     zero = parser.zero_types(weights) if bad and weights is not None and explain is None else set()
+    reasons = {i: explain(i) if explain is not None else parser.explain(i, weights, zero) for i in bad}
     for k, i in enumerate(bad):
         if k == 10:
             log.warn(f"... and {len(bad) - 10} more")
             break
-        why = explain(i) if explain is not None else parser.explain(i, weights, zero)
-        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {reasons[i]}")
     if bad:
-        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
-                 "(grind eval scores their words 0)")
+        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with filler heads (attach-right) "
+                 f"after the comment '{UNPARSED_MARK}REASON' (grind eval scores their words 0)")
+    if limit is not None:
+        check_unparsed(len(bad), len(sents), limit, "sentences", reasons.values())
+    write_conll(output, sents, heads, spec, reasons, decoder=decoder, corpus=spec.describe(sents.format),
+                unparsed=len(bad), **extra)
+
+
+def write_conll(output, sents, heads, spec, reasons=None, **header):
+    """Write every sentence of the corpus as read (``sents.everything``, in
+    order; the kept ones with their ``heads``, None = unparsed, with
+    ``reasons[i]``; those the corpus options left out with filler heads
+    after :data:`grind.formats.corpus.LEFT_OUT_MARK` and why), the header
+    lines being the first sentence's comments: a file the CoNLL 2018
+    evaluator reads (one root a sentence, the gold's token stream) and grind
+    eval scores as before.  A sentence with no row left to write (a Malt-TAB
+    or PTB sentence of punctuation only) is not written (the header's
+    ``# left_out:`` counts it)."""
+    from grind.formats.corpus import LEFT_OUT_MARK, UNPARSED_MARK, conll_block
+    reasons = reasons or {}
+    allsents = sents.everything if getattr(sents, "everything", None) is not None else list(sents)
+    index = {id(s): i for i, s in enumerate(sents)}
+    written = sum(1 for s in allsents if s.outside) if len(allsents) > len(sents) else 0
+    what = f"written with filler heads, marked '{LEFT_OUT_MARK}REASON'" if written else "not written"
+    lines = header_lines(**header, left_out=left_out(sents, what), removed_tokens=removed_tokens(spec, sents.format))
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=len(bad), removed_tokens=removed_tokens(spec, sents.format), **extra))
-        f.write("\n")                   # the header is the file's, not the first sentence's comments
-        for s, h in zip(sents, heads):
-            f.write(conll_block(s, h, sents.format))
+        for s in allsents:
+            i = index.get(id(s))
+            if i is None:
+                h, mark = None, LEFT_OUT_MARK + (s.outside or "outside the corpus options")
+            else:
+                h, mark = heads[i], UNPARSED_MARK + str(reasons.get(i, NO_DERIVATION))
+            if s.raw is None and not s.rows and not s.tokens:
+                continue                              # nothing to write (counted in the header)
+            f.write(conll_block(s, h, sents.format, header=lines, mark=mark))
+            lines = []
 
 
 def dependency_convention(spec, read_as=None) -> str:

@@ -22,7 +22,7 @@ from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
 from grind.cli.common import (AlphaType, corpus_options, output_option, start_option, kernel_option, write_grammar,
                               not_counted, load, load_trees, report_failures, TREES_TEXT, check_tree_options,
-                              is_treebank_grammar)
+                              is_treebank_grammar, max_unparsed_option, grammar_spec)
 
 #: The algorithms whose iteration estep / sum / mstep carry out (map = em with --alpha, as in grind train).
 STEP_ALGOS = ("em", "map", "vb")
@@ -51,10 +51,11 @@ def weights_fingerprint(grammar: Grammar) -> str:
 @corpus_options
 @kernel_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
+def estep(grammar, corpus, spec, algo, jobs, kernel, start, max_unparsed, output, on_trees):
     """Expected rule counts of CORPUS under GRAMMAR (the E-step of EM or VB).
 
     Counts of corpus shards (grind split) add up with 'grind sum'; 'grind
@@ -83,6 +84,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
         if is_treebank_grammar(grammar):
             raise click.UsageError("a treebank grammar's E-step is over gold trees with hidden subtypes: "
                                    "grind estep --trees TREES (grind loglik scores plain sentences)")
+        spec = grammar_spec(grammar, corpus, spec)
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
         what = spec.describe(sents.format)
     head = read_header(corpus)
@@ -114,7 +116,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
             log.info(f"{grammar} holds probabilities: VB's initialisation, the E-step under them "
                      "(grind mstep --algo vb makes the first pseudo-counts alpha + counts)")
         counts, logz = run(g.probabilities())
-    report_failures(sents, parser, logz, "trees" if on_trees else "sentences")
+    report_failures(sents, parser, logz, "trees" if on_trees else "sentences", limit=max_unparsed)
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum()),

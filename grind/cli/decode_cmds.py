@@ -9,8 +9,9 @@ from grind.errors import InputError
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              left_out, removed_tokens, report_failures, write_dependencies, _given, FiniteFloatRange,
-                              is_treebank_grammar, OneChoiceCommand)
+                              left_out, report_failures, write_dependencies, _given, FiniteFloatRange,
+                              is_treebank_grammar, OneChoiceCommand, max_unparsed_option, check_unparsed,
+                              grammar_spec, write_conll, NO_DERIVATION)
 
 
 @click.command(cls=OneChoiceCommand)
@@ -54,11 +55,12 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @seed_option
 @kernel_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
 def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format, boundary_threshold, expected_f,
-          prune, prune_threshold, seed, kernel, start, output):
+          prune, prune_threshold, seed, kernel, start, max_unparsed, output):
     """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
 
     A PCFG writes one bracketed tree a line; a sentence without a parse is
@@ -70,11 +72,16 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     multiword tokens, empty nodes); tokens --punct removed get HEAD = the root word and
     DEPREL punct (not predicted: the header's '# removed_tokens:' line says
     so; a Malt-TAB or PTB input has no rows to pass through, so only its kept
-    tokens are written, numbered 1..n).  A sentence without a parse (e.g. a tag the
-    grammar lacks) gets HEAD and DEPREL '_', is named on stderr with its
-    reason and counted in the header ('# unparsed: N'); grind eval scores its
-    words 0.  --mbr: arc posteriors from inside-outside, then the best
-    projective tree over them (Eisner).
+    tokens are written, numbered 1..n).  Every input sentence is written, in
+    order, the header lines being comments of the first one (valid CoNLL-U:
+    the CoNLL 2018 evaluator reads it).  A sentence without a parse (e.g. a
+    tag the grammar lacks) gets filler heads (attach-right, DEPREL '_') after
+    the comment '# grind_unparsed = REASON', is named on stderr and counted
+    in the header ('# unparsed: N'); grind eval scores its words 0.  One the
+    length limits (or --types) leave out gets filler heads after
+    '# grind_left_out = REASON'.  More than --max-unparsed of the sentences
+    without a parse is an error.  --mbr: arc posteriors from inside-outside,
+    then the best projective tree over them (Eisner).
 
     --segment (a morphology grammar of make-grammar morph; its start symbol
     is the templates' first LHS, Word for the built-in sets): every sentence of
@@ -121,12 +128,13 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
             raise click.UsageError("a treebank grammar decodes with --max-rule-sum (default), --max-rule-product "
                                    "or --viterbi")
         _write_treebank_parses(output, grammar, corpus, spec, start,
-                               decoder if _given("decoder") else "max-rule-sum", prune, prune_threshold)
+                               decoder if _given("decoder") else "max-rule-sum", prune, prune_threshold, max_unparsed)
         return
     if decoder in ("max-rule-sum", "max-rule-product") or _given("prune") or _given("prune_threshold"):
         raise click.UsageError("--max-rule-sum, --max-rule-product and the pruning options are for treebank "
                                "grammars (grind make-grammar treebank)")
-    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
+    spec = grammar_spec(grammar, corpus, spec)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse", keep_outside=True)
     if kernel == "cky":
         from grind.grammars.dmv import dmv_problem
         if dmv_problem(g) is None:
@@ -135,9 +143,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
                                    "train: leave it out here")
     thetas = np.stack([g.probabilities()] + [_member(path, g, grammar) for path in average])
     averaged = {"averaged_over": f"{len(thetas)} grammars (posteriors averaged, equal weights)"} if average else {}
+    averaged["grammar_made_by"] = made_by(g)          # which configuration this is (grind eval reads it)
     if segment:
         _write_segmentations(output, g, sents, parser, decoder, seg_format, spec,
-                             "expected-f" if expected_f else boundary_threshold, thetas, averaged)
+                             "expected-f" if expected_f else boundary_threshold, thetas, averaged, max_unparsed)
         return
     from grind.kernels.dmv import DMVParser
     if isinstance(parser, DMVParser):
@@ -154,7 +163,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
             if fallback:
                 log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
         write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
-                           _member_failure(parser, thetas, [grammar, *average]) if average else None,
+                           _member_failure(parser, thetas, [grammar, *average]) if average else None, max_unparsed,
                            **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}),
                            **averaged)
         return
@@ -166,15 +175,20 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
         raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
     from grind.formats.trees import derivation_tree, format_tree
     derivs, logp = parser.viterbi(g.probabilities())
-    report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)")
+    report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)", limit=max_unparsed)
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     escaped = _escaped_words(sents)
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=unparsed, escaped_words=escaped))
+                                  unparsed=unparsed, escaped_words=escaped, grammar_made_by=made_by(g)))
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
+
+
+def made_by(g) -> str | None:
+    """The command (or Python call) that wrote grammar ``g``, from its header: a parse's provenance."""
+    return g.meta.get("command") or g.meta.get("call")
 
 
 def _member_failure(parser, thetas, paths):
@@ -265,7 +279,7 @@ def _treebank_logz(grammar_path, corpus, spec, start, kernel):
     return g, sents, types.SimpleNamespace(failures=unknown["failures"]), logz
 
 
-def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold):
+def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold, limit=None):
     """Parse with a (latent) treebank grammar: unsplit, unbinarised PTB trees, the corpus's own words as leaves."""
     import dataclasses
     import time
@@ -285,23 +299,26 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     results = parser.parse(toks, method=decoder)
     seconds = time.perf_counter() - t0
     unparsed = 0
-    lines = []
+    lines, reasons = [], []
     escaped = _escaped_words(sents)
     for k, (s, res) in enumerate(zip(sents, results)):
         tree = res.tree
         if tree is None:
             unparsed += 1
-            why = unknown["failures"].get(k) or res.reason or "no derivation has positive probability"
+            why = unknown["failures"].get(k) or res.reason or NO_DERIVATION
             if k in unknown["backed"]:
                 why += f" (unknown words backed off to a coarser signature: {', '.join(unknown['backed'][k])})"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
+            reasons.append(why)
             lines.append(format_tree(("NOPARSE", *s.tokens)))
             continue
         words = iter(s.tokens)
         lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")
+    if limit is not None:
+        check_unparsed(unparsed, len(sents), limit, "sentences", reasons)
 
     st = getattr(parser, "stats", {}) or {}
     log.info(f"parsed {len(sents)} sentences in {seconds:.1f}s ({len(sents) / max(seconds, 1e-9):.1f} sentences/s)"
@@ -313,7 +330,8 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
                                            "without pruning") if prune else "none (exhaustive)",
-                                  output="unsplit symbols, unbinarised", escaped_words=escaped))
+                                  output="unsplit symbols, unbinarised", escaped_words=escaped,
+                                  grammar_made_by=made_by(g)))
         f.writelines(ln + "\n" for ln in lines)
 
 
@@ -398,7 +416,7 @@ def expected_f_threshold(posteriors) -> tuple[float, float]:
 
 
 def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, threshold=0.5, thetas=None,
-                         header=None):
+                         header=None, limit=None):
     """grind parse --segment (see parse's help); ``thetas`` (M, R): --mbr averages
     the boundary posteriors of these M grammars (default: ``g``'s probabilities);
     ``threshold`` "expected-f": :func:`expected_f_threshold` over the parsed words."""
@@ -466,10 +484,16 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} words have no parse; written 'word<TAB>_' (grind eval "
                  "--segmentation: no correct morph, no boundary)")
+    fix = ""
+    if unparsed:
         whole = sum(1 for i in bad if len(sents[i].tokens) == 1 and len(sents[i].tokens[0]) > 1)
         if not spec.chars and whole * 2 > unparsed:
-            log.warn(f"{whole} of them are one token of several characters: without --chars a line's tokens are "
-                     "its whitespace-separated strings, so a word list needs --chars (its characters the tokens)")
+            fix = (f"{whole} of them are one token of several characters: without --chars a line's tokens are "
+                   "its whitespace-separated strings, so a word list needs --chars (its characters the tokens)")
+            log.warn(fix)
+    if limit is not None:
+        check_unparsed(unparsed, len(sents), limit, "words",
+                       [parser.failures.get(int(i), NO_DERIVATION) for i in bad], fix)
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(sents.format),
                                   left_out=left_out(sents), unparsed=unparsed, **(header or {})))
@@ -492,15 +516,10 @@ def baseline(corpus, spec, attach, output):
       grind baseline --attach right --column UPOS --punct ud test.conllu > right.conllu
       grind eval --column UPOS --punct ud test.conllu right.conllu
     """
-    from grind.formats.corpus import conll_block
     from grind.eval.dependencies import attach_heads
-    sents = read_corpus(corpus, spec)
-    with open_out(output) as f:
-        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(sents.format),
-                                  left_out=left_out(sents), removed_tokens=removed_tokens(spec, sents.format)))
-        f.write("\n")                   # the header is the file's, not the first sentence's comments
-        for s in sents:
-            f.write(conll_block(s, attach_heads(len(s), attach), sents.format))
+    sents = read_corpus(corpus, spec, keep_outside=True).kept()
+    write_conll(output, sents, [attach_heads(len(s), attach) for s in sents], spec, baseline=f"attach-{attach}",
+                corpus=spec.describe(sents.format))
 
 
 @click.command()
@@ -508,10 +527,11 @@ def baseline(corpus, spec, attach, output):
 @click.option("--summary", is_flag=True, help="Only the corpus totals, not one line per sentence.")
 @kernel_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def loglik(grammar, corpus, spec, summary, kernel, start, output):
+def loglik(grammar, corpus, spec, summary, kernel, start, max_unparsed, output):
     """Log probability of each sentence of CORPUS, the total and per-word perplexity.
 
     Rows are 'sentence<TAB>words<TAB>logprob' (natural log; -inf = no parse);
@@ -530,6 +550,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
         g, sents, parser, logz = _treebank_logz(grammar, corpus, spec, start, kernel)
         spec = dataclasses.replace(spec, column="FORM")
     else:
+        spec = grammar_spec(grammar, corpus, spec)
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
         _, logz = parser.inside_outside(g.probabilities())
     logz = np.asarray(logz, dtype=np.float64)
@@ -540,7 +561,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
                              f"+inf, a numerical failure of the chart kernel: sentence {where}"
                              f"{' ...' if len(odd) > 5 else ''}; try --kernel cky")
     failed = report_failures(sents, parser, logz, fate="are written with log probability -inf and left out of the "
-                                                      "total and the perplexity")
+                                                      "total and the perplexity", limit=max_unparsed)
     ok = np.isfinite(logz)
     words = sum(len(s) for s, k in zip(sents, ok) if k)
     total = float(logz[ok].sum()) if ok.any() else float("nan")

@@ -7,7 +7,8 @@ from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
 from grind.formats.textio import header_lines, is_stream, one_line, open_out, shown
-from grind.cli.common import corpus_options, output_option, dependency_convention, make_rng
+from grind.cli.common import (corpus_options, output_option, dependency_convention, make_rng, max_unparsed_option,
+                              check_unparsed)
 
 
 @click.command("eval")
@@ -43,11 +44,14 @@ from grind.cli.common import corpus_options, output_option, dependency_conventio
               help="Decimals of every fraction written (accuracies, P/R/F, overlaps; --labeled's percentages "
                    "keep EVALB's 2).  A table rounded again to one decimal of a percent needs more than 4: "
                    "0.34348 is 0.3435 at 4, which rounds to 34.4, not 34.3.")
+@click.option("--aggregate", is_flag=True,
+              help="Average every PREDICTED file as runs of one configuration, whatever their headers say.")
+@max_unparsed_option
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
 def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled, significance, samples, seed, digits,
-          output):
+          aggregate, max_unparsed, output):
     """Score PREDICTED against GOLD: bracketed trees or dependency trees.
 
     Give the corpus options the parsed corpus was read with; they are applied
@@ -69,8 +73,13 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
     each prediction's overlap_right / overlap_left (words whose head equals
     the baseline's / words of its parsed sentences), and a '# note:' line
     where a directed accuracy is within 1 point of a baseline's.  Several
-    PREDICTED files (committee members): one table each, then the mean and
-    standard deviation.
+    PREDICTED files (committee members, seeds): one table each, then the
+    mean and standard deviation of the runs of one configuration (the same
+    command and options but the seed, and the same for the grammar they
+    parsed with, as their headers say; --aggregate: all of them).
+    GOLD must not be a file grind wrote as a prediction (swapped arguments);
+    a prediction whose words differ from GOLD's is refused, and so is one
+    with more than --max-unparsed of its sentences unparsed.
     With --labeled (PTB trees, no corpus options): labeled brackets scored
     as EVALB with COLLINS.prm does; lines 'all_KEY' and 'le40_KEY' per
     PREDICTED file, after a '# predicted: NAME' line (keys: see
@@ -94,16 +103,17 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
     if not significance and (_given("samples") or _given("seed")):
         raise click.UsageError("--samples and --seed are options of --significance")
     sig = (make_rng(1 if seed is None else seed), samples) if significance else None
+    check_not_prediction(gold)
     if labeled:
         if significance:
             raise click.UsageError("--significance tests dependency and segmentation scores, not --labeled")
-        report = _labeled_report(gold, predicted, spec, baselines, segmentation)
+        report = _labeled_report(gold, predicted, spec, baselines, segmentation, max_unparsed)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
         return
     if segmentation:
-        report = _segmentation_report(gold, predicted, spec, baselines, sig, surface_only)
+        report = _segmentation_report(gold, predicted, spec, baselines, sig, surface_only, aggregate, max_unparsed)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
@@ -122,15 +132,20 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
         base = baseline_scores(gold_trees[0]) if baselines else None
         blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1, read_as=fmt, gold=gold_trees, base=base)
                   for p in predicted]
+        for p, (_, res) in zip(predicted, blocks):
+            check_unparsed(res.get("noparse", 0), res.get("sentences", 0), max_unparsed, f"sentences of {p}")
         report = "".join(text for text, _ in blocks)
-        if len(blocks) > 1:
-            report += bracket_spread([res for _, res in blocks])
+        report += spreads(predicted, [res for _, res in blocks], bracket_spread, aggregate)
         if base is not None:
             report += format_baselines(base)
     else:
         from grind.eval.dependencies import (baseline_rows, check_filler_rows, check_parse_punct, evaluate,
                                              format_baselines, format_report, format_spread, significance_rows)
         gold_sents = read_corpus(gold, spec)
+        if is_stream(gold):                  # its header is known once it is read
+            from grind.formats.corpus import HEADERS_READ
+            check_not_prediction(gold, HEADERS_READ.get("<stdin>" if gold == "-" else gold, {}))
+        check_not_prediction(gold, sents=gold_sents)
         try:
             base = baseline_rows(gold_sents) if baselines else None
         except InputError as e:
@@ -152,14 +167,14 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
             unparsed = rows[-1]["unparsed"]
             if unparsed:
                 log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
-                         "(HEAD '_'); their words are scored 0")
+                         "(marked '# grind_unparsed', or HEAD '_'); their words are scored 0")
+            check_unparsed(unparsed, rows[-1]["sentences"], max_unparsed, f"sentences of {p}")
             runs.append(rows)
             report += format_report(rows, dependency_convention(spec, gold_sents.format) + _gold_heads_note(gold),
                                     base, p, definitions_too=k == 0)
         if base is not None:
             report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
-        if len(runs) > 1:
-            report += format_spread(runs)
+        report += spreads(predicted, runs, format_spread, aggregate)
         if sig is not None:
             report += _significance_block(significance_rows(gold_sents, heads, *sig, baselines=baselines),
                                           sig[1], "sentence")
@@ -168,7 +183,7 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
         f.write(report)
 
 
-def _labeled_report(gold, predicted, spec, baselines, segmentation):
+def _labeled_report(gold, predicted, spec, baselines, segmentation, max_unparsed=1.0):
     from grind.cli.common import _given
     from grind.eval.labeled import evaluate_labeled, format_report
     from grind.formats.corpus import CorpusSpec
@@ -198,6 +213,7 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
         if res["all"]["noparse"]:
             log.warn(f"{name}: {res['all']['noparse']} of {res['all']['sentences']} predicted trees are NOPARSE; "
                      "scored with no bracket")
+        check_unparsed(res["all"]["noparse"], res["all"]["sentences"], max_unparsed, f"trees of {name}")
         report += f"# predicted: {one_line(name)}\n" + format_report(res)
     return report
 
@@ -213,7 +229,8 @@ def _significance_block(rows, samples, item) -> str:
     return definition(samples, item) + format_rows(rows)
 
 
-def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_only=False):
+def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_only=False, aggregate=False,
+                         max_unparsed=1.0):
     from grind.cli.common import _given
     from grind.formats.corpus import CorpusSpec
     from grind.formats.segmentations import read_segmentations
@@ -284,11 +301,11 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_onl
         if row["unparsed"]:
             log.warn(f"{name}: {row['unparsed']} of {row['words']} predicted words are unparsed ('_'); they have "
                      "no correct morph and no boundary")
+        check_unparsed(row["unparsed"], row["words"], max_unparsed, f"words of {name}")
         rows.append(row)
         report += seg.format_report(row, base, name)
     report += seg.format_baselines(base)
-    if len(rows) > 1:
-        report += seg.format_spread(rows)
+    report += spreads(predicted, rows, seg.format_spread, aggregate)
     if sig is not None:
         report += _significance_block(seg.significance_rows(gold_types, preds, *sig), sig[1], "word type")
     return report
@@ -320,3 +337,109 @@ def _gold_heads_note(path) -> str:
     if conversion.startswith("function heads"):
         return "; gold heads: " + conversion.strip()
     return "; gold heads as annotated in GOLD"
+
+
+#: Header lines of a file grind wrote as a prediction (grind parse, grind baseline).
+PREDICTION_KEYS = ("decoder", "baseline")
+
+
+def check_not_prediction(gold, head=None, sents=None) -> None:
+    """GOLD must not be a file grind wrote as a prediction (its header says ``# decoder:`` or ``# baseline:``,
+    or, the header lost, its sentences carry grind's marks): an InputError asking whether GOLD and
+    PREDICTED were swapped.  ``head``: the header as read already (a stream); by default read from the file."""
+    from grind.formats.textio import read_header
+    name = "<stdin>" if gold == "-" else gold
+    if sents is not None:
+        marked = next((s for s in sents if s.mark), None)
+        if marked is None:
+            return
+        why = f"its sentence {marked.number} (line {marked.line}) is marked '{marked.mark}' as grind parse marks them"
+    else:
+        head = read_header(gold) if head is None else head
+        key = next((k for k in PREDICTION_KEYS if k in head), None)
+        if key is None:
+            return
+        why = f"its header says '# {key}: {head[key]}'" + (f" ('# command: {head['command']}')"
+                                                            if "command" in head else "")
+    raise InputError(f"{name} is a file grind wrote as a prediction ({why}), given as GOLD: did you swap GOLD and "
+                     "PREDICTED? (grind eval GOLD PREDICTED...: the treebank first)")
+
+
+def spreads(paths, results, format_spread, aggregate=False) -> str:
+    """The mean and spread of several PREDICTED files' ``results``: of all of them with ``aggregate`` or
+    when their headers say they are runs of one configuration (:func:`configuration`); else one block per
+    configuration of two or more runs, and a line saying what was not averaged."""
+    if len(results) < 2:
+        return ""
+    if aggregate:
+        return format_spread(results)
+    groups: dict = {}
+    for path, res in zip(paths, results):
+        groups.setdefault(configuration(path), []).append((path, res))
+    if len(groups) == 1:
+        return format_spread(results)
+    out = [f"# configurations: {len(groups)} among the {len(results)} PREDICTED files (their headers name other "
+           "commands or options than the seed, or none): each averaged apart; --aggregate averages them all\n"]
+    for k, members in enumerate(groups.values(), 1):
+        names = ", ".join(one_line("<stdin>" if p == "-" else p) for p, _ in members)
+        out.append(f"# configuration {k}: {names}\n")
+        if len(members) > 1:
+            out.append(format_spread([r for _, r in members]))
+    return "".join(out)
+
+
+#: Options that name what a run wrote or its random seed: they do not make another configuration.
+NOT_CONFIGURATION = {"seed", "output", "trace_path", "ckpt", "checkpoint_every", "resume", "ln_params",
+                     "joint_output", "jobs", "cluster"}
+
+
+def configuration(path) -> tuple:
+    """What made the prediction file ``path``, as its header says (``# command:``, and ``# grammar_made_by:``,
+    the command of the grammar it parsed with): the command and its options, but not the seed, the output
+    files or (when the grammar's command is known) the input files; a file without a header (or a stream) is
+    a configuration of its own."""
+    from grind.formats.textio import read_header
+    head = read_header(path) if path != "-" else {}
+    if "command" not in head:
+        return ("file", path)
+    from grind.formats.corpus import read_options
+    made = head.get("grammar_made_by")
+    return (_normalised(head["command"], keep_arguments=made is None, corpus=False),
+            read_options(head.get("corpus", "")), _normalised(made, keep_arguments=False) if made else None)
+
+
+#: The corpus options, as click names them: a prediction's '# corpus:' line says what they came to.
+CORPUS_OPTIONS = {"fmt", "column", "punct", "max_length", "min_length", "chars", "types"}
+
+
+def _normalised(command: str, keep_arguments: bool, corpus: bool = True) -> tuple:
+    """A ``# command:`` line as (subcommand, options): the seed, output options, (unless ``corpus``) the
+    corpus options and (unless ``keep_arguments``) the positional arguments left out; the line as is when
+    it does not parse."""
+    import shlex
+    ctx = click.get_current_context(silent=True)
+    cli = ctx.find_root().command if ctx is not None else None       # the grind group (this is one of its commands)
+    if not isinstance(cli, click.Group):
+        return (command,)
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return (command,)
+    if words[:1] != ["grind"]:
+        return (command,)
+    words = [w for w in words[1:] if w not in ("-q", "--quiet")]
+    cmd, path = cli, []
+    while isinstance(cmd, click.Group) and words and words[0] in cmd.commands:
+        path.append(words[0])
+        cmd = cmd.commands[words.pop(0)]
+    if isinstance(cmd, click.Group):
+        return (command,)
+    try:                                       # the raw values: no conversion, no checks of the files named
+        opts, _, _ = cmd.make_parser(click.Context(cmd, resilient_parsing=True)).parse_args(args=list(words))
+    except click.ClickException:
+        return (command,)
+    arguments = [p.name for p in cmd.params if isinstance(p, click.Argument)]
+    left = NOT_CONFIGURATION | set(arguments) | (set() if corpus else CORPUS_OPTIONS)
+    options = tuple(sorted((k, str(v)) for k, v in opts.items() if k not in left))
+    positional = tuple(str(opts.get(a)) for a in arguments) if keep_arguments else ()
+    return (" ".join(path), options, positional)

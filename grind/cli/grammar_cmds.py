@@ -13,7 +13,7 @@ from grind.grammars.grammar import read_grammar
 from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
-                              make_rng, write_grammar, OneChoiceCommand, left_out)
+                              make_rng, write_grammar, OneChoiceCommand, left_out, grammar_spec)
 
 
 @click.group("make-grammar")
@@ -59,7 +59,8 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, 
     \b
     ROOT --> X_i;  X_i --> A B  for all A, B in X (and PT);
     X_i --> w (no preterminals) or PT_j --> w (with preterminals).
-    All weights are 1: run 'grind init' to turn them into probabilities.
+    All weights are 1: run 'grind init --random --seed 1' to turn them into
+    probabilities (uniform ones are a symmetric start, which training cannot leave).
 
     \b
     Example:
@@ -305,7 +306,7 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
 def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     """The head types of an unlexicalized DMV and a one-line description (see make_dmv); ``stats``
     gets the format CORPUS was read as."""
-    from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags
+    from grind.formats.corpus import UPOS_TAGS, UPOS_V1_ONLY, corpus_types, read_tags
     if spec.max_length is not None or spec.min_length > 1:
         log.info(f"the tag set is read from every sentence of {corpus}, whatever its length (--max-length and "
                  "--min-length are for the commands that read sentences: the '# corpus:' line says them for those)")
@@ -320,8 +321,13 @@ def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     if spec.column == "UPOS":
         base = {t for t in UPOS_TAGS if not (spec.punct == "ud" and t == "PUNCT")}
         other = sorted((seen | listed) - set(UPOS_TAGS))
+        v1 = [t for t in other if t in UPOS_V1_ONLY]
+        if v1:
+            log.info("UD v1 tags (a v1 treebank?), added to the tag set: "
+                     + ", ".join(f"{t} (v2 calls it {UPOS_V1_ONLY[t]})" for t in v1))
+        other = [t for t in other if t not in UPOS_V1_ONLY]
         if other:
-            log.warn(f"values that are not UPOS tags, added to the tag set: {' '.join(other)}")
+            log.warn(f"values that are not UPOS tags (of UD v2 or v1), added to the tag set: {' '.join(other)}")
         vocab = sorted(base | seen | listed)
         what = "UPOS" + (" without PUNCT (--punct ud)" if spec.punct == "ud" else "")
         extra = sorted(set(vocab) - base)
@@ -352,7 +358,20 @@ def make_from_file(grammar, start, output):
         raise InputError(f"{name}: unary rules of positive weight form a cycle: {' --> '.join(cyc)} "
                          "(a chart parser cannot sum over unboundedly many derivations; remove a rule of it "
                          "or give it weight 0)")
-    write_grammar(output, g, g.weights, g.meta.get("weights", "as read"), **treebank_meta(g))
+    write_grammar(output, g, g.weights, g.meta.get("weights") or _weights_kind(g, grammar),
+                  corpus=g.meta.get("corpus"), **treebank_meta(g))
+
+
+def _weights_kind(g, path) -> str:
+    """The ``# weights:`` line of a grammar file that has none, from its numbers: probabilities when every
+    left-hand side's weights sum to 1 (within the digits they are printed with), else unnormalised -- so
+    that grind's commands read what make-grammar from-file writes, or say what to do with it."""
+    from grind.grammars.grammar import require_probabilities
+    try:
+        require_probabilities(g, path, "make-grammar from-file")
+    except InputError:
+        return "unnormalised (as read: not summing to 1 per left-hand side)"
+    return "probabilities (as read)"
 
 
 @click.command("make-structure")
@@ -404,6 +423,8 @@ def make_structure(tie, tie_what, families, output, grammars):
 @click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
 @click.option("--harmonic", "mode", flag_value="harmonic",
               help="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
+@click.option("--normalise", "mode", flag_value="normalise",
+              help="GRAMMAR's own weights divided by their left-hand side's sum (their ratios kept).")
 @click.option("--variant", type=click.Choice(["km-global", "independent"]), default="km-global", show_default=True,
               help="--harmonic: how stop counts are set: km-global = the authors' code (a global first-kid "
                    "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
@@ -424,6 +445,8 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     \b
     --uniform   1/|R_A| for every rule of each LHS A.
     --random    uniform times exp(jitter * z), z ~ N(0,1), renormalised.
+    --normalise the file's weights w_r / sum_{R_A} w (unnormalised weights,
+                counts or another tool's output made probabilities).
     --harmonic  (DMV) in an n-word sentence each word is the root with weight
                 1/n and attaches to word j with weight proportional to
                 1/|i-j| (Klein & Manning 2004; Cohen & Smith 2010 §5.1).
@@ -457,19 +480,27 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     rng = make_rng(seed, random=mode == "random")
     g = read_grammar(grammar, start)
     w = np.ones(len(g))
+    corpus = g.meta.get("corpus")          # the rules' corpus options, carried on (grammar_spec compares them)
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
+    elif mode == "normalise":
+        w = np.asarray(g.weights, dtype=np.float64)
     elif mode == "harmonic":
-        w, used = harmonic_weights(g, corpus_path, spec, variant)
+        if corpus_path:
+            spec = grammar_spec(grammar, corpus_path, spec, g.meta, late=False)
+        w, used, read = harmonic_weights(g, corpus_path, spec, variant)
+        corpus = corpus or read
     elif _given("variant"):
         raise click.UsageError("--variant is for --harmonic")
     extra = {"harmonic_variant": variant, "harmonic_corpus": used} if mode == "harmonic" else {}
-    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, **treebank_meta(g))
+    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, corpus=corpus,
+                  **treebank_meta(g))
 
 
 def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     """Harmonic-initialiser counts of DMV grammar ``g`` from ``corpus_path``
-    (:func:`grind.grammars.dmv.harmonic_counts`) and what they were counted on (for the header)."""
+    (:func:`grind.grammars.dmv.harmonic_counts`), what they were counted on and the corpus options read
+    (for the header)."""
     from grind.grammars.dmv import dmv_index, harmonic_counts, is_dmv_grammar
     if not is_dmv_grammar(g):
         raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
@@ -490,4 +521,4 @@ def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     used = (f"{corpus_path} ({spec.describe(corpus.format)}): {len(sents) - len(misfit)} of the {len(sents)} "
             "sentences read" + (f" ({len(misfit)} with a {spec.column or 'token'} the grammar lacks left out)"
                                 if misfit else "") + (f"; {dropped}" if dropped else ""))
-    return harmonic_counts(g, sents, variant), used
+    return harmonic_counts(g, sents, variant), used, spec.describe(corpus.format)

@@ -11,7 +11,7 @@ from grind import __version__, log
 from grind.errors import GrindError, Interrupted, Terminated, termination
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.common import check_outputs_are_not_inputs
-from grind.cli.convert_cmd import function_heads_cmd
+from grind.cli.convert_cmd import convert, function_heads_cmd
 from grind.cli.count_cmds import estep, mstep, sum_
 from grind.cli.decode_cmds import baseline, loglik, parse
 from grind.cli.eval_cmd import eval_
@@ -85,6 +85,7 @@ cli.add_command(train)
 cli.add_command(parse)
 cli.add_command(baseline)
 cli.add_command(function_heads_cmd)
+cli.add_command(convert)
 cli.add_command(loglik)
 cli.add_command(eval_)
 cli.add_command(plot)

@@ -217,8 +217,9 @@ def split(corpus, k, prefix, spec):
                 shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
                 cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
                 corpus=spec.describe(fmt), **{"corpus-sha256": source.hexdigest()[:16]}))
-            if not words:
-                f.write("\n")            # ends the header (a text sentence may begin with '#')
+            if fmt == "text" and not words:
+                f.write("\n")            # ends the header (a text sentence may begin with '#'); in CoNLL it is
+                #                         the first sentence's comments (a comment-only block is not CoNLL-U)
         for b, block in enumerate(blocks()):
             files[shard[b]].writelines(_block_text(block, fmt, words))
     for i, (path, bs) in enumerate(zip(paths, members)):

@@ -15,7 +15,8 @@ from grind.infer import NAMES, RANDOM_ALGOS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, OutputPath,
                               FiniteFloatRange, AlphaType, _given, make_rng, write_grammar, read_probabilities, load,
                               known_failures, report_failures, load_trees, left_out,
-                              TREES_TEXT, check_tree_options)
+                              TREES_TEXT, check_tree_options, max_unparsed_option, grammar_spec, check_unparsed,
+                              is_treebank_grammar, NO_DERIVATION)
 
 #: --algo choices; the classes are :data:`grind.infer.registry.ALGORITHMS` (imported when one runs).
 ALGORITHMS = NAMES
@@ -177,12 +178,13 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
 @kernel_option
 @seed_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
 def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, trace_path, dev_path, eval_every,
-          eval_at, early_stop, patience, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start, output,
-          **opts):
+          eval_at, early_stop, patience, ckpt, checkpoint_every, resume, jobs, cluster, kernel, seed, start,
+          max_unparsed, output, **opts):
     """Train GRAMMAR's weights on CORPUS; write the trained grammar.
 
     \b
@@ -249,6 +251,12 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         raise click.UsageError("--patience needs --early-stop")
     params = click.get_current_context().params
     from grind.infer.registry import CONFIG_OF
+    if on_trees and tolerance is None and "tolerance" in CONFIG_OF[algo].names():
+        # a split grammar starts next to a symmetric point, where the objective barely moves for the first
+        # steps (a relative change of 1e-6 at step 3): run the budget of --iterations, as the paper does
+        params = dict(params, tolerance=0.0)
+        log.info("--trees: the run takes all its --iterations (no --tolerance given: the objective of a split "
+                 "grammar barely moves while its subtypes are still nearly alike)")
     cfg = CONFIG_OF[algo].from_options(dict(params, spec=spec))   # None: the algorithm's default
     _check_ln_options(algo, opts, dev_path)
     _check_mixture_options(algo, cfg)
@@ -258,14 +266,19 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         _check_cluster_options(cluster, algo, cfg, jobs)
     joint = index = sents = None
     failed0 = 0
+    if not on_trees and is_treebank_grammar(grammar):
+        raise click.UsageError("a treebank grammar ('# model: treebank') trains on gold trees with its subtypes "
+                               "hidden: give --trees (and the PTB trees as CORPUS)")
+    if not on_trees:
+        spec = grammar_spec(grammar, corpus, spec)
     if on_trees:
         check_tree_options(algo, spec, opts)
         g, sents, parser = load_trees(grammar, corpus, start, "grind train", normalise=True)
-        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)), "trees")
+        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)), "trees", limit=max_unparsed)
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif opts.get("joint"):
         g, sents, parser, joint = load_joint(grammar, corpus, opts["joint"], spec, start, kernel)
-        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
+        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)), limit=max_unparsed)
         estep, n = ShardedEstep(parser, jobs), len(sents)
     elif algo in STREAMING:
         if is_stream(corpus):
@@ -273,10 +286,16 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                                    "checkpoints, then the training pass) and never holds it: give a file, not "
                                    "standard input or a pipe")
         g, estep, n = read_probabilities(grammar, start, "grind train", True), None, "a stream of"
+        if is_stream(grammar):
+            grammar_spec(grammar, corpus, spec, g.meta)
     elif algo in ON_DISK and cluster is None and not os.environ.get(IN_MEMORY_ENV):
         g = read_probabilities(grammar, start, "grind train", True)
+        if is_stream(grammar):
+            grammar_spec(grammar, corpus, spec, g.meta)
         index = click.get_current_context().with_resource(index_on_disk(g, grammar, corpus, spec, kernel))
         failed0 = index.report()
+        check_unparsed(failed0, index.n, max_unparsed, "sentences",
+                       [why for _, _, why in index.named])
         from grind.infer.corpus_index import FileEstep
         estep, n = FileEstep(index, jobs), index.n
     else:
@@ -285,9 +304,11 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         if algo in ON_DISK:              # stochastic VB: its pool and N leave out what no weights can parse
             from grind.infer.corpus_index import mark_underivable
             mark_underivable(parser, g)
-        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
-        estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z, g)), len(sents)
+        failed0 = report_failures(sents, parser, known_failures(parser, len(sents)), limit=max_unparsed)
+        estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z, g,
+                                                                                   max_unparsed)), len(sents)
     prior = prior_vector(g, alpha)
+    _check_symmetric_start(g, grammar, algo, cfg, on_trees)
     read_as = getattr(sents, "format", None) or getattr(index, "format", None) or peek_format(corpus, spec)
     corpus_text = TREES_TEXT if on_trees else spec.describe(read_as)
     log.info(f"training {algo} on {n} {'trees' if on_trees else 'sentences'} ({corpus_text}), {len(g)} rules")
@@ -324,6 +345,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                          checkpoint_every=checkpoint_every, resume=resume, meta=meta,
                          on_step=step_log, early_stop=early_stop, patience=patience)
     step_log.close(trace[-1] if trace else None)
+    _check_last_step(trace, algorithm, n, max_unparsed)
     kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
     from grind.infer.training import run_summary
     last = trace[-1] if trace else None
@@ -545,10 +567,46 @@ def _check_mixture_options(algo, cfg):
         raise click.BadParameter(str(e).replace("mix_coef: ", ""), param_hint="'--mix-coef'") from None
 
 
-def _name_zero_parses(sents, parser, logz, g) -> None:
+#: Algorithms whose updates draw random numbers, so that nonterminals alike at the start can come apart.
+SYMMETRY_BREAKING = ("gibbs", "hastings")
+
+
+def _check_symmetric_start(g, path, algo, cfg, on_trees) -> None:
+    """A start that a deterministic algorithm cannot leave (nonterminals alike in every rule and weight:
+    :func:`grind.grammars.grammar.interchangeable`, e.g. a CNF grammar under grind init --uniform) is an
+    InputError naming them and the start to take instead: it would stop at a symmetric point, exit 0."""
+    from grind.grammars.grammar import interchangeable
+    if algo in SYMMETRY_BREAKING or (algo == "cvb" and getattr(cfg, "cvb_init", "grammar") == "random"):
+        return
+    alike = interchangeable(g, g.probabilities())
+    if not alike:
+        return
+    name = "<stdin>" if path == "-" else path
+    first = alike[0]
+    which = f"{', '.join(first[:4])}{' ...' if len(first) > 4 else ''} ({len(first)})"
+    more = f" and {len(alike) - 1} more such group(s)" if len(alike) > 1 else ""
+    fix = ("make the split grammar with noise: 'grind make-grammar treebank --subtypes H --noise 0.01 --seed 1 "
+           "TREES'" if on_trees or g.meta.get("model") == "treebank" else
+           f"start from 'grind init --random --seed 1 {name}' (or --algo gibbs, which samples)")
+    raise InputError(f"{name}: a symmetric start: the nonterminals {which}{more} have the same rules and weights, so "
+                     f"--algo {algo} keeps them identical whatever the data (they never take different roles): {fix}")
+
+
+def _check_last_step(trace, algorithm, n, limit) -> None:
+    """--max-unparsed on the run's last step (its ``parsed`` sentences; streaming VB: those its minibatches
+    skipped): a model that lost its sentences is not written."""
+    parsed = trace[-1].extra.get("parsed") if trace else None
+    if isinstance(parsed, (int, np.integer)) and isinstance(n, int) and getattr(algorithm, "batches", None) is None:
+        check_unparsed(n - int(parsed), n, limit, "sentences in the last step")
+    elif getattr(algorithm, "consumed", 0):
+        check_unparsed(int(getattr(algorithm, "unparsed", 0)), int(algorithm.consumed), limit, "sentences")
+
+
+def _name_zero_parses(sents, parser, logz, g, limit=None) -> None:
     """After the first E-step: name the sentences with no parse of positive probability under the initial
     weights (those with a word the grammar lacks were named at loading), and among them those the grammar
-    cannot derive under any weights (no parse under uniform rule probabilities either)."""
+    cannot derive under any weights (no parse under uniform rule probabilities either); ``limit``
+    (--max-unparsed): an InputError when more than that share of the corpus has none, of either kind."""
     z = np.array(logz, dtype=np.float64)
     z[list(parser.failures)] = 0.0
     bad = np.flatnonzero(~np.isfinite(z))
@@ -558,6 +616,12 @@ def _name_zero_parses(sents, parser, logz, g) -> None:
         log.warn("under the initial weights (left out of the first pass; a sentence whose rules all get positive "
                  "weight is parsed again):")
         report_failures(sents, parser, z)
+    if limit is not None:
+        every = np.array(logz, dtype=np.float64)
+        lost = np.flatnonzero(~np.isfinite(every))
+        from grind.cli.common import unparsed_fix
+        check_unparsed(len(lost), len(sents), limit, "sentences",
+                       [parser.failures.get(int(i), NO_DERIVATION) for i in lost], unparsed_fix(sents, parser, lost))
 
 
 def _check_algorithm_options(algo, configs):
@@ -612,6 +676,8 @@ def load_joint(grammar, corpus, second, spec, start, kernel):
     """Two languages' grammars and corpora as one joint grammar (symbols
     prefixed ``1|`` and ``2|``) and a :class:`grind.infer.sln.JointParser`."""
     from grind.infer.sln import JointParser, joint_grammar
+    from grind.formats.textio import read_header
+    grammar_spec(second[0], second[1], spec, read_header(second[0]))      # checked against the first's options
     g1, s1, p1 = load(grammar, corpus, spec, start, kernel, "grind train", normalise=True)
     g2, s2, p2 = load(second[0], second[1], spec, None, kernel, "grind train", normalise=True)
     g = joint_grammar([g1, g2], ["1", "2"])

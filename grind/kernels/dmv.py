@@ -204,7 +204,8 @@ class DMVParser(ChartParser):
             else:
                 pos, bad = next((p, t) for p, t in enumerate(sent, 1) if t not in tid)
                 self.failures[k] = (f"unknown word {bad!r} at position {pos}: the grammar has no head "
-                                    f"type (tag) {bad!r}; see make-grammar dmv --tags/--tags-from")
+                                    f"type (tag) {bad!r}; make the grammar with make-grammar dmv --tags-from "
+                                    "CORPUS (or --tags FILE) to cover it")
 
     # -- the contract ---------------------------------------------------------
 
