@@ -981,6 +981,7 @@ def test_closed_pipe_exits_0(pfiles, cmd):
     assert r.stdout.startswith("# grind") and r.stderr == "", r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT], ids=["SIGTERM", "SIGKILL", "SIGINT"])
 def test_signal_mid_run_leaves_outputs_whole(pfiles, sig):
     out = pfiles / "out.txt"

@@ -1,7 +1,10 @@
 """The LN benchmark runs end to end on a tiny corpus."""
+import pytest
+
 from grind.bench import ln as bench
 
 
+@pytest.mark.slow
 def test_ln_bench_runs(capsys):
     r = bench.main(["--sentences", "40", "--large", "60"])
     names = [name for name, _, _ in r["rows"]]

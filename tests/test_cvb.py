@@ -208,6 +208,7 @@ def test_count_pool_resizes_in_place():
     assert np.array_equal(pool.get(0)[0], rules) and np.array_equal(pool.get(1)[1], vals[:1 << 19])
 
 
+@pytest.mark.slow
 def test_cli_train_cvb(tmp_path, ewt_train):
     c = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
     g0, g1, out, tr = (tmp_path / x for x in ("g0.txt", "g1.txt", "post.txt", "trace.tsv"))

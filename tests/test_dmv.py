@@ -535,6 +535,7 @@ def _out_of_range_case():
     return g, sent, g.normalize(w)
 
 
+@pytest.mark.slow
 def test_mbr_falls_back_to_viterbi_when_posteriors_leave_float_range(tmp_path):
     from conftest import grind as run
     from grind.kernels.dmv import DMVParser

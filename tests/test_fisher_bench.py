@@ -50,6 +50,7 @@ def test_trees_are_single_rooted_acyclic_projective():
         assert (m.word_class[words] == cls).all()
 
 
+@pytest.mark.slow
 def test_zipf_and_length_statistics():
     m = PlantedDMV(20_000, rng=1)
     lengths, freq = [], collections.Counter()
@@ -67,6 +68,7 @@ def test_zipf_and_length_statistics():
     assert [w for w, _ in freq.most_common(3)] == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_size_dynamic_program_matches_brute_force():
     """Y[c, m] (probability that a class-c subtree has m words) against sampling without conditioning."""
     m = PlantedDMV(50, n_classes=3, rng=2, max_length=30)
@@ -120,6 +122,7 @@ def test_lexicalized_dmv_index_is_the_classified_one():
         assert len({id(r[1][1]) for r in g.rules if r[0].startswith("R'_")}) == len(ys)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("grind.kernels._dmv") is None, reason="DMV kernel not built")
 def test_tiny_bench_run_prints_the_table(tmp_path, capsys):
     from grind.bench import fisher

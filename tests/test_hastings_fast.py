@@ -174,6 +174,7 @@ def _after_sweeps(fast, alpha, batch, seeds, sweeps):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 2])
 def test_kernel_and_python_paths_make_the_same_chain(batch):
     """Both paths start from the same distribution of trees (the parser's

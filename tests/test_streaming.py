@@ -204,6 +204,7 @@ def test_empty_stream_is_an_error(tmp_path):
         algo.step()
 
 
+@pytest.mark.slow
 def test_cli_streaming_on_ewt(tmp_path, ewt_train):
     C = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
     g0, g1, out, tr = (str(tmp_path / f) for f in ("g0.txt", "g1.txt", "post.txt", "trace.tsv"))

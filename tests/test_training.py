@@ -37,6 +37,7 @@ def test_prior_per_lhs_and_the_file_named_like_it(tmp_path, monkeypatch):
     np.testing.assert_array_equal(prior_vector(g, "1,A=2"), [7] * 5)     # an existing file is a file
 
 
+@pytest.mark.slow
 def test_alpha_option_checks_every_value(tmp_path):
     g = tmp_path / "g.txt"
     g.write_text("1 S --> a\n")
@@ -64,6 +65,7 @@ def body(text):
     return [ln for ln in text.splitlines() if not ln.startswith("#")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["vb", "cvb", "gibbs", "mixture"])
 def test_resumed_cli_run_is_bit_identical(dmv, algo):
     d, train = dmv
@@ -77,6 +79,7 @@ def test_resumed_cli_run_is_bit_identical(dmv, algo):
     assert f"# weights: {kind}" in full
 
 
+@pytest.mark.slow
 def test_resume_warns_only_when_no_step_runs(dmv):
     """A resumed run that saves a checkpoint at its last step ran steps: no 'no step run' warning then."""
     d, train = dmv
@@ -314,6 +317,7 @@ def header_of(text) -> dict:
     ("vb", ["--tolerance", "0", "--iterations", "3"], "reached the cap of 3 iterations before converging"),
     ("gibbs", ["--seed", "1", "--iterations", "2"], "reached the cap of 2 iterations"),
 ])
+@pytest.mark.slow
 def test_why_a_run_stopped_is_in_the_trace_and_the_header(dmv, algo, extra, why):
     """em, vb and cvb stopped by the default --tolerance before --iterations with nothing saying so
     (training audit: cvb --iterations 100 wrote '# steps: 38')."""
@@ -329,6 +333,7 @@ def test_why_a_run_stopped_is_in_the_trace_and_the_header(dmv, algo, extra, why)
         assert int(h["steps"]) < 1000 and "<= tolerance 1e-06" in h["stopped"]
 
 
+@pytest.mark.slow
 def test_an_early_stopped_runs_header_is_of_the_state_it_keeps(dmv):
     """The header said '# steps: 13' and the objective of step 13 for the grammar of step 10 (audit)."""
     d, train = dmv
@@ -365,12 +370,14 @@ def test_an_option_the_algorithm_does_not_read_is_a_usage_error(dmv, args, messa
     assert r.returncode == 2 and message in r.stderr and not r.stdout, r.stderr
 
 
+@pytest.mark.slow
 def test_an_ln_grammar_header_names_no_dirichlet_alpha(dmv):
     d, train = dmv
     out = grind("train", "--algo", "ln", "--iterations", "1", *C, d / "g1.txt", train).stdout
     assert "# alpha:" not in out and "# algorithm: ln" in out
 
 
+@pytest.mark.slow
 def test_a_nonterminal_whose_rules_are_all_0_is_warned(tmp_path):
     """A starting grammar with every rule of one LHS at 0 was accepted in silence (audit)."""
     (tmp_path / "g.txt").write_text("1 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n0 C --> a\n0 C --> b\n")

@@ -11,6 +11,7 @@ from grind import __version__, log
 from grind.errors import GrindError, Interrupted, Terminated, termination
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.common import check_outputs_are_not_inputs
+from grind.cli.options import GroupedGroup, OutputPath
 from grind.cli.convert_cmd import convert, function_heads_cmd
 from grind.cli.count_cmds import estep, mstep, sum_
 from grind.cli.decode_cmds import baseline, loglik, parse
@@ -58,17 +59,45 @@ def _version(ctx, value) -> None:
     ctx.exit()
 
 
-@click.group(epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GroupedGroup, epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: _version(c, v),
-              help="Show the version and the build (compiled kernels, Python, numpy) and exit.")
+              help="Show the version and the build, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or log messages (warnings still shown).")
-def cli(quiet):
+@click.option("-v", "--verbose", count=True, help="More messages (-v: debug lines; -vv: with times).")
+@click.option("--log-file", type=OutputPath(), default=None, metavar="FILE",
+              help="Also write the messages to FILE, with times.")
+def cli(quiet, verbose, log_file):
     """grind: unsupervised grammar induction with Bayesian probabilistic grammars.
 
     Grammars are plain text, one rule a line: 'weight LHS --> RHS ...'
     (Mark Johnson's format); count files use the same rule keys.
+    \f
+    Every FILE argument may be '-' (standard input or output).  Data goes to standard output (or -o),
+    messages and progress bars to standard error (bars only on a terminal).  Exit status: 0 success, 1 an
+    error of the input or the run, 2 a usage error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+
+    Messages: -q keeps the warnings only, -v adds debug lines (a run's resolved options, the chart kernel),
+    -vv puts the time before each line, --log-file FILE also writes them to FILE.  From Python (grind.fit,
+    grind.parse, ...) the same messages go through the logging module, logger "grind", to standard error:
+    logging.getLogger("grind").setLevel(logging.WARNING) silences the progress lines, grind.log.to_application()
+    hands every message to the application's own logging handlers instead.
+
+    Shell completion (bash; zsh and fish alike with zsh_source, fish_source): add to ~/.bashrc
+
+        eval "$(_GRIND_COMPLETE=bash_source grind)"
+
+    or, faster at shell start, write the script once and source it:
+
+        _GRIND_COMPLETE=bash_source grind > ~/.grind-complete.bash
+        echo '. ~/.grind-complete.bash' >> ~/.bashrc
     """
-    log.set_quiet(quiet)
+    if quiet and verbose:
+        raise click.UsageError("-q/--quiet and -v/--verbose are alternatives: give one")
+    log.set_verbosity(verbose, quiet)
+    if log_file:
+        handler = log.log_file(log_file)
+        ctx = click.get_current_context()
+        ctx.call_on_close(lambda: (log.LOGGER.removeHandler(handler), handler.close()))
     guard_stdin()
 
 

@@ -8,24 +8,29 @@ import sys
 
 import click
 
+from grind.cli.options import GroupedCommand, option
+
 from grind.errors import InputError
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import output_option
 
 
-@click.command("plot")
-@click.option("--x", "x", type=click.Choice(["step", "seconds", "sentences"]), default="step", show_default=True,
-              help="The x axis: the trace column to plot against (sentences: cumulative, counted per algorithm "
-                   "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
-@click.option("--label", "labels", multiple=True,
-              help="Legend label of a TRACE, once per TRACE in order (default: the file names); TRACEs sharing "
-                   "a label are drawn as their mean (where all have a value) with a band of +- one sd.")
-@click.option("--columns", default=None, metavar="COL,COL",
-              help="The panels to draw, e.g. dev_directed,dev_logprob [default: objective and every dev_* column].")
-@click.option("--log-x", is_flag=True, help="A logarithmic x axis (learning curves against sentences parsed).")
-@click.option("--reference", "references", multiple=True, metavar="COLUMN=VALUE[:LABEL]",
-              help="A dashed horizontal line in COLUMN's panel, e.g. a baseline: "
-                   "--reference dev_directed=0.331:attach-right (repeatable).")
+@click.command("plot", cls=GroupedCommand)
+@option("--x", "x", type=click.Choice(["step", "seconds", "sentences"]), default="step", show_default=True,
+        metavar="COLUMN", help="The x axis: step, seconds or sentences.",
+        doc="The x axis: the trace column to plot against (sentences: cumulative, counted per algorithm "
+            "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
+@option("--label", "labels", multiple=True, metavar="TEXT", help="Legend label of each TRACE, in order.",
+        doc="Legend label of a TRACE, once per TRACE in order (default: the file names); TRACEs sharing a label "
+            "are drawn as one curve: their mean where all have a value, in a band of +- one standard deviation.")
+@option("--columns", default=None, metavar="COL,COL", help="The panels to draw.",
+        doc="The panels to draw, e.g. dev_directed,dev_logprob [default: objective and every dev_* column].")
+@option("--log-x", is_flag=True, help="A logarithmic x axis.",
+        doc="A logarithmic x axis (learning curves against sentences parsed).")
+@option("--reference", "references", multiple=True, metavar="COL=VALUE[:LABEL]",
+        help="A dashed line in COL's panel (a baseline).",
+        doc="A dashed horizontal line in COLUMN's panel, e.g. a baseline: "
+            "--reference dev_directed=0.331:attach-right (repeatable).")
 @output_option
 @click.argument("traces", nargs=-1, required=True)
 def plot(traces, x, labels, columns, log_x, references, output):
@@ -75,14 +80,15 @@ def plot(traces, x, labels, columns, log_x, references, output):
         fig.savefig(f, format="png", dpi=100, metadata={"Software": made_by[0][2:], "Comment": "\n".join(made_by)})
 
 
-@click.command("show")
-@click.option("--sentence", "-n", "number", type=click.IntRange(1), default=1, show_default=True,
-              help="Which sentence (or tree) of FILE to draw, counting from 1.")
-@click.option("--column", type=click.Choice(["FORM", "LFORM", "UPOS", "XPOS"]), default="FORM", show_default=True,
-              help="CoNLL: the column that labels the words; trees: FORM/LFORM draw the words, "
-                   "UPOS/XPOS only the tags.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx", "malt", "ptb"]), default="auto",
-              show_default=True, help="FILE's format (auto: by extension/content).")
+@click.command("show", cls=GroupedCommand)
+@option("--sentence", "-n", "number", type=click.IntRange(1), default=1, show_default=True, metavar="N",
+        help="Which sentence (or tree) of FILE, from 1.")
+@option("--column", type=click.Choice(["FORM", "LFORM", "UPOS", "XPOS"]), default="FORM", show_default=True,
+        metavar="COLUMN", help="The column that labels the words.",
+        doc="CoNLL: the column that labels the words; trees: FORM/LFORM draw the words, "
+            "UPOS/XPOS only the tags.")
+@option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx", "malt", "ptb"]), default="auto",
+        show_default=True, metavar="FORMAT", help="FILE's format (auto: by extension/content).")
 @output_option
 @click.argument("file")
 def show(file, number, column, fmt, output):

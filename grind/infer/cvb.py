@@ -44,13 +44,11 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig, option
+from grind.infer.config import config_class
 from grind.infer.training import Step
 
 #: Sentences per chunk when summing the pool (bounds temporary memory).
@@ -191,12 +189,8 @@ class DenseOnly:
         return self.p._idx(idx)
 
 
-@dataclass
-class CVBConfig(TrainConfig):
-    """Collapsed VB: --iterations are sweeps; one kernel call per sentence (``jobs`` unused)."""
-
-    cvb_init: str = option("grammar", "cvb: per-sentence counts start from an E-step under the init grammar, "
-                           "or under randomly perturbed weights.", choices=("grammar", "random"))
+CVBConfig = config_class("CVBConfig", "cvb", "Collapsed VB: --iterations are sweeps; one kernel call per sentence "
+                         "(``jobs`` unused).")
 
 
 class CVB(Algorithm):

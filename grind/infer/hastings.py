@@ -108,13 +108,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from grind.infer.config import option
-from grind.infer.gibbs import (SamplerConfig, TreeSampler, collapsed_logprob, initial_trees, pack_trees, schedule,
+from grind.infer.config import config_class
+from grind.infer.gibbs import (TreeSampler, collapsed_logprob, initial_trees, pack_trees, schedule,
                     tree_counts, unpack_trees)
 from grind.infer.training import Step
 
@@ -130,13 +129,8 @@ class TreeUses(NamedTuple):
     lhs: list              # the distinct LHSs the tree uses (its rules: Hastings._touch)
 
 
-@dataclass
-class HastingsConfig(SamplerConfig):
-    """The Hastings sampler: the samplers' options and the proposal batch."""
-
-    proposal_batch: int = option(1, "hastings: draw the proposals of this many sentences in one kernel call "
-                                 "from the grammar of the other sentences' trees (1: one call per sentence).",
-                                 (1, None))
+HastingsConfig = config_class("HastingsConfig", "hastings", "The Hastings sampler: the samplers' options and the "
+                              "proposal batch.")
 
 
 class Hastings(TreeSampler):

@@ -161,8 +161,6 @@ import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.optimize import minimize
 
@@ -172,20 +170,13 @@ from grind.grammars.grammar import ARROW, rule_key
 from grind.formats.textio import header_lines, open_out, read_lines, shown
 from grind.grammars.families import read_families
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig, option
+from grind.infer.config import config_class
+from grind.infer.options import LN_ITERATIONS, LN_MSTEPS, LN_TOLERANCE, TIE_WARMUP  # noqa: F401 (re-exported)
 from grind.infer.training import SHARD, Step
 
 _EXP_MAX = 700.0
 #: Named family files shipped in grind/data.
-#: Default untied warm-up iterations of ``train --tie`` (ours: the papers' number was not found).
-TIE_WARMUP = 5
-#: ``train --algo ln`` defaults: run to convergence of the bound (:meth:`LogisticNormal._stop_reason`),
-#: relative tolerance LN_TOLERANCE, at most LN_ITERATIONS iterations.  The papers train "until
-#: convergence" without a threshold in the text we could search; both numbers are ours.
-LN_TOLERANCE = 1e-5
-LN_ITERATIONS = 1000
-#: ``ln_mstep``: Algorithm 3 (``plain``, the paper's) or the Newton-scaled mu step (``newton``).
-LN_MSTEPS = ("plain", "newton")
+# TIE_WARMUP, LN_TOLERANCE, LN_ITERATIONS, LN_MSTEPS: declared with the options (grind.infer.options).
 #: Newton M-step: largest step scale min(M / R_i, NEWTON_CAP); extra-step shrink factors tried in
 #: turn; rounds of the fixed-count q(eta) updates in its acceptance test.  Our numbers.
 NEWTON_CAP = 20.0
@@ -797,39 +788,8 @@ def check_size(grammar, st, n: int) -> None:
                      "or hastings")
 
 
-@dataclass
-class LNConfig(TrainConfig):
-    """The logistic-normal prior's options: it runs to convergence of the
-    bound (:data:`LN_TOLERANCE`), at most :data:`LN_ITERATIONS` iterations."""
-
-    iterations: int = option(LN_ITERATIONS, "A cap on the iterations (ln runs to convergence).", (1, None))
-    tolerance: float = option(LN_TOLERANCE, "Stop when the bound's relative change |B_t - B_t-1| / |B_t-1| "
-                              "is at most this.", (0, None))
-    model: int = option(1, "ln: model I (theta drawn per sentence) or II (drawn once).", choices=(1, 2))
-    ln_cov: str = option("identity", "ln: initial covariance: identity, or 0.5 between rules whose symbols "
-                         "share a tag family.", choices=("identity", "families"))
-    families: str | None = option("upos", "ln: tag-family mapping for --cov families and --tie V|N|VN|A: "
-                                  "upos, ptb, or a file of 'TAG FAMILY' lines.")
-    ln_cycles: int = option(5, "ln: E-step cycles (mu, sigma^2, zeta, inside-outside) per iteration.", (1, None))
-    ln_optimizer: str = option("newton", "The mu~ optimiser of the E-step.", choices=("newton", "lbfgs"))
-    ln_warm: bool = option(False, "ln: start each E-step from the previous one's variational parameters.")
-    ln_mstep: str = option("plain", "ln: M-step for mu: plain = Algorithm 3; newton = diagonal Newton-scaled "
-                           "step.", choices=LN_MSTEPS)
-    ln_init: str | None = option(None, "ln: start from the mu, Sigma and expert structure of this --ln-params "
-                                 "file.")
-    tie: str | None = option(None, "ln: shared logistic normal: V, N, VN, A, or a structure file.")
-    tie_what: str = option("choose+stop", "ln --tie V|N|VN|A: tie the choose and the stop multinomials of a "
-                           "family's heads, or the choose multinomials only.", choices=("choose+stop", "choose"))
-    tie_warmup: int | None = option(None, "ln --tie: the first N iterations train the untied logistic normal "
-                                    "(None: none; from the command line with --tie, TIE_WARMUP).", (0, None))
-
-    @classmethod
-    def from_options(cls, params: dict):
-        """As :meth:`TrainConfig.from_options`; --tie without --tie-warmup gets :data:`TIE_WARMUP`."""
-        cfg = super().from_options(params)
-        if cfg.tie and cfg.tie_warmup is None:
-            cfg.tie_warmup = TIE_WARMUP
-        return cfg
+LNConfig = config_class("LNConfig", "ln", "The logistic-normal prior's options: it runs to convergence of the bound "
+                        "(:data:`LN_TOLERANCE`), at most :data:`LN_ITERATIONS` iterations.")
 
 
 class LogisticNormal(Algorithm):

@@ -58,8 +58,6 @@ weight that underflows (a tiny alpha), takes the dense update.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from scipy.special import digamma
@@ -67,7 +65,7 @@ from scipy.special import digamma
 from grind import log
 from grind.kernels.select import make_parser
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig, option
+from grind.infer.config import config_class
 from grind.infer.dirichlet import log_rising
 from grind.infer.training import ShardedEstep, Step, StreamBatches
 from grind.infer.vb import (KL_STIRLING_FROM, LOG_TINY, kl_dirichlet, posterior_mean, underflow_message,
@@ -82,16 +80,9 @@ SPARSE_SHARE = 0.125
 RESUM = 1024
 
 
-@dataclass
-class StreamingConfig(TrainConfig):
-    """Streaming VB: minibatches of the stream ``corpus`` read with ``spec``
-    (``iterations`` and ``tolerance`` are unused: the stream's end stops it)."""
-
-    corpus: str | None = option(None, "The corpus file, read as a stream.")
-    spec: object = option(None, "How to read it (a grind.formats.corpus.CorpusSpec).")
-    batch: int = option(1000, "Minibatch size (streaming, stochastic).", (1, None))
-    first_batch: int | None = option(None, "Size of the first minibatch (streaming; default --batch).", (1, None))
-    batch_iterations: int = option(5, "VB iterations per minibatch (streaming, stochastic).", (1, None))
+StreamingConfig = config_class("StreamingConfig", "streaming", "Streaming VB: minibatches of the stream ``corpus`` "
+                               "read with ``spec`` (``iterations`` and ``tolerance`` are unused: the stream's end "
+                               "stops it).")
 
 
 class StreamingVB(Algorithm):

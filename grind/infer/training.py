@@ -437,10 +437,11 @@ def save_checkpoint(path, algo, rng, trace, meta, best=None):
 #: --tolerance, --epochs), how to run (--jobs, --cluster: results do not depend on them)
 #: and what else to write (-o, --trace, --checkpoint, --checkpoint-every,
 #: --ln-params, --joint-output), and held-out evaluation (--dev, --eval-every)
-#: unless --early-stop makes it decide the result.  Everything else is recorded.
+#: unless --early-stop makes it decide the result; --config (its options are recorded by their own names).
+#: Everything else is recorded.
 RESUMABLE_OPTIONS = frozenset({"iterations", "tolerance", "epochs", "jobs", "cluster", "output", "trace_path", "ckpt",
                                "checkpoint_every", "resume", "ln_params", "joint_output", "dev_path",
-                               "eval_every", "eval_at", "patience"})
+                               "eval_every", "eval_at", "patience", "config"})
 
 #: Version of the checkpoint's ``meta`` with every result-changing option.
 META_VERSION = 2
