@@ -83,3 +83,12 @@ def test_dmv_bench_cky_column_keeps_to_its_time_budget(monkeypatch):
     assert "| < 3.3 (no sentence finished in the 0.3 s budget) | > 30,000x |" in dmv.table([row])
     row.update(cky=0.5, note="1 sentence, best of 1 call", bound=False)
     assert "| 0.5 (1 sentence, best of 1 call) | 200,000x |" in dmv.table([row])
+
+
+def test_streaming_bench_runs_and_prints_the_ratio_to_batch_vb(capsys):
+    from grind.bench import streaming
+    r = streaming.main(["--sentences", "300", "--types", "200", "--first", "50", "--stream", "40", "--dense", "5",
+                        "--vb-iterations", "1"])
+    assert all(r[k] > 0 for k in ("vb", "sparse", "dense"))
+    out = capsys.readouterr().out
+    assert "| streaming VB, sparse update | 40 |" in out and "cost per sentence / batch VB's" in out

@@ -3,8 +3,8 @@ other; each is also ``python -m grind.bench.NAME`` with its own options (``--hel
 import importlib
 import sys
 
-BENCHES = ("cky", "dmv", "hastings_dmv", "cvb", "ln", "morph", "latent_tree", "latent_parse", "grammar_load",
-           "scaling", "startup")
+BENCHES = ("cky", "dmv", "hastings_dmv", "cvb", "streaming", "ln", "morph", "latent_tree", "latent_parse",
+           "grammar_load", "scaling", "startup")
 
 
 def main(argv=None):

@@ -146,6 +146,9 @@ class DMVParser(ChartParser):
         sel = np.flatnonzero(stored)
         if not len(sel):
             return tab_off, pool
+        if len(sel) == 1:                   # one sentence (a streaming minibatch): the same tables, fewer steps
+            self._table_of(int(sel[0]), types, pool[tab_off[sel[0]]:])
+            return tab_off, pool
         cut = np.searchsorted(ends[sel], np.arange(_CHUNK, int(ends[-1]), _CHUNK), side="right")
         roots = self.index.type_rules[:, SLOT["root"]]
         for part in np.split(sel, np.unique(cut)):
@@ -167,6 +170,18 @@ class DMVParser(ChartParser):
                 if self.masks[k] is not None:
                     self._mask(k, pool[tab_off[k]:tab_off[k] + n[k] * n[k] + n[k]])
         return tab_off, pool
+
+    def _table_of(self, k, types, table):
+        """Sentence k's arc rules (row-major h, d) and root rules into ``table``, as :meth:`_tables` makes them."""
+        m, o = int(self.lengths[k]), int(self.tok_off[k])
+        t = types[o:o + m]
+        pos = np.arange(m)
+        r = self.index.arc_rules(np.repeat(t, m), np.tile(t, m), (pos[None, :] > pos[:, None]).ravel())
+        r[::m + 1] = -1
+        table[:m * m] = r
+        table[m * m:m * m + m] = self.index.type_rules[t, SLOT["root"]]
+        if self.masks[k] is not None:
+            self._mask(k, table[:m * m + m])
 
     def _mask(self, k, table):
         """Set the arc and root rules of sentence k that its mask forbids to -1 in ``table`` (n*n arcs, n roots)."""
