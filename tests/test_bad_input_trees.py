@@ -59,6 +59,7 @@ def test_ptb_sentences_carry_their_line(tmp_path):
     assert [s.line for s in read_corpus(str(f), CorpusSpec(column="FORM"))] == [2, 3, 5, 5]
 
 
+@pytest.mark.slow
 def test_labeled_eval_still_reads_predictions_with_bare_words(tmp_path):
     """``grind parse`` writes a word beside constituents for a rule such as S --> NP barks:
     a prediction, not bad input (so read_trees must not reject it)."""

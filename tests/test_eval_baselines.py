@@ -200,6 +200,7 @@ def test_head_column_partly_blank_is_an_error(tmp_path):
 
 # ----------------------------------------------------------------------------- parse: unparsed sentences
 
+@pytest.mark.slow
 def test_parse_writes_unparsed_sentences_marked_with_filler_heads(tmp_path):
     train, test = tmp_path / "train.conllu", tmp_path / "test.conllu"
     train.write_text(conll([(["A", "B"], [2, 0]), (["B", "A", "B"], [0, 1, 2])]))
@@ -256,6 +257,7 @@ def test_xpos_tag_set_ignores_length_filter_and_adds_tag_files(tmp_path):
     assert grind("make-grammar", "dmv", "--lexicalized", *x, "--tags", tags, c, check=False).returncode == 2
 
 
+@pytest.mark.slow
 def test_harmonic_init_on_unseen_tag_and_its_unparsed_sentences(tmp_path):
     c, test = tmp_path / "c.conllu", tmp_path / "t.conllu"
     c.write_text(conll([(["NN", "VB"], [2, 0]), (["NN", "VB", "NN"], [2, 0, 2])]))
@@ -279,6 +281,7 @@ def test_harmonic_init_on_unseen_tag_and_its_unparsed_sentences(tmp_path):
     assert all(float(ln.split()[0]) > 0 for ln in smooth.read_text().splitlines() if not ln.startswith("#"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", ["UPOS", "XPOS"])
 def test_le10_grammar_parses_every_test_sentence_of_the_sample(tmp_path, ewt_train, ewt_test, column):
     """make-grammar on the <= 10 training sentences, harmonic init, 3 VB
@@ -337,6 +340,7 @@ def test_a_punct_rule_the_file_cannot_match_is_an_error_and_ptb_names_the_punct_
     assert "--punct ptb kept 1 of the tokens whose UPOS is PUNCT (their XPOS PUNCT is not a PTB" in r.stderr
 
 
+@pytest.mark.slow
 def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
     """Its punctuation tokens, attached to the root word as filler, were scored as predictions."""
     d, g, _ = files
@@ -353,6 +357,7 @@ def test_eval_refuses_a_parse_made_with_another_punct_rule(files, tmp_path):
     assert r.returncode == 1 and "-: " in r.stderr and "was written with punct-removed=ud" in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_eval_refuses_filler_rows_of_a_parse_that_lost_its_header(files, tmp_path):
     """grep -v '^#' (or a format conversion) dropped the '# corpus:' line, and the filler rows were scored."""
     d, g, _ = files

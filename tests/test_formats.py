@@ -152,6 +152,7 @@ def test_conllu_reader_skips_mwt_empty_nodes_and_comments(tmp_path):
     assert forms[1].tokens == ["yes", ",", "sir"]
 
 
+@pytest.mark.slow
 def test_the_format_auto_detects_is_said_on_stderr_and_in_the_header(tmp_path):
     from conftest import grind
     from grind.formats.corpus import peek_format
@@ -428,6 +429,7 @@ def test_grammar_header_counts_its_rules_and_a_hand_edit_without_the_line_reads(
     assert len(read_grammar(str(tmp_path / "edited.txt"))) == len(g) - 3
 
 
+@pytest.mark.slow
 def test_parse_output_writes_back_no_gold_arc(tmp_path):
     """Empty nodes kept their gold DEPS and CoNLL-X kept its gold PDEPREL in grind parse's output (eval audit)."""
     from conftest import grind

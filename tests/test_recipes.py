@@ -31,6 +31,7 @@ def grind_lines(text):
 
 
 # ----------------------------------------------------------------------------------------- the quick recipe
+@pytest.mark.slow
 def test_quick_runs_resumes_and_writes_its_results(tmp_path):
     out = tmp_path / "my out"                                   # a space in OUT
     r = make("quick", "-j2", f"OUT={out}")
@@ -196,6 +197,7 @@ def test_cluster_launchers_submit_wait_and_return_the_status(cluster, tmp_path, 
     assert record.read_text().splitlines()[0].startswith(expect.format(log=log))
 
 
+@pytest.mark.slow
 def test_sharded_recipe_runs_its_estep_cells_through_slurm(cluster, tmp_path):
     """The sharded recipe with CMD=../launch/slurm.sh: every grind call a job (stand-in sbatch), the E-steps of an
     iteration as separate jobs; the grammar equals grind train's."""

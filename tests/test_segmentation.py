@@ -164,6 +164,7 @@ def test_parse_segment_viterbi(morph, kernel):
     assert body(r.stdout) == ["ab\ta @@b", "abc\ta @@bc", "a\ta"]
 
 
+@pytest.mark.slow
 def test_parse_segment_unparsed_and_mbr(morph):
     (morph / "c2.txt").write_text(CHARS + "c\n")
     r = grind("parse", "--segment", morph / "g.txt", morph / "c2.txt")
@@ -189,6 +190,7 @@ def test_parse_segment_of_a_word_list_without_chars_says_to_give_chars(morph):
     assert "--chars" not in r.stderr
 
 
+@pytest.mark.slow
 def test_parse_segment_boundary_threshold(morph):
     # abc: P(after a) = 0.105 / 0.189 = 0.556, P(after b) = 0.084 / 0.189 = 0.444;
     # ab: P(after a) = 0.189 / 0.309 = 0.612
@@ -211,6 +213,7 @@ def test_parse_segment_boundary_threshold(morph):
 GRAMMAR2 = GRAMMAR.replace("0.7 Word --> A B", "0.3 Word --> A B").replace("0.3 Word --> A\n", "0.7 Word --> A\n")
 
 
+@pytest.mark.slow
 def test_parse_segment_mbr_averages_several_grammars(morph):
     # ab: P(after a) = 0.612 under g, 0.081 / 0.361 = 0.224 under g2 (Word --> A B 0.3): mean 0.418;
     # with g twice and g2 once (0.612 * 2 + 0.224) / 3 = 0.483.  abc: 0.556 and 0.444 under both.
@@ -276,6 +279,7 @@ def test_mbr_cuts():
         mbr_cuts([0.1], 4)
 
 
+@pytest.mark.slow
 def test_eval_segmentation_end_to_end(morph):
     pred = morph / "p.txt"
     pred.write_text(grind("parse", "--segment", morph / "g.txt", morph / "c.txt").stdout)

@@ -96,6 +96,7 @@ def trained(d, grammar, opts, algo, alpha, iterations):
     return out, trace
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["dmv", "cnf"])
 @pytest.mark.parametrize("algo", list(ALGOS))
 def test_sharded_training_equals_grind_train(grammars, tmp_path, model, algo):
@@ -135,6 +136,7 @@ def blocks_of(path, spec):
     return [tuple(b.lines) for b in corpus_blocks(str(path), spec)[1]]
 
 
+@pytest.mark.slow
 def test_split_is_deterministic_partitions_the_corpus_and_balances_cost(tmp_path):
     spec = CorpusSpec(column="UPOS", punct="ud", max_length=10)
     whole = blocks_of(TRAIN, spec)
@@ -253,6 +255,7 @@ def test_split_types_headers_count_each_type_once(tmp_path):
         assert int(h["sentences"]) == len(read_corpus(str(tmp_path / f"s.{i}.txt"), types))
 
 
+@pytest.mark.slow
 def test_counts_of_different_steps_are_refused(grammars, tmp_path):
     d0, models = grammars
     grammar, opts = models["dmv"]
@@ -287,6 +290,7 @@ def recipe(*args):
     return subprocess.run(["make", "-C", str(RECIPE), *map(str, args)], capture_output=True, text=True, env=MAKE_ENV)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 @pytest.mark.parametrize("algo,alpha", [("em", "1"), ("vb", "0.5")])
 def test_sharded_recipe_equals_grind_train(grammars, tmp_path, algo, alpha):
@@ -311,6 +315,7 @@ def test_sharded_recipe_equals_grind_train(grammars, tmp_path, algo, alpha):
     assert os.path.exists(out / "g2.txt")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_sharded_recipe_trains_a_latent_treebank_grammar(tmp_path):
     """TREES=1: the E-steps are grind estep --trees, and the run equals grind train --trees (make check)."""
@@ -329,6 +334,7 @@ def test_sharded_recipe_trains_a_latent_treebank_grammar(tmp_path):
                                read_grammar(str(out / "train-i2.txt")).weights, rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_sharded_recipe_follows_its_settings(grammars, tmp_path):
     """ITERATIONS lowered kept the longer run's grammar.txt; another (older) corpus or other options on the same OUT
@@ -362,6 +368,7 @@ def test_sharded_recipe_follows_its_settings(grammars, tmp_path):
     assert recipe(*base, "clean").returncode == 0 and not out.exists()
 
 
+@pytest.mark.slow
 def test_a_missing_a_repeated_or_a_foreign_shard_is_refused(grammars, tmp_path):
     """Counts of one shard too few, one shard twice or shards of two splits were summed and turned into a
     grammar with exit 0 (sharding audit): the counts now say which shards of which split they hold."""
@@ -386,6 +393,7 @@ def test_a_missing_a_repeated_or_a_foreign_shard_is_refused(grammars, tmp_path):
 
 # ----------------------------------------------------------------------------- what the sharded path refuses (audit)
 
+@pytest.mark.slow
 def test_a_shard_read_with_other_options_than_its_split_is_refused(grammars, tmp_path):
     """estep --types on shards split without it counted a repeat once per shard that held it (77
     sentences for a corpus of 50 types, sharding audit); other length limits likewise."""
@@ -401,6 +409,7 @@ def test_a_shard_read_with_other_options_than_its_split_is_refused(grammars, tmp
     assert grind("estep", "--format", "conllu", *opts, grammar, shard).stdout       # a named format is the detected one
 
 
+@pytest.mark.slow
 def test_the_split_id_covers_the_corpus_text(grammars, tmp_path):
     """Two corpora split by the same command line had one split ID, so shard 1 of one and shard 2 of the
     other summed into a grammar (sharding audit)."""
@@ -420,6 +429,7 @@ def test_the_split_id_covers_the_corpus_text(grammars, tmp_path):
     assert r.returncode == 1 and "shards of different splits" in r.stderr
 
 
+@pytest.mark.slow
 def test_counts_say_their_start_symbol(grammars, tmp_path):
     """estep --start X on one shard was summed with the others and updated (sharding audit)."""
     d0, models = grammars
@@ -437,6 +447,7 @@ def test_counts_say_their_start_symbol(grammars, tmp_path):
     assert "# start: S" in grind("mstep", tmp_path / "c.txt").stdout        # without --grammar: the counts' start
 
 
+@pytest.mark.slow
 def test_mstep_without_grammar_refuses_a_left_hand_side_without_counts(grammars, tmp_path):
     """Without --grammar an LHS no sentence used got 0 on every rule, written as probabilities (audit)."""
     d0, models = grammars

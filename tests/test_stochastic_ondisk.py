@@ -223,6 +223,7 @@ def warnings(stderr):
     return [ln for ln in stderr.splitlines() if "warning" in ln]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epochs", [1, 3])
 def test_cli_dmv_on_a_gz_corpus_as_in_memory(tmp_path, epochs):
     """A compressed CoNLL-U corpus, a DMV without PUNCT: --punct none leaves
@@ -247,6 +248,7 @@ def test_cli_dmv_on_a_gz_corpus_as_in_memory(tmp_path, epochs):
     assert "spooled to a temporary file" in outs[False][3] and "spooled" not in outs[True][3]
 
 
+@pytest.mark.slow
 def test_cli_cfg_on_standard_input_as_in_memory(tmp_path):
     sents = with_unknown(corpus(n=60, lo=2))
     text = "".join(" ".join(s) + "\n" for s in sents)
@@ -264,6 +266,7 @@ def test_cli_cfg_on_standard_input_as_in_memory(tmp_path):
     assert any("5 of 65 sentences have no parse" in w for w in outs[False][2])
 
 
+@pytest.mark.slow
 def test_cli_resume_on_disk(tmp_path):
     """--epochs 1 with a checkpoint, resumed with --epochs 3: the uninterrupted in-memory run's grammar."""
     sents = with_unknown(corpus(n=50))
@@ -336,6 +339,7 @@ def measure(where, n, tmp_path):
 PER_SENTENCE = 32
 
 
+@pytest.mark.slow
 def test_stochastic_peak_does_not_grow_with_the_corpus(tmp_path):
     small, large = 5_000, 50_000
     disk = {n: measure("disk", n, tmp_path) for n in (small, large)}
@@ -363,6 +367,7 @@ def test_api_fit_given_a_path_indexes_it_on_disk(tmp_path):
     assert [s.objective for s in a.trace] == [s.objective for s in b.trace]
 
 
+@pytest.mark.slow
 def test_sentences_no_weights_can_parse_leave_the_pool_and_are_named(tmp_path):
     """A one-word sentence under a CNF grammar stayed in the pool and in N, unnamed (only the trace's
     'parsed' column showed it), on disk and in memory alike (VB audit)."""

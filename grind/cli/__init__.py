@@ -19,7 +19,6 @@ limit_blas_threads()
 try:
     load_blas_within_limit()
     from grind.cli.main import Terminated, _terminate, cli, main
-    from grind.cli.train import ALGORITHMS
 except (MemoryError, ImportError) as _e:
     from grind.errors import import_out_of_memory, out_of_memory_message
     if not import_out_of_memory(_e):
@@ -28,3 +27,12 @@ except (MemoryError, ImportError) as _e:
     raise SystemExit(1) from None
 
 __all__ = ["cli", "main", "ALGORITHMS", "Terminated", "_terminate"]
+
+
+def __getattr__(name):
+    """``ALGORITHMS`` (grind.cli.train's), imported when asked for: the command line imports
+    a command's module only when it runs."""
+    if name == "ALGORITHMS":
+        from grind.cli.train import ALGORITHMS
+        return ALGORITHMS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,8 @@ import collections
 import click
 import numpy as np
 
+from grind.cli.options import GroupedCommand, option
+
 from grind import log
 from grind.errors import InputError
 from grind.formats.corpus import CorpusSpec, block_format, conll_trees
@@ -15,17 +17,24 @@ from grind.formats.textio import header_lines, open_out, read_lines
 from grind.cli.common import output_option, start_option
 
 
-@click.command("function-heads")
-@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
-              help="Treebank format (auto: by extension, else a CoNLL file).")
-@click.option("--relations", default=",".join(DEFAULT_RELATIONS), show_default=True,
-              help="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
-                   "matches NAME's subtypes (case:* matches case:dec).")
+@click.command("function-heads", cls=GroupedCommand)
+@option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
+        group="Corpus", help="Treebank format (auto: by extension).",
+        doc="Treebank format (auto: by extension, else a CoNLL file).")
+@option("--relations", default=",".join(DEFAULT_RELATIONS), metavar="LIST",
+        help="Relations whose dependent is a function word.",
+        doc="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
+            f"matches NAME's subtypes (case:* matches case:dec).  Default: {','.join(DEFAULT_RELATIONS)}.")
 @output_option
 @click.argument("treebank")
 def function_heads_cmd(treebank, fmt, relations, output):
     """Write TREEBANK (CoNLL-U or CoNLL-X) with function words as heads.
 
+    \b
+    Example:
+      grind function-heads zh-ud-test.conllu > zh-test.fh.conllu
+      grind eval --column UPOS --punct ud zh-test.fh.conllu parsed.conllu
+    \f
     UD makes content words heads (an adposition depends on its noun, an
     auxiliary or copula on its predicate); the treebanks of the DMV papers
     (Penn Treebank, Chinese Treebank) were converted from phrase structure
@@ -121,10 +130,10 @@ def _chain(head, rest):
     yield from rest
 
 
-@click.command("convert")
-@click.option("--to", "target", type=click.Choice(["johnson"]), required=True,
-              help="johnson: no header, 'weight LHS --> RHS ...' lines, start symbol's rules first, words only in "
-                   "unary rules (Mark Johnson's io, py-cfg).")
+@click.command("convert", cls=GroupedCommand)
+@option("--to", "target", type=click.Choice(["johnson"]), required=True, help="johnson: Mark Johnson's io, py-cfg.",
+        doc="johnson: no header, 'weight LHS --> RHS ...' lines, start symbol's rules first, words only in "
+            "unary rules (Mark Johnson's io, py-cfg).")
 @start_option
 @output_option
 @click.argument("grammar")
@@ -132,6 +141,9 @@ def convert(grammar, target, start, output):
     """Write GRAMMAR in another tool's format.
 
     \b
+    Example:
+      grind convert --to johnson g.txt > g.io.txt
+    \f
     --to johnson: what Mark Johnson's io and py-cfg read, which have no
     comment syntax: no header; one 'weight LHS --> RHS ...' line a rule,
     the weight its probability (a grammar of Dirichlet pseudo-counts: their
@@ -141,10 +153,6 @@ def convert(grammar, target, start, output):
     symbols moved under a new symbol of its own with one rule, 1 _w --> w
     (every tree's probability unchanged).  grind reads the file back (no
     header: probabilities, the first rule's LHS the start).
-
-    \b
-    Example:
-      grind convert --to johnson g.txt > g.io.txt
     """
     from grind.formats.rules import format_weight, rule_key
     from grind.formats.textio import open_out

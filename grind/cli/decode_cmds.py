@@ -12,46 +12,93 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
                               left_out, report_failures, write_dependencies, _given, FiniteFloatRange,
                               is_treebank_grammar, OneChoiceCommand, max_unparsed_option, check_unparsed,
                               grammar_spec, write_conll, NO_DERIVATION)
+from grind.cli.options import GroupedCommand, option
 
 
-@click.command(cls=OneChoiceCommand)
+PARSE_REFERENCE = """A PCFG writes one bracketed tree a line; a sentence without a parse is reported on stderr, counted
+in the header ('# unparsed: N') and written as (NOPARSE w1 ... wn) so lines stay aligned.
+
+A DMV grammar writes CoNLL with HEAD and DEPREL (root/dep) filled, the gold's other arcs cleared (DEPS, also
+of empty nodes; CoNLL-X PHEAD, PDEPREL) and every other line and column of a CoNLL-U/CoNLL-X input passed
+through (comments, original IDs, multiword tokens, empty nodes); tokens --punct removed get HEAD = the root
+word and DEPREL punct (not predicted: the header's '# removed_tokens:' line says so; a Malt-TAB or PTB input
+has no rows to pass through, so only its kept tokens are written, numbered 1..n).  Every input sentence is
+written, in order, the header lines being comments of the first one (valid CoNLL-U: the CoNLL 2018 evaluator
+reads it).  A sentence without a parse (e.g. a tag the grammar lacks) gets filler heads (attach-right, DEPREL
+'_') after the comment '# grind_unparsed = REASON', is named on stderr and counted in the header
+('# unparsed: N'); grind eval scores its words 0.  One the length limits (or --types) leave out gets filler
+heads after '# grind_left_out = REASON'.  More than --max-unparsed of the sentences without a parse is an
+error.  --mbr: arc posteriors from inside-outside, then the best projective tree over them (Eisner).
+
+--segment (a morphology grammar of make-grammar morph; its start symbol is the templates' first LHS, Word
+for the built-in sets): every sentence of CORPUS is one word, its tokens its characters with --chars (one
+word a line; without it, a line's whitespace tokens, joined without spaces for the word); one segmented word
+is written a line (--seg-format).  --viterbi: the morphs are the spans of the Viterbi derivation's lexical
+rules (rules whose right-hand side is all terminals).  --mbr: a boundary after character i iff its
+posterior P(boundary after i) > 0.5, which maximises the expected number of correct boundary decisions
+(posteriors from the kernel's boundary_posteriors); --boundary-threshold T moves that cut-off; --expected-f
+instead cuts where P >= the one threshold that maximises the corpus's expected boundary F,
+2 sum_cut P / (cuts + sum P).  --mbr --average G2 --average G3: the posteriors (arcs, boundaries) averaged
+over GRAMMAR, G2 and G3 before decoding (the header's '# averaged_over:' line counts them).  A word without
+a parse is written 'word<TAB>_' in both formats, named on stderr and counted in the header
+('# unparsed: N'); grind eval --segmentation scores it with no correct morph and no boundary.
+
+Examples (`C="--column UPOS --punct ud"`, the options the grammars were trained with):
+
+    grind parse $C g.txt test.conllu > test.trees
+    grind parse --mbr $C dmv.txt test.conllu > test.parsed.conllu
+    for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
+    grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
+    grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
+"""
+
+DECODER, SEGMENT, TREEBANK = "Decoder", "Segmentation (--segment)", "Treebank grammars"
+
+
+@click.command(cls=OneChoiceCommand, reference=PARSE_REFERENCE)
 @corpus_options
-@click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
-@click.option("--mbr", "decoder", flag_value="mbr",
-              help="DMV: the projective tree maximising the expected number of correct attachments; with "
-                   "--segment: a boundary after every character whose boundary posterior is > 0.5 (by more "
-                   "than 1e-9: closer is a tie, not cut).")
-@click.option("--committee", "ln_path", default=None,
-              help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
-                   "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
-@click.option("--average", "average", multiple=True, metavar="GRAMMAR",
-              help="With --mbr (repeatable): decode with the posteriors (DMV arcs; --segment boundaries) averaged "
-                   "with equal weights over GRAMMAR and these grammars of the same rules -- a committee of, say, "
-                   "the runs of several seeds.  A sentence any of them cannot parse is unparsed.")
-@click.option("--segment", is_flag=True,
-              help="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
-                   "tokens are its characters) instead of trees.")
-@click.option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
-              help="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
-@click.option("--boundary-threshold", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.5,
-              show_default=True,
-              help="With --segment --mbr: a boundary where its posterior exceeds this (0.5 maximises the expected "
-                   "number of correct boundary decisions; lower trades precision for recall).")
-@click.option("--expected-f", is_flag=True,
-              help="With --segment --mbr: one threshold for the whole corpus, the one maximising the expected "
-                   "boundary F-score under the posteriors (F is a corpus-level score; 0.5 maximises the expected "
-                   "number of correct decisions instead); the threshold and its expected F go to the header.")
-@click.option("--max-rule-sum", "decoder", flag_value="max-rule-sum",
-              help="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
-                   "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
-                   "subtypes projected away.")
-@click.option("--max-rule-product", "decoder", flag_value="max-rule-product",
-              help="Treebank grammars: the tree maximising the product of its anchored rules' posteriors.")
-@click.option("--prune/--no-prune", default=True, show_default=True,
-              help="Treebank grammars: coarse-to-fine pruning with the grammar's projection onto the unsplit "
-                   "symbols (chart items of coarse posterior below --prune-threshold are skipped).")
-@click.option("--prune-threshold", type=FiniteFloatRange(0, 1), default=1e-4, show_default=True,
-              help="Treebank grammars: posterior below which a (span, symbol) item is pruned.")
+@option("--viterbi", "decoder", flag_value="viterbi", default=True, group=DECODER, help="Most probable tree (default).",
+        doc="The most probable tree; of a treebank grammar, the best latent derivation, subtypes projected away.")
+@option("--mbr", "decoder", flag_value="mbr", group=DECODER, help="Minimum Bayes risk (DMV, --segment).",
+        doc="DMV: the projective tree maximising the expected number of correct attachments; with "
+            "--segment: a boundary after every character whose boundary posterior is > 0.5 (by more "
+            "than 1e-9: closer is a tie, not cut).")
+@option("--committee", "ln_path", default=None, metavar="FILE", group=DECODER,
+        help="DMV: one committee member of this --ln-params.",
+        doc="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
+            "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
+@option("--average", "average", multiple=True, metavar="GRAMMAR", group=DECODER,
+        help="--mbr over these grammars' posteriors too.",
+        doc="With --mbr (repeatable): decode with the posteriors (DMV arcs; --segment boundaries) averaged "
+            "with equal weights over GRAMMAR and these grammars of the same rules -- a committee of, say, "
+            "the runs of several seeds.  A sentence any of them cannot parse is unparsed.")
+@option("--segment", is_flag=True, group=SEGMENT, help="Morphology: write segmented words.",
+        doc="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
+            "tokens are its characters) instead of trees.")
+@option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
+        metavar="FORMAT", group=SEGMENT, help="plain or sigmorphon.",
+        doc="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
+@option("--boundary-threshold", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.5,
+        show_default=True, metavar="P", group=SEGMENT, help="--mbr: cut where a posterior exceeds P.",
+        doc="With --segment --mbr: a boundary where its posterior exceeds this (0.5 maximises the expected "
+            "number of correct boundary decisions; lower trades precision for recall).")
+@option("--expected-f", is_flag=True, group=SEGMENT, help="--mbr: the threshold of best expected F.",
+        doc="With --segment --mbr: one threshold for the whole corpus, the one maximising the expected "
+            "boundary F-score under the posteriors (F is a corpus-level score; 0.5 maximises the expected "
+            "number of correct decisions instead); the threshold and its expected F go to the header.")
+@option("--max-rule-sum", "decoder", flag_value="max-rule-sum", group=TREEBANK, help="Max-rule-sum tree (default).",
+        doc="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
+            "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
+            "subtypes projected away.")
+@option("--max-rule-product", "decoder", flag_value="max-rule-product", group=TREEBANK,
+        help="Max-rule-product tree.",
+        doc="Treebank grammars: the tree maximising the product of its anchored rules' posteriors.")
+@option("--prune/--no-prune", default=True, show_default=True, group=TREEBANK, help="Coarse-to-fine pruning.",
+        doc="Treebank grammars: coarse-to-fine pruning with the grammar's projection onto the unsplit "
+            "symbols (chart items of coarse posterior below --prune-threshold are skipped).")
+@option("--prune-threshold", type=FiniteFloatRange(0, 1), default=1e-4, show_default=True, metavar="P",
+        group=TREEBANK, help="Prune items of coarse posterior below P.",
+        doc="Treebank grammars: posterior below which a (span, symbol) item is pruned.")
 @seed_option
 @kernel_option
 @start_option
@@ -61,54 +108,13 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 @click.argument("corpus")
 def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format, boundary_threshold, expected_f,
           prune, prune_threshold, seed, kernel, start, max_unparsed, output):
-    """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
-
-    A PCFG writes one bracketed tree a line; a sentence without a parse is
-    reported on stderr, counted in the header ('# unparsed: N') and written
-    as (NOPARSE w1 ... wn) so lines stay aligned.  A DMV grammar writes CoNLL
-    with HEAD and DEPREL (root/dep) filled, the gold's other arcs cleared (DEPS,
-    also of empty nodes; CoNLL-X PHEAD, PDEPREL) and every other line and
-    column of a CoNLL-U/CoNLL-X input passed through (comments, original IDs,
-    multiword tokens, empty nodes); tokens --punct removed get HEAD = the root word and
-    DEPREL punct (not predicted: the header's '# removed_tokens:' line says
-    so; a Malt-TAB or PTB input has no rows to pass through, so only its kept
-    tokens are written, numbered 1..n).  Every input sentence is written, in
-    order, the header lines being comments of the first one (valid CoNLL-U:
-    the CoNLL 2018 evaluator reads it).  A sentence without a parse (e.g. a
-    tag the grammar lacks) gets filler heads (attach-right, DEPREL '_') after
-    the comment '# grind_unparsed = REASON', is named on stderr and counted
-    in the header ('# unparsed: N'); grind eval scores its words 0.  One the
-    length limits (or --types) leave out gets filler heads after
-    '# grind_left_out = REASON'.  More than --max-unparsed of the sentences
-    without a parse is an error.  --mbr: arc posteriors from inside-outside,
-    then the best projective tree over them (Eisner).
-
-    --segment (a morphology grammar of make-grammar morph; its start symbol
-    is the templates' first LHS, Word for the built-in sets): every sentence of
-    CORPUS is one word, its tokens its characters with --chars (one word a
-    line; without it, a line's whitespace tokens, joined without spaces for
-    the word); one segmented word is written a line (--seg-format).
-    --viterbi: the morphs are the spans of the Viterbi derivation's lexical
-    rules (rules whose right-hand side is all terminals).  --mbr: a boundary
-    after character i iff its posterior P(boundary after i) > 0.5, which
-    maximises the expected number of correct boundary decisions (posteriors
-    from the kernel's boundary_posteriors); --boundary-threshold T moves
-    that cut-off; --expected-f instead cuts where P >= the one threshold that
-    maximises the corpus's expected boundary F, 2 sum_cut P / (cuts + sum P).
-    --mbr --average G2 --average G3: the posteriors (arcs,
-    boundaries) averaged over GRAMMAR, G2 and G3 before decoding (the
-    header's '# averaged_over:' line counts them).  A word without a parse is
-    written 'word<TAB>_' in both formats, named on stderr and counted in
-    the header ('# unparsed: N'); grind eval --segmentation scores it with
-    no correct morph and no boundary.
+    """Decode CORPUS with GRAMMAR: bracketed trees; CoNLL for a DMV grammar;
+    segmented words with --segment.
 
     \b
-    Examples (C="--column UPOS --punct ud", the options the grammars were trained with):
+    Examples (C="--column UPOS --punct ud", as the grammars were trained):
       grind parse $C g.txt test.conllu > test.trees
       grind parse --mbr $C dmv.txt test.conllu > test.parsed.conllu
-      for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
-      grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
-      grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
     """
     rng = make_rng(seed, random=ln_path is not None)        # committee members are drawn; the rest is not random
     if segment and ln_path:
@@ -529,10 +535,11 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
             f.write(format_segmentation(word, None if c is None else morphs_from_cuts(s.tokens, c), seg_format))
 
 
-@click.command()
+@click.command(cls=GroupedCommand)
 @corpus_options
-@click.option("--attach", type=click.Choice(["left", "right"]), required=True,
-              help="right: each word's head is its right neighbour (last word = root); left: the mirror image.")
+@option("--attach", type=click.Choice(["left", "right"]), required=True,
+        help="right: each head is the next word; left: the previous.",
+        doc="right: each word's head is its right neighbour (last word = root); left: the mirror image.")
 @output_option
 @click.argument("corpus")
 def baseline(corpus, spec, attach, output):
@@ -549,7 +556,7 @@ def baseline(corpus, spec, attach, output):
                 corpus=spec.describe(sents.format))
 
 
-@click.command()
+@click.command(cls=GroupedCommand)
 @corpus_options
 @click.option("--summary", is_flag=True, help="Only the corpus totals, not one line per sentence.")
 @kernel_option

@@ -9,61 +9,73 @@ from grind.errors import InputError
 from grind.formats.textio import header_lines, is_stream, one_line, open_out, shown
 from grind.cli.common import (corpus_options, output_option, dependency_convention, make_rng, max_unparsed_option,
                               check_unparsed)
+from grind.cli.options import GroupedCommand, option
 
 
-@click.command("eval")
+KIND, SIG = "What is scored", "Significance"
+
+
+@click.command("eval", cls=GroupedCommand)
 @corpus_options
-@click.option("--baselines/--no-baselines", default=True, show_default=True,
-              help="Dependencies: also score the attach-right / attach-left trees of GOLD; unlabeled brackets: "
-                   "the right- / left-branching binary trees over GOLD's words; and report each prediction's "
-                   "overlap with them (--no-baselines: only the predictions).")
-@click.option("--segmentation", is_flag=True,
-              help="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
-                   "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
-                   "one-morph and every-character baselines always.")
-@click.option("--surface-only", is_flag=True,
-              help="--segmentation: skip the rows that are not surface segmentations of one word (morphs that "
-                   "do not concatenate to it, as SIGMORPHON's canonical English and Mongolian "
-                   "'happiness<TAB>happy @@ness', or a space without '@@', a word boundary), counted in the report "
-                   "and on stderr, and leave their words out of every PREDICTED file; without it such a row is an "
-                   "error (grind scores character spans of surface segmentations).")
-@click.option("--labeled", is_flag=True,
-              help="GOLD and PREDICTED are PTB bracketed trees; labeled brackets with EVALB's COLLINS.prm "
-                   "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
-                   "ADVP = PRT, root bracket not counted, brackets as a multiset): corpus-level labeled P/R/F1, "
-                   "exact match and tagging accuracy for all sentences and those of <= 40 words.")
-@click.option("--significance", is_flag=True,
-              help="Dependencies and segmentations: a paired approximate randomization test of every PREDICTED "
-                   "file against every later one and against each baseline (directed accuracy per length "
-                   "subset; exact, morph_F and boundary_F), p-values in a table after the baselines.")
-@click.option("--samples", type=click.IntRange(1), default=10_000, show_default=True,
-              help="Samples of the --significance test.")
-@click.option("--seed", type=click.IntRange(0), default=None,
-              help="Seed of the --significance test's random generator.  [default: 1]")
-@click.option("--digits", type=click.IntRange(1, 17), default=4, show_default=True,
-              help="Decimals of every fraction written (accuracies, P/R/F, overlaps; --labeled's percentages "
-                   "keep EVALB's 2).  A table rounded again to one decimal of a percent needs more than 4: "
-                   "0.34348 is 0.3435 at 4, which rounds to 34.4, not 34.3.")
-@click.option("--aggregate", is_flag=True,
-              help="Average every PREDICTED file as runs of one configuration, whatever their headers say.")
+@option("--baselines/--no-baselines", default=True, show_default=True, group=KIND,
+        help="Also score the baselines, and the overlap.",
+        doc="Dependencies: also score the attach-right / attach-left trees of GOLD; unlabeled brackets: "
+            "the right- / left-branching binary trees over GOLD's words; and report each prediction's "
+            "overlap with them (--no-baselines: only the predictions).")
+@option("--segmentation", is_flag=True, group=KIND, help="Segmentation files: morph and boundary P/R/F.",
+        doc="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
+            "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
+            "one-morph and every-character baselines always.")
+@option("--surface-only", is_flag=True, group=KIND, help="--segmentation: skip non-surface rows.",
+        doc="--segmentation: skip the rows that are not surface segmentations of one word (morphs that "
+            "do not concatenate to it, as SIGMORPHON's canonical English and Mongolian "
+            "'happiness<TAB>happy @@ness', or a space without '@@', a word boundary), counted in the report "
+            "and on stderr, and leave their words out of every PREDICTED file; without it such a row is an "
+            "error (grind scores character spans of surface segmentations).")
+@option("--labeled", is_flag=True, group=KIND, help="PTB trees: labeled brackets as EVALB.",
+        doc="GOLD and PREDICTED are PTB bracketed trees; labeled brackets with EVALB's COLLINS.prm "
+            "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
+            "ADVP = PRT, root bracket not counted, brackets as a multiset): corpus-level labeled P/R/F1, "
+            "exact match and tagging accuracy for all sentences and those of <= 40 words.")
+@option("--digits", type=click.IntRange(1, 17), default=4, show_default=True, metavar="N", group=KIND,
+        help="Decimals of every fraction written.",
+        doc="Decimals of every fraction written (accuracies, P/R/F, overlaps; --labeled's percentages "
+            "keep EVALB's 2).  A table rounded again to one decimal of a percent needs more than 4: "
+            "0.34348 is 0.3435 at 4, which rounds to 34.4, not 34.3.")
+@option("--significance", is_flag=True, group=SIG, help="Paired approximate randomization tests.",
+        doc="Dependencies and segmentations: a paired approximate randomization test of every PREDICTED "
+            "file against every later one and against each baseline (directed accuracy per length "
+            "subset; exact, morph_F and boundary_F), p-values in a table after the baselines.")
+@option("--samples", type=click.IntRange(1), default=10_000, show_default=True, metavar="N", group=SIG,
+        help="Samples of the --significance test.")
+@option("--seed", type=click.IntRange(0), default=None, metavar="N", group=SIG,
+        help="Seed of the --significance test.  [default: 1]")
+@option("--aggregate", is_flag=True, group=KIND, help="Average every PREDICTED as runs of one setup.",
+        doc="Average every PREDICTED file as runs of one configuration, whatever their headers say.")
 @max_unparsed_option
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
 def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled, significance, samples, seed, digits,
           aggregate, max_unparsed, output):
-    """Score PREDICTED against GOLD: bracketed trees or dependency trees.
-
-    Give the corpus options the parsed corpus was read with; they are applied
-    to GOLD so that both hold the same sentences and tokens.
+    """Score PREDICTED against GOLD: bracketed trees, dependency trees (CoNLL)
+    or segmentations.  Give the corpus options the parsed corpus was read with.
 
     \b
+    Examples:
+      grind eval --column UPOS --punct ud gold.conllu parsed.conllu
+      grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
+      grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
+    \f
+    The corpus options are applied to GOLD so that both hold the same sentences and tokens.
+
     Trees (unlabeled brackets, Kim et al. 2019 convention): corpus-level
     (pooled) and sentence-level (mean) precision/recall/F1, exact match;
     with --baselines (default) the right- and left-branching trees over
     GOLD's words scored the same way, each prediction's overlap with them
     (its spans that are the baseline's / its spans), and a '# note:' line
     where a corpus F1 is within 1 point of a baseline's.
+
     Dependencies (CoNLL): directed and undirected attachment accuracy for
     sentences of <= 10, <= 20 words and all, the root arc counted as one arc.
     A predicted sentence whose HEAD column is all '_' (grind parse found no
@@ -79,21 +91,17 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
     parsed with, as their headers say; --aggregate: all of them).
     GOLD must not be a file grind wrote as a prediction (swapped arguments);
     a prediction whose words differ from GOLD's is refused, and so is one
-    with more than --max-unparsed of its sentences unparsed.
+    with more than --max-unparsed of its sentences unparsed.  Columns: subset
+    sentences words directed undirected unparsed overlap_right overlap_left.
+
     With --labeled (PTB trees, no corpus options): labeled brackets scored
     as EVALB with COLLINS.prm does; lines 'all_KEY' and 'le40_KEY' per
     PREDICTED file, after a '# predicted: NAME' line (keys: see
     grind.eval.labeled).
 
-    \b
-    Columns: subset sentences words directed undirected unparsed overlap_right overlap_left
-
-    \b
     Examples:
-      grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
-      grind eval --column UPOS --punct ud gold.conllu parsed.conllu
-      grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
-      grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
+
+        grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
     """
     from grind.cli.common import _given
     from grind.eval.number import set_digits
@@ -429,9 +437,9 @@ def _normalised(command: str, keep_arguments: bool, corpus: bool = True) -> tupl
         return (command,)
     words = [w for w in words[1:] if w not in ("-q", "--quiet")]
     cmd, path = cli, []
-    while isinstance(cmd, click.Group) and words and words[0] in cmd.commands:
+    while isinstance(cmd, click.Group) and words and cmd.get_command(ctx, words[0]) is not None:
         path.append(words[0])
-        cmd = cmd.commands[words.pop(0)]
+        cmd = cmd.get_command(ctx, words.pop(0))       # (the grind group imports a command when asked)
     if isinstance(cmd, click.Group):
         return (command,)
     try:                                       # the raw values: no conversion, no checks of the files named
