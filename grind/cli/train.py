@@ -132,6 +132,12 @@ IN_MEMORY_ENV = "GRIND_STOCHASTIC_IN_MEMORY"
               help="Dirichlet hyperparameter: a number (symmetric); a number and per-LHS numbers, 1e-20,Stem=1e-15 "
                    "(the rules of LHS Stem 1e-15, every other rule 1e-20); or a grammar file of per-rule "
                    "pseudo-counts. EM: MAP estimate (1 = maximum likelihood).")
+@click.option("--universal-rules", "universal_rules", is_flag=False, flag_value="ud", default=None,
+              metavar="[ud|naseem|FILE]",
+              help="em, vb, cvb on a DMV: posterior regularization toward these head>dependent rules (no value: ud, "
+                   "Naseem et al. 2010's adapted to UD content heads; naseem: theirs; FILE: 'HEAD DEP' lines).")
+@click.option("--rule-fraction", type=FiniteFloatRange(0, 1), default=None,
+              help="With --universal-rules: the share of arcs that must follow them in expectation [default: 0.8].")
 @click.option("--trace", "trace_path", type=OutputPath(), default=None, help="Also write the trace as TSV here.")
 @click.option("--dev", "dev_path", default=None,
               help="Held-out corpus for --eval-every (read with the same corpus options).")
@@ -252,6 +258,7 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     _check_unread_options(algo, cfg)
     if cluster is not None:
         _check_cluster_options(cluster, algo, cfg, jobs)
+    _check_rule_options(algo, opts)
     joint = index = sents = None
     failed0 = 0
     if on_trees:
@@ -283,6 +290,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
             mark_underivable(parser, g)
         failed0 = report_failures(sents, parser, known_failures(parser, len(sents)))
         estep, n = ShardedEstep(parser, jobs, on_first=lambda z: _name_zero_parses(sents, parser, z, g)), len(sents)
+    universal = None
+    if opts.get("universal_rules"):
+        estep, universal = regularized_estep(g, estep, opts["universal_rules"], opts.get("rule_fraction"))
     prior = prior_vector(g, alpha)
     read_as = getattr(sents, "format", None) or getattr(index, "format", None) or peek_format(corpus, spec)
     corpus_text = TREES_TEXT if on_trees else spec.describe(read_as)
@@ -301,6 +311,8 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
         check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
     if cluster is not None:
         estep = cluster_estep(cluster, parser, parser_recipe(g, sents, parser, kernel, on_trees, joint))
+        if universal is not None:
+            estep, _ = regularized_estep(g, estep, opts["universal_rules"], opts.get("rule_fraction"))
     algorithm = make_algorithm(algo, g, estep, prior, g.probabilities(), cfg, rng)
     if algo == "ln" or (algo == "mixture" and getattr(cfg, "mix_base", None) == "ln"):
         from grind.cli.threads import keep_freed_blocks
@@ -331,6 +343,14 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
     note = unparsed_note(algo, algorithm, trace, n, failed0, "trees" if on_trees else "sentences")
     if note:
         info["unparsed"] = note
+    if universal is not None:
+        info.update(universal)
+        if last is not None and "rule_share" in last.extra:
+            info["rule_share"] = (f"{last.extra['rule_share']:.6f} of the arcs under the projected posterior of the "
+                                  f"last step (lambda {last.extra['pr_lambda']:.6g}; "
+                                  f"{last.extra['rule_share_p']:.6f} before the projection)")
+    from grind.grammars.dmv_constraints import header_constraints
+    info.update(header_constraints(g))
     if on_trees:
         from grind.grammars.latent import treebank_meta
         info.update(treebank_meta(g))
@@ -373,6 +393,35 @@ def index_on_disk(g, grammar_path, corpus, spec, kernel):
              f"({index.spool.nbytes / 2**20:.1f} MiB, deleted at the end); each minibatch is read back from it "
              "and parsed alone")
     return index
+
+
+#: Algorithms whose E-step --universal-rules projects (collapsed VB: once a sweep, see grind.infer.posterior_reg).
+RULE_ALGOS = ("em", "vb", "cvb")
+
+
+def _check_rule_options(algo, opts):
+    """--universal-rules with em, vb or cvb; --rule-fraction only with it."""
+    if opts.get("universal_rules") and algo not in RULE_ALGOS:
+        raise click.UsageError(f"--universal-rules projects the E-step of {', '.join(RULE_ALGOS)}, not of --algo {algo}")
+    if opts.get("rule_fraction") is not None and not opts.get("universal_rules"):
+        raise click.UsageError("--rule-fraction is the share of arcs --universal-rules asks for: give --universal-rules")
+
+
+def regularized_estep(g, estep, rules, fraction):
+    """``estep`` projected toward the universal ``rules`` (:class:`grind.infer.posterior_reg.PosteriorRegularizer`)
+    and the header lines that say so."""
+    from grind.infer.posterior_reg import DEFAULT_FRACTION, PosteriorRegularizer, read_rules, rule_mask, rules_path
+    pairs = read_rules(rules)
+    mask = rule_mask(g, pairs)
+    fraction = DEFAULT_FRACTION if fraction is None else fraction
+    shown = f"{rules} ({os.path.basename(rules_path(rules))})" if rules != rules_path(rules) else rules
+    head = {"universal_rules": f"{shown}: {len(pairs)} head>dependent arcs ({' '.join(f'{h}>{d}' for h, d in pairs)}); "
+                               f"{int(mask.sum())} rules of the grammar follow them",
+            "rule_fraction": f"{fraction:g} (posterior regularization: E_q[arcs following the rules] >= this share of "
+                             "the arcs)"}
+    log.info(f"universal rules {shown}: {int(mask.sum())} rules of the grammar follow them; at least {fraction:g} of "
+             "the arcs must, in expectation")
+    return PosteriorRegularizer(estep, mask, fraction), head
 
 
 def _check_distinct_outputs(**paths):
