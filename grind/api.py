@@ -201,7 +201,8 @@ def _config(algo: str, options: dict):
 
 def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None = None, seed: int | None = None,
         jobs: int = 1, kernel: str = "auto", dev=None, eval_every: int = 0, early_stop: bool = False,
-        patience: int = 1, on_step=None, **options) -> FitResult:
+        patience: int = 1, on_step=None, universal_rules: str | None = None, rule_fraction: float | None = None,
+        **options) -> FitResult:
     """Train ``grammar``'s weights on ``corpus`` with algorithm ``algo``
     (``em``, ``vb``, ``cvb``, ``streaming``, ``stochastic``, ``gibbs``,
     ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does.
@@ -221,6 +222,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
     ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
     (``spec=CorpusSpec(...)`` gives its reading options); ``stochastic`` given a
     path indexes it on disk (:mod:`grind.infer.corpus_index`) and never holds it.
+    ``universal_rules`` (``"ud"``, ``"naseem"`` or a file) and ``rule_fraction``:
+    posterior regularization of em, vb or cvb, as ``--universal-rules --rule-fraction``.
     """
     from grind.infer.training import ShardedEstep, heldout, prior_vector, run_summary, train as run_training
     _check_args(seed, kernel, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience,
@@ -233,7 +236,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
         seed = secrets.randbits(32)
         shown = f"{seed} (drawn: no seed given)"
         log.info(f"grind.fit: no seed given: drew {seed}; seed={seed} repeats this run")
-    call = _record("fit", shown, algo=algo, alpha=alpha, iterations=iterations, seed=given, **options)
+    call = _record("fit", shown, algo=algo, alpha=alpha, iterations=iterations, seed=given,
+                   universal_rules=universal_rules, rule_fraction=rule_fraction, **options)
     rng = np.random.default_rng(seed)
     if options.get("joint"):
         raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
@@ -275,6 +279,14 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
         _warn_failures("grind.fit", parser, len(sents))
         failed0 = len(getattr(parser, "failures", {}) or {})
         estep, n = ShardedEstep(parser, jobs), len(sents)
+    universal: dict = {}
+    if rule_fraction is not None and universal_rules is None:
+        raise TypeError("rule_fraction= is the share of arcs universal_rules= asks for: give universal_rules=")
+    if universal_rules is not None:
+        if algo not in ("em", "vb", "cvb"):
+            raise TypeError(f"universal_rules= projects the E-step of em, vb, cvb, not of {algo!r}")
+        from grind.infer.posterior_reg import regularize
+        estep, universal = regularize(g, estep, universal_rules, rule_fraction)
     try:
         prior = prior_vector(g, 1.0 if alpha is None else alpha)
         log.info(f"training {algo} on {n} sentences, {len(g)} rules")
@@ -305,6 +317,7 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
         meta["ln_mstep"] = algorithm.mstep
     if algo == "mixture":
         meta["mixture"] = algorithm.describe()
+    meta.update(universal)
     from grind.infer.training import unfinished_annealing, unparsed_note
     note = unparsed_note(algo, algorithm, trace, n, failed0)
     if note:

@@ -351,6 +351,9 @@ def train(grammar, corpus, spec, algo, on_trees, iterations, tolerance, alpha, t
                                   f"{last.extra['rule_share_p']:.6f} before the projection)")
     from grind.grammars.dmv_constraints import header_constraints
     info.update(header_constraints(g))
+    unseen = _unseen_tags(g, sents)
+    if unseen:
+        info["unseen_tags"] = unseen
     if on_trees:
         from grind.grammars.latent import treebank_meta
         info.update(treebank_meta(g))
@@ -402,26 +405,36 @@ RULE_ALGOS = ("em", "vb", "cvb")
 def _check_rule_options(algo, opts):
     """--universal-rules with em, vb or cvb; --rule-fraction only with it."""
     if opts.get("universal_rules") and algo not in RULE_ALGOS:
-        raise click.UsageError(f"--universal-rules projects the E-step of {', '.join(RULE_ALGOS)}, not of --algo {algo}")
+        raise click.UsageError(f"--universal-rules projects the E-step of {', '.join(RULE_ALGOS)}, not of "
+                               f"--algo {algo}")
     if opts.get("rule_fraction") is not None and not opts.get("universal_rules"):
-        raise click.UsageError("--rule-fraction is the share of arcs --universal-rules asks for: give --universal-rules")
+        raise click.UsageError("--rule-fraction is the share of arcs --universal-rules asks for: give "
+                               "--universal-rules")
 
 
 def regularized_estep(g, estep, rules, fraction):
-    """``estep`` projected toward the universal ``rules`` (:class:`grind.infer.posterior_reg.PosteriorRegularizer`)
-    and the header lines that say so."""
-    from grind.infer.posterior_reg import DEFAULT_FRACTION, PosteriorRegularizer, read_rules, rule_mask, rules_path
-    pairs = read_rules(rules)
-    mask = rule_mask(g, pairs)
-    fraction = DEFAULT_FRACTION if fraction is None else fraction
-    shown = f"{rules} ({os.path.basename(rules_path(rules))})" if rules != rules_path(rules) else rules
-    head = {"universal_rules": f"{shown}: {len(pairs)} head>dependent arcs ({' '.join(f'{h}>{d}' for h, d in pairs)}); "
-                               f"{int(mask.sum())} rules of the grammar follow them",
-            "rule_fraction": f"{fraction:g} (posterior regularization: E_q[arcs following the rules] >= this share of "
-                             "the arcs)"}
-    log.info(f"universal rules {shown}: {int(mask.sum())} rules of the grammar follow them; at least {fraction:g} of "
-             "the arcs must, in expectation")
-    return PosteriorRegularizer(estep, mask, fraction), head
+    """:func:`grind.infer.posterior_reg.regularize`, said on stderr."""
+    from grind.infer.posterior_reg import regularize
+    estep, head = regularize(g, estep, rules, fraction)
+    log.info(f"universal rules {head['universal_rules']}; {head['rule_fraction']}")
+    return estep, head
+
+
+def _unseen_tags(g, sents) -> str | None:
+    """The header line naming a DMV grammar's head types that no training sentence has (said on stderr):
+    point estimates give their root and attach rules probability 0, so grind parse backs off for them."""
+    from grind.grammars.dmv import dmv_index, is_dmv_grammar
+    if sents is None or not is_dmv_grammar(g) or g.meta.get("lexicalized") == "true":
+        return None
+    seen = {t for s in sents for t in s.tokens}
+    unseen = [t for t in dmv_index(g).types if t not in seen]
+    if not unseen:
+        return None
+    note = (f"{len(unseen)} of the grammar's {len(dmv_index(g).types)} tags are in no training sentence "
+            f"({' '.join(unseen)}): their root and attach rules learn nothing (0 under em); grind parse backs off "
+            "for a sentence that has one")
+    log.info(note)
+    return note
 
 
 def _check_distinct_outputs(**paths):

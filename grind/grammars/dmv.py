@@ -606,6 +606,42 @@ def _choose_arrays(sentences, types, lexicalized, chunk: int = 1 << 21):
 
 
 # --------------------------------------------------------------------------
+# Back-off for parsing what the weights cannot
+
+#: The share of each left-hand side's probability :func:`backoff_weights` spreads over all its rules.
+BACKOFF = 1e-6
+
+
+def backoff_weights(grammar: Grammar, theta, eps: float = BACKOFF) -> np.ndarray:
+    """theta_r' = (1 - eps) theta_r + eps / |R_A| for every rule r of LHS A
+    (theta normalised per LHS first): every rule of the grammar gets positive
+    probability, so a sentence whose every tree needs a rule of probability 0
+    (a tag the training data lacked, whose root and attach rules EM set to 0)
+    has trees, and the best of them uses as few such rules as it can.  A LHS
+    whose weights are all 0 (reached only through such rules) gets 1 / |R_A|."""
+    theta = np.asarray(theta, dtype=np.float64)
+    size = np.bincount(grammar.lhs, minlength=len(grammar.nonterminals)).astype(np.float64)
+    share = 1.0 / size[grammar.lhs]
+    dead = grammar.lhs_totals(theta) <= 0
+    return np.where(dead, share, (1.0 - eps) * grammar.normalize(theta) + eps * share)
+
+
+def relaxed_grammar(grammar: Grammar, theta, eps: float = BACKOFF) -> tuple[Grammar, np.ndarray]:
+    """The unconstrained DMV over ``grammar``'s head types (every rule of
+    :func:`dmv_grammar`) and its :func:`backoff_weights` from ``theta``, the
+    rules ``grammar`` lacks (left out by structural constraints) at
+    probability 0 before the back-off: for a sentence with no tree that
+    satisfies the constraints."""
+    full = dmv_grammar([], vocabulary=dmv_index(grammar).types)
+    w = np.zeros(len(full))
+    own = grammar.normalize(np.asarray(theta, dtype=np.float64))
+    at = full.index
+    for k, x in zip(grammar.keys(), own):
+        w[at[k]] = x
+    return full, backoff_weights(full, w, eps)
+
+
+# --------------------------------------------------------------------------
 # Parameters, trees and derivations
 
 

@@ -46,7 +46,7 @@ DEFAULT_FRACTION = 0.8
 #: The largest dual variable tried: rule-following arcs weigh e^30 (about 1e13) times more.
 LAMBDA_MAX = 30.0
 #: The dual is solved to |E_q[phi] - F N| <= this * N.
-TOLERANCE = 1e-6
+TOLERANCE = 1e-9
 #: At most this many E-steps per projection.
 MAX_ESTEPS = 60
 
@@ -96,6 +96,21 @@ def rule_mask(grammar, rules) -> np.ndarray:
         raise InputError(f"no rule of the grammar makes an arc of the universal rules (tags {' '.join(tags)}); "
                          f"the grammar's tags are {' '.join(ix.types)}: a rule set for another tag set?")
     return mask
+
+
+def regularize(grammar, estep, rules: str = DEFAULT_RULES, fraction: float | None = None):
+    """``estep`` projected toward the rule set ``rules`` (a :data:`RULE_FILES` name or a file) with
+    ``fraction`` (None: :data:`DEFAULT_FRACTION`), and the header lines that say so:
+    ``(PosteriorRegularizer, {"universal_rules": ..., "rule_fraction": ...})``."""
+    pairs = read_rules(rules)
+    mask = rule_mask(grammar, pairs)
+    fraction = DEFAULT_FRACTION if fraction is None else float(fraction)
+    shown = f"{rules} ({os.path.basename(rules_path(rules))})" if rules != rules_path(rules) else rules
+    head = {"universal_rules": f"{shown}: {len(pairs)} head>dependent arcs ({' '.join(f'{h}>{d}' for h, d in pairs)})"
+                               f"; {int(mask.sum())} rules of the grammar follow them",
+            "rule_fraction": f"{fraction:g} (posterior regularization: E_q[arcs following the rules] >= this share of "
+                             "the arcs)"}
+    return PosteriorRegularizer(estep, mask, fraction), head
 
 
 class PosteriorRegularizer:
