@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""TUNING.md: the dev-only comparisons data-recipes/ud/induce's setting was chosen from (standard library only).
+
+Each configuration is a set of the Makefile's variables; for each, make trains and scores its cells on the
+dev split of every language that has one (content-head gold), and this script reads the scores back through
+``make list``.  Test splits are never made here.  The recommended setting (``induce``) is the configuration
+marked ``*``: the best mean margin over the better baseline among those at least 3 points above it on every
+dev language.  Usage (from the Makefile's ``tune`` target): tune.py --make MAKE -j N [VAR=value ...].
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+DEV_LANGS = "en zh pt tr cs el fr qpm yi mr te vi childes"
+# (label, variables): the comparisons, in the order they were made
+CONFIGS = [
+    ("em plain", dict(ALGOS="em", VARIANTS="plain")),
+    ("vb plain", dict(ALGOS="vb", VARIANTS="plain")),
+    ("vb leaves", dict(ALGOS="vb", VARIANTS="leaves")),
+    ("vb leaves + rules 0.6", dict(ALGOS="vb", VARIANTS="both", FRAC="0.6")),
+    ("vb leaves + rules 0.7", dict(ALGOS="vb", VARIANTS="both", FRAC="0.7")),
+    ("vb leaves + rules 0.8", dict(ALGOS="vb", VARIANTS="both", FRAC="0.8")),
+    ("vb leaves + rules 0.85", dict(ALGOS="vb", VARIANTS="both", FRAC="0.85")),
+    ("vb leaves + rules 0.9", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9")),
+    ("vb leaves + rules 1.0", dict(ALGOS="vb", VARIANTS="both", FRAC="1.0")),
+    ("vb leaves + naseem rules 0.7", dict(ALGOS="vb", VARIANTS="both", FRAC="0.7", RULES="naseem")),
+    ("vb leaves + naseem rules 0.9", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9", RULES="naseem")),
+    ("vb rules 0.9 (no leaves)", dict(ALGOS="vb", VARIANTS="rules", FRAC="0.9")),
+    ("em leaves + rules 0.9", dict(ALGOS="em", VARIANTS="both", FRAC="0.9")),
+    ("vb alpha 0.01, leaves + rules 0.9", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9", ALPHA="0.01")),
+    ("vb alpha 1, leaves + rules 0.9", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9", ALPHA="1")),
+    ("vb leaves + rules 0.9, MBR", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9", DECODER="mbr")),
+    ("cvb leaves + rules 0.9 (seed 1)", dict(ALGOS="cvb", VARIANTS="both", FRAC="0.9", SEEDS="1")),
+    ("vb leaves + rules 0.9, train <= 10", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9", TRAIN_MAX="10")),
+    ("vb leaves + rules 0.9, train <= 20", dict(ALGOS="vb", VARIANTS="both", FRAC="0.9", TRAIN_MAX="20")),
+]
+#: The configuration data-recipes/ud/induce runs.
+RECOMMENDED = "vb leaves + rules 0.9"
+EACH = 3.0
+
+
+def scores(make, common, extra):
+    """{lang: (name, directed, left, right)} of the configuration's dev cells (made first)."""
+    args = [*make, *common, f"LANGS={DEV_LANGS}", "SPLITS=dev", "GOLDS=content",
+            *(f"{k}={v}" for k, v in extra.items())]
+    subprocess.run([*args, "all"], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        listed = os.path.join(tmp, "cells.tsv")
+        subprocess.run([*args, "-s", "list", f"LIST={listed}"], check=True)
+        lines = [ln.split("\t") for ln in open(listed, encoding="utf-8").read().splitlines() if ln.strip()]
+    out = {}
+    for f in lines:
+        lang, name, path = f[0].strip(), f[1], f[7]
+        row = {}
+        for ln in open(path, encoding="utf-8"):
+            g = ln.rstrip("\n").split("\t")
+            if g[0] in ("all", "attach-right:all", "attach-left:all"):
+                row[g[0]] = 100 * float(g[3])
+        out.setdefault(lang, (name, [], row["attach-left:all"], row["attach-right:all"]))[1].append(row["all"])
+    return {k: (n, statistics.mean(v), left, right) for k, (n, v, left, right) in out.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--make", default="make")
+    ap.add_argument("-j", default="1")
+    ap.add_argument("-o", "--output", default="TUNING.md")
+    ap.add_argument("vars", nargs="*", help="VAR=value passed to every make call (SHARED, OUT, CMD, GRIND)")
+    a = ap.parse_args()
+    make = [*a.make.split(), f"-j{a.j}"]
+    results = [(label, scores(make, a.vars, extra)) for label, extra in CONFIGS]
+    langs = list(results[0][1])
+    out = ["# How the recommended setting was chosen (dev splits only)", "",
+           "Made by `make -C data-recipes/ud -j2 tune` (tune.py). Directed accuracy (%) on the dev sentences of "
+           "<= 40 words of every language with a dev split, content-head gold; margin = accuracy - the better of "
+           "attach-left and attach-right. No test split is read. Settings not named: the Makefile's defaults "
+           "(vb alpha 0.1, leaves udfunc, rules ud, train <= 15 words, 100 iterations, Viterbi). `*`: the "
+           f"setting `induce` runs, the best mean margin among those at least {EACH:g} points above the better "
+           "baseline on every dev language.", "",
+           "| setting | " + " | ".join(results[0][1][lg][0] for lg in langs) + " | mean margin | worst margin |",
+           "|---|" + "---|" * (len(langs) + 2),
+           "| better baseline | " + " | ".join(f"{max(results[0][1][lg][2:]):.1f}" for lg in langs) + " | | |"]
+    eligible = []
+    for label, sc in results:
+        margins = [sc[lg][1] - max(sc[lg][2:]) for lg in langs]
+        if min(margins) >= EACH:
+            eligible.append((statistics.mean(margins), label))
+        mark = " *" if label == RECOMMENDED else ""
+        out.append(f"| {label}{mark} | " + " | ".join(f"{sc[lg][1]:.1f}" for lg in langs)
+                   + f" | {statistics.mean(margins):+.1f} | {min(margins):+.1f} |")
+    best = max(eligible)[1] if eligible else None
+    out += ["", f"Best by the rule: {best or 'none meets it'}; induce runs: {RECOMMENDED}."]
+    with open(a.output + ".tmp", "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(a.output + ".tmp", a.output)
+    if best != RECOMMENDED:
+        print(f"tune.py: the rule picks {best!r}, not induce's {RECOMMENDED!r}: update induce and RECOMMENDED",
+              file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
