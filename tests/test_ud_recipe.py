@@ -50,9 +50,13 @@ def test_help_checks_and_dry_run(shared):
     assert "vb-a0.5-plain-m15-i100.txt" in other and "vb-a0.1" not in other     # a setting: new cells
 
 
-def eval_file(path, directed, right=0.3, left=0.1):
-    path.write_text("# grind\nsubset\tsentences\twords\tdirected\tundirected\tunparsed\toverlap_right\toverlap_left\n"
-                    f"all\t10\t100\t{directed}\t0.5\t0\t0.2\t0.1\n"
+def eval_file(path, scores, right=0.3, left=0.1):
+    """A grind eval file of several parses (``scores``: {parse: directed}), a table each."""
+    text = "# grind\n"
+    for parse, directed in scores.items():
+        text += (f"# predicted: {parse}\nsubset\tsentences\twords\tdirected\tundirected\tunparsed\toverlap_right\t"
+                 f"overlap_left\nall\t10\t100\t{directed}\t0.5\t0\t0.2\t0.1\n")
+    path.write_text(text + "subset\tsentences\twords\tdirected\tundirected\tunparsed\toverlap_right\toverlap_left\n"
                     f"attach-right:all\t10\t100\t{right}\t0.4\t0\t1.0\t0.0\n"
                     f"attach-left:all\t10\t100\t{left}\t0.4\t0\t0.0\t1.0\n")
 
@@ -60,12 +64,12 @@ def eval_file(path, directed, right=0.3, left=0.1):
 def test_results_tables(tmp_path):
     cells = []
     for lang, name in (("xx", "X-One"), ("yy", "Y-Two")):
-        for algo, seeds in (("em", [0]), ("cvb", [1, 2])):
-            for split in ("dev", "test") if lang == "xx" else ("test",):
-                for s in seeds:
-                    p = tmp_path / f"{lang}-{algo}-{s}-{split}.eval"
-                    eval_file(p, 0.5 + 0.1 * s)
-                    cells.append(f"{lang}\t{name}\t{algo}\tboth\t{s}\t{split}\tcontent\t{p}")
+        for split in ("dev", "test") if lang == "xx" else ("test",):
+            runs = {f"{lang}-em-0-{split}.conllu": ("em", 0), **{f"{lang}-cvb-{s}-{split}.conllu": ("cvb", s)
+                                                                 for s in (1, 2)}}
+            scores = tmp_path / f"{lang}.{split}.eval"
+            eval_file(scores, {p: 0.5 + 0.1 * s for p, (_, s) in runs.items()})
+            cells += [f"{lang}\t{name}\t{a}\tboth\t{s}\t{split}\tcontent\t{scores}\t{p}" for p, (a, s) in runs.items()]
     (tmp_path / "cells.tsv").write_text("\n".join(cells) + "\n")
     out = tmp_path / "R.md"
     cmd = [sys.executable, str(UD / "results.py"), "--cells", str(tmp_path / "cells.tsv"), "--command", "make x",
@@ -76,9 +80,9 @@ def test_results_tables(tmp_path):
     assert "| Y-Two * | 10.0 | 30.0 | 50.0 | 65.0 ± 7.1 |" in text         # no dev split: a held-out language
     assert "| **mean** | 10.0 | 30.0 | 50.0 | 65.0 |" in text
     assert "| em both | +20.0 | +20.0 | +20.0 | +20.0 (X-One) | 2 of 2 |" in text
-    (tmp_path / "yy-cvb-2-test.eval").unlink()
+    eval_file(tmp_path / "yy.test.eval", {"yy-em-0-test.conllu": 0.5, "yy-cvb-1-test.conllu": 0.6})
     r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode != 0 and "1 cells" in r.stderr
+    assert r.returncode != 0 and "1 cells" in r.stderr                  # yy-cvb-2-test has no table
 
 
 def test_induce_parses_every_test_sentence(tmp_path):

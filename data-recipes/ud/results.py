@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """RESULTS.md of the UD recipe from its grind eval files (standard library only).
 
---cells: a TSV of lang, name, algo, variant, seed, split, gold, eval file (the Makefile writes it);
+--cells: a TSV of lang, name, algo, variant, seed, split, gold, eval file, parse (the Makefile writes it; the
+eval file scores several parses, a table each after '# predicted: PARSE');
 --recommended: another, of lang, name, split, gold, eval file, for data-recipes/ud/induce's runs.
 Each eval file's 'all' row gives the directed accuracy (and the overlaps with the baselines), its
 'attach-right:all' / 'attach-left:all' rows the baselines'.
@@ -18,20 +19,38 @@ VARIANTS = ("plain", "leaves", "rules", "both")
 GOAL_MEAN, GOAL_EACH = 15.0, 3.0
 
 
-def read_eval(path):
-    """{'model': (directed, overlap_right, overlap_left, unparsed), 'right': directed, 'left': directed} or None."""
-    if not os.path.exists(path):
+_READ: dict = {}
+
+
+def read_eval(path, predicted=None):
+    """{'model': (directed, overlap_right, overlap_left, unparsed), 'right': directed, 'left': directed} of a
+    grind eval file (of several predicted files: the table after '# predicted: PREDICTED'), or None."""
+    if path not in _READ:
+        _READ[path] = _tables(path) if os.path.exists(path) else None
+    tables = _READ[path]
+    if tables is None:
         return None
-    out = {}
+    model = tables["models"].get(predicted) if predicted else next(iter(tables["models"].values()), None)
+    if model is None or "right" not in tables:
+        return None
+    return {"model": model, "right": tables["right"], "left": tables["left"]}
+
+
+def _tables(path):
+    out: dict = {"models": {}}
+    name = None
     for line in open(path, encoding="utf-8"):
+        if line.startswith("# predicted: "):
+            name = line[len("# predicted: "):].strip()
+            continue
         f = line.rstrip("\n").split("\t")
         if f[0] == "all":
-            out["model"] = (100 * float(f[3]), 100 * float(f[6]), 100 * float(f[7]), int(f[5]))
+            out["models"][name] = (100 * float(f[3]), 100 * float(f[6]), 100 * float(f[7]), int(f[5]))
         elif f[0] == "attach-right:all":
             out["right"] = 100 * float(f[3])
         elif f[0] == "attach-left:all":
             out["left"] = 100 * float(f[3])
-    return out if "model" in out else None
+    return out
 
 
 def fmt(values):
@@ -58,13 +77,13 @@ def main():
     for line in open(a.cells, encoding="utf-8"):
         if not line.strip():
             continue
-        lang, name, algo, variant, _seed, split, gold, path = (x.strip() for x in line.rstrip("\n").split("\t"))
+        lang, name, algo, variant, _seed, split, gold, path, parse = (x.strip() for x in line.rstrip("\n").split("\t"))
         if lang not in names:
             names[lang] = name
             order.append(lang)
         if split == "dev":
             has_dev.add(lang)
-        e = read_eval(path)
+        e = read_eval(path, parse)
         if e is None:
             missing += 1
             continue

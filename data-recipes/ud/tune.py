@@ -53,15 +53,14 @@ def scores(make, common, extra):
         listed = os.path.join(tmp, "cells.tsv")
         subprocess.run([*args, "-s", "list", f"LIST={listed}"], check=True)
         lines = [ln.split("\t") for ln in open(listed, encoding="utf-8").read().splitlines() if ln.strip()]
+    from results import read_eval
     out = {}
     for f in lines:
-        lang, name, path = f[0].strip(), f[1], f[7]
-        row = {}
-        for ln in open(path, encoding="utf-8"):
-            g = ln.rstrip("\n").split("\t")
-            if g[0] in ("all", "attach-right:all", "attach-left:all"):
-                row[g[0]] = 100 * float(g[3])
-        out.setdefault(lang, (name, [], row["attach-left:all"], row["attach-right:all"]))[1].append(row["all"])
+        lang, name, path, parse = f[0].strip(), f[1], f[7], f[8].strip()
+        e = read_eval(path, parse)
+        if e is None:
+            raise SystemExit(f"tune.py: no score of {parse} in {path}")
+        out.setdefault(lang, (name, [], e["left"], e["right"]))[1].append(e["model"][0])
     return {k: (n, statistics.mean(v), left, right) for k, (n, v, left, right) in out.items()}
 
 
