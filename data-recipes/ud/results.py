@@ -44,6 +44,8 @@ def _tables(path):
             name = line[len("# predicted: "):].strip()
             continue
         f = line.rstrip("\n").split("\t")
+        if len(f) < 8:                  # the several parses' mean and sd table at the end
+            continue
         if f[0] == "all":
             out["models"][name] = (100 * float(f[3]), 100 * float(f[6]), 100 * float(f[7]), int(f[5]))
         elif f[0] == "attach-right:all":
@@ -120,7 +122,9 @@ def main():
            "function words as leaves (`make-grammar dmv --leaf-tags LEAVES`), with the universal rules by "
            "posterior regularization (`train --universal-rules RULES --rule-fraction FRAC`), and with both. "
            "L / R: the attach-left / attach-right baselines of the same gold. Languages marked * have no dev split "
-           "(never tuned on: held-out languages); Czech-CLTT's test split is held out (dev only).", ""]
+           "(never tuned on: held-out languages); Czech-CLTT's test split is held out (dev only). 'recommended': "
+           "`./induce` (vb alpha 0.1, leaves udfunc, rules ud at 0.85, MBR trees; chosen on the dev splits only, "
+           "see TUNING.md), run on each split as a user would run it.", ""]
     for gold in ("content", "function"):
         for split in ("dev", "test"):
             langs = [lang for lang in order if (lang, split, gold) in base]
