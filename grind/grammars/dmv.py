@@ -794,7 +794,12 @@ def harmonic_counts(grammar: Grammar, sentences, variant: str = HARMONIC_DEFAULT
     that Cohen & Smith (2010, §5.1) use: in an n-word sentence each word is the
     root with weight 1/n and word i attaches to word j != i with weight
     proportional to 1/|i-j|.  Y rules count 1 per token.  Sentences with a word
-    the grammar lacks are skipped.
+    the grammar lacks are skipped.  A constrained grammar
+    (:mod:`grind.grammars.dmv_constraints`) gives each word's weight to the
+    heads it may have only (root and arcs rescaled to their total under
+    km-global, the arcs alone under independent; a sentence where a word may
+    have none is skipped), and a side where a type takes no dependents does
+    not bound km-global's first-kid probability.
 
     ``variant="km-global"`` (the default; the counts of the public ports of
     Klein & Manning's initialiser, as the authors' code computes them -- we
