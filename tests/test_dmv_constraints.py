@@ -191,6 +191,14 @@ def test_every_algorithm_trains_a_constrained_grammar(algo, opts):
         assert h is not None and allowed(LEAVES, tags, tuple(int(x) for x in h))
 
 
+def test_streaming_vb_trains_a_constrained_grammar(tmp_path):
+    import grind as api
+    g = dmv_grammar([], vocabulary=TAGS, constraints=LEAVES)
+    (tmp_path / "c.txt").write_text("\n".join(" ".join(s) for s in CORPUS * 3) + "\n")
+    r = api.fit(g, tmp_path / "c.txt", "streaming", alpha=0.5, batch=5)
+    assert all(math.isfinite(s.objective) for s in r.trace) and r.grammar.same_rules_as(g)
+
+
 def test_sharded_path_on_a_constrained_grammar(tmp_path):
     """estep | sum | mstep on two shards gives grind train's EM step; the header line is carried."""
     g = dmv_grammar([], vocabulary=TAGS, constraints=LEAVES)
