@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.grind-installed
 
-.PHONY: install demo lint test test-extras bench clean
+.PHONY: install demo lint check test test-extras bench docs man clean
 
 # A virtualenv with grind installed in editable mode, its Cython kernels compiled.
 $(STAMP): setup.py pyproject.toml $(wildcard csrc/*.pyx csrc/*.pxd csrc/*.h)
@@ -23,9 +23,22 @@ demo: $(STAMP)
 lint: $(STAMP)
 	status=0; $(BIN)/ruff check grind tests || status=1; $(BIN)/mypy || status=1; exit $$status
 
-# lint, then the test suite.
+# lint, then the test suite (all of it: what CI runs).
 test: lint
 	$(BIN)/python -m pytest -q
+
+# The edit loop: lint, then the tests not marked slow (a few minutes on 2 cores; `make test` runs them all).
+check: lint
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# The reference pages (docs/reference/COMMAND.md) and man pages (docs/man/grind-COMMAND.1), made from the
+# click commands (grind/cli/docs.py); tests/test_docs.py fails while a committed page is stale.
+docs: $(STAMP)
+	$(BIN)/python -m grind.cli.docs docs > /dev/null
+
+# The man pages alone (read one with `man -l docs/man/grind-train.1`).
+man: $(STAMP)
+	$(BIN)/python -m grind.cli.docs --man docs > /dev/null
 
 # The tests that skip without the optional extras (Dask, matplotlib: pyproject.toml's [dask] and [plot]), with
 # them installed into the venv; CI runs this after `make test`.

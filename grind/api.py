@@ -30,14 +30,15 @@ import numpy as np
 
 from grind import log
 from grind.errors import InputError
-from grind.formats.corpus import Corpus, CorpusSpec, Sentence, left_out
+from grind.formats.corpus import CorpusSpec, Sentence
 from grind.formats.corpus import read_corpus as _read_corpus
 from grind.formats.counts import Counts
-from grind.formats.rules import PSEUDO_COUNTS
 from grind.formats.textio import clear_run_info, set_run_info
 from grind.grammars.grammar import Grammar, as_probabilities, read_grammar as _read_grammar
 from grind.infer import RANDOM_ALGOS
-from grind.infer.registry import ALGORITHMS, CONFIG_OF, unread_options
+from grind.infer.options import OPTIONS, api_names, check_values
+from grind.infer.registry import ALGORITHMS
+from grind.run import sentences as _sentences, warn_failures as _warn_failures
 
 __all__ = ["read_grammar", "read_corpus", "fit", "FitResult", "parse", "evaluate", "estep", "Counts", "Grammar",
            "Sentence", "ALGORITHMS"]
@@ -62,47 +63,6 @@ def read_corpus(path, column: str | None = None, punct: str = "none", max_length
 
 def _grammar(grammar) -> Grammar:
     return grammar if isinstance(grammar, Grammar) else read_grammar(grammar)
-
-
-def _sentences(corpus) -> list[Sentence]:
-    """``corpus`` (path, Sentences or token lists) as a list of Sentence."""
-    if isinstance(corpus, (str, os.PathLike)):
-        try:
-            return read_corpus(corpus)
-        except InputError as e:
-            if "needs an explicit --column" not in str(e):
-                raise
-            raise InputError(f"{e}: in Python, read it with grind.read_corpus(path, column=..., punct=..., "
-                             "max_length=...) and pass the sentences") from None
-    if isinstance(corpus, (str, bytes, dict)) or not hasattr(corpus, "__iter__"):
-        raise TypeError("a corpus is a path, a list of Sentences or a list of token lists, not "
-                        f"{type(corpus).__name__}")
-    out = []
-    for i, s in enumerate(corpus, 1):
-        if isinstance(s, Sentence):
-            out.append(s)
-            continue
-        if isinstance(s, (str, bytes)) or not isinstance(s, (list, tuple)) or not all(isinstance(t, str) for t in s):
-            raise TypeError(f"sentence {i} of the corpus is {s!r}: a sentence is a list of token strings "
-                            "(e.g. 'a b'.split())")
-        out.append(Sentence(list(s), i, i))
-    return out
-
-
-def _warn_failures(what: str, parser, n: int, bad=None, fate: str = "are left out") -> None:
-    """On stderr, as the command line does: the sentences without a parse (``bad``, 0-based; default the
-    ones the parser already knows it cannot parse), the first ten by number, then how many and ``fate``."""
-    fails = getattr(parser, "failures", {}) or {}
-    bad = sorted(fails) if bad is None else list(bad)
-    if not bad:
-        return
-    def why(i):
-        return fails.get(i, "no derivation has positive probability")
-    for i in bad[:10]:
-        log.warn(f"{what}: sentence {i + 1} has no parse: {why(i)}")
-    if len(bad) > 10:
-        log.warn(f"{what}: ... and {len(bad) - 10} more")
-    log.warn(f"{what}: {len(bad)} of {n} sentences have no parse and {fate} (sentence {bad[0] + 1}: {why(bad[0])})")
 
 
 def _probabilities(grammar, normalise: bool, what: str) -> Grammar:
@@ -140,7 +100,8 @@ def _record(name: str, run_seed, **kw) -> str:
 
 
 def _check_args(seed, kernel, **ints) -> None:
-    """The arguments the command line's option types would have refused."""
+    """The arguments the command line's option types would have refused (``grind.fit``'s other options:
+    :func:`grind.infer.options.check_values`)."""
     import numbers
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer or None, not {seed!r}")
@@ -177,164 +138,107 @@ class FitResult:
 
 #: ``grind train``'s long option names underscored -> the config field each sets, where the two differ
 #: (tests/test_api.py checks this against the command line).
-FLAG_NAMES = {"cov": "ln_cov", "constraints": "mix_constraints", "base": "mix_base"}
+FLAG_NAMES = {o.alias: o.name for o in OPTIONS if o.alias and o.config}
+#: Options the run reads that are not keywords of :func:`fit` (they are its parameters) or are for the
+#: command line only.
+_PARAMETERS = ("algo", "alpha", "iterations", "seed", "jobs", "kernel", "dev_path", "eval_every", "early_stop",
+               "patience")
 
 
-def _config(algo: str, options: dict):
-    """The typed configuration (:data:`grind.infer.registry.CONFIG_OF`) of
-    ``algo`` from ``grind train``'s option names (underscored); an option left
-    out or None takes the algorithm's default, as on the command line."""
-    if algo not in CONFIG_OF:
-        raise ValueError(f"unknown algorithm {algo!r}: one of {', '.join(CONFIG_OF)}")
-    cls = CONFIG_OF[algo]
-    aliases = FLAG_NAMES
-    for flag in [k for k in options if k not in cls.names() and aliases.get(k) in cls.names()]:
-        if aliases[flag] in options:
-            raise TypeError(f"grind.fit: {flag} and {aliases[flag]} name the same option")
-        options[aliases[flag]] = options.pop(flag)
-    unknown = sorted(set(options) - set(cls.names()))
+def _values(algo: str, options: dict) -> tuple[dict, dict]:
+    """``fit``'s ``**options`` by option name (an alias, ``cov``, names ``ln_cov``), and the names as given:
+    an unknown keyword, or one option given twice, is a TypeError."""
+    known = api_names()
+    values: dict = {}
+    as_given: dict = {}
+    unknown = []
+    for key, v in options.items():
+        name = known.get(key)
+        if name is None or name in _PARAMETERS:
+            unknown.append(key)
+            continue
+        if name in as_given:
+            raise TypeError(f"grind.fit: {as_given[name]} and {key} name the same option")
+        values[name], as_given[name] = v, key
     if unknown:
-        raise TypeError(f"unknown option(s) for grind.fit(algo={algo!r}): {', '.join(unknown)} "
-                        f"(its options: {', '.join(cls.names())})")
-    return cls.from_options(options)
+        names = sorted(k for k, n in known.items() if n == k and n not in _PARAMETERS)
+        raise TypeError(f"unknown option(s) for grind.fit(algo={algo!r}): {', '.join(sorted(unknown))} "
+                        f"(its options: {', '.join(names)})")
+    return values, as_given
 
 
 def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None = None, seed: int | None = None,
         jobs: int = 1, kernel: str = "auto", dev=None, eval_every: int = 0, early_stop: bool = False,
-        patience: int = 1, on_step=None, universal_rules: str | None = None, rule_fraction: float | None = None,
-        **options) -> FitResult:
+        patience: int = 1, on_step=None, **options) -> FitResult:
     """Train ``grammar``'s weights on ``corpus`` with algorithm ``algo``
     (``em``, ``vb``, ``cvb``, ``streaming``, ``stochastic``, ``gibbs``,
-    ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does.
+    ``hastings``, ``mixture``, ``ln``), as ``grind train --algo ALGO`` does:
+    the run is :class:`grind.run.TrainingRun`'s, the options and their checks
+    :mod:`grind.infer.options`' (``docs/reference/train.md`` lists them).
 
     ``alpha``: Dirichlet hyperparameter (a number; a number and per-LHS
     numbers, ``"1e-20,Stem=1e-15"``; or a grammar file of per-rule
     pseudo-counts); None = 1.0 where the algorithm has a Dirichlet prior.
     An option ``algo`` does not read (``alpha`` for ``ln``, ``iterations``
     for ``stochastic``, ``tolerance`` for the samplers, ...) is a TypeError,
-    as ``grind train`` refuses it.  ``iterations``: None = the algorithm's default
+    as ``grind train`` refuses it; options that do not go together are a
+    ValueError.  ``iterations``: None = the algorithm's default
     (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
     one random generator.  ``jobs``: E-step threads (results do not depend
-    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience``: held-out
-    evaluation as ``--dev/--eval-every/--early-stop/--patience``.  ``on_step(step)`` is
-    called after every step.  ``options``: the other ``grind train``
+    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience`` (and the option
+    ``eval_at``): held-out evaluation as ``--dev/--eval-every/--early-stop/--patience`` (``--eval-at``).
+    ``on_step(step)`` is called after every step.  ``options``: the other ``grind train``
     options, underscored (``tolerance``, ``batch``, ``kappa``, ``model``,
     ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
     (``spec=CorpusSpec(...)`` gives its reading options); ``stochastic`` given a
     path indexes it on disk (:mod:`grind.infer.corpus_index`) and never holds it.
-    ``universal_rules`` (``"ud"``, ``"naseem"`` or a file) and ``rule_fraction``:
-    posterior regularization of em, vb or cvb, as ``--universal-rules --rule-fraction``.
+    Messages go through Python's ``logging`` (logger ``grind``).
     """
-    from grind.infer.training import ShardedEstep, heldout, prior_vector, run_summary, train as run_training
-    _check_args(seed, kernel, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience,
-                **{k: options[k] for k in ("batch", "epochs", "model") if k in options})
-    if patience < 1 or eval_every < 0:
-        raise ValueError(f"patience must be >= 1 and eval_every >= 0 (got {patience}, {eval_every})")
-    shown = given = seed
+    from grind.run import PyNamer, Style, TrainingRun, configure
+    _check_args(seed, kernel)
+    if options.get("joint"):
+        raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
+    values, as_given = _values(algo, options)
+    check_values(dict(values, iterations=iterations, jobs=jobs, eval_every=eval_every, patience=patience))
+    shown = given_seed = seed
     if seed is None and algo in RANDOM_ALGOS:          # as grind train: draw the seed and record it
         import secrets
         seed = secrets.randbits(32)
         shown = f"{seed} (drawn: no seed given)"
         log.info(f"grind.fit: no seed given: drew {seed}; seed={seed} repeats this run")
-    call = _record("fit", shown, algo=algo, alpha=alpha, iterations=iterations, seed=given,
-                   universal_rules=universal_rules, rule_fraction=rule_fraction, **options)
+    call = _record("fit", shown, algo=algo, alpha=alpha, iterations=iterations, seed=given_seed, **options)
     rng = np.random.default_rng(seed)
-    if options.get("joint"):
-        raise ValueError("joint (bilingual) training is only on the command line (grind train --joint)")
-    if eval_every and dev is None:
-        raise ValueError("eval_every needs dev")
-    if early_stop and not eval_every:
-        raise ValueError("early_stop needs eval_every and dev")
-    if patience > 1 and not early_stop:
-        raise ValueError("patience needs early_stop")
-    if algo == "streaming":
-        if not isinstance(corpus, (str, os.PathLike)):
-            raise ValueError("the streaming algorithm reads its corpus as a stream: give a path")
-        options = dict(options, corpus=os.fspath(corpus), spec=options.get("spec") or CorpusSpec())
-    cfg = _config(algo, dict(options, iterations=iterations, jobs=jobs, kernel=kernel))
-    given = {"alpha": ("alpha", alpha), "iterations": ("iterations", iterations)}
-    given.update({FLAG_NAMES.get(k, k): (k, v) for k, v in options.items()})    # by config name: as given
-    for name, why in unread_options(algo, cfg, lambda n: f"{n}=").items():
-        as_given, value = given.get(name, (name, None))
-        if value is not None:
-            raise TypeError(f"grind.fit(algo={algo!r}) does not read {as_given}=: {why}")
-    if alpha is None:
-        alpha = 1.0 if "alpha" not in unread_options(algo, cfg) else None
-    g = _probabilities(_grammar(grammar), True, "grind.fit")
-    index, failed0, sents = None, 0, None
-    if algo == "streaming":
-        estep, n = None, "a stream of"
-    elif algo == "stochastic" and isinstance(corpus, (str, os.PathLike)):
-        from grind.infer.corpus_index import FileEstep
-        from grind.infer.stochastic import index_corpus
-        index = index_corpus(g, os.fspath(corpus), CorpusSpec(), kernel)     # on disk, as grind train
-        failed0 = index.report()
-        estep, n = FileEstep(index, jobs), index.n
-    else:
-        sents = _sentences(corpus)
-        parser = _parser(g, sents, kernel)
-        if algo == "stochastic":          # as grind train: its pool and N leave out what no weights can parse
-            from grind.infer.corpus_index import mark_underivable
-            mark_underivable(parser, g)
-        _warn_failures("grind.fit", parser, len(sents))
-        failed0 = len(getattr(parser, "failures", {}) or {})
-        estep, n = ShardedEstep(parser, jobs), len(sents)
-    universal: dict = {}
-    if rule_fraction is not None and universal_rules is None:
-        raise TypeError("rule_fraction= is the share of arcs universal_rules= asks for: give universal_rules=")
-    if universal_rules is not None:
-        if algo not in ("em", "vb", "cvb"):
-            raise TypeError(f"universal_rules= projects the E-step of em, vb, cvb, not of {algo!r}")
-        from grind.infer.posterior_reg import regularize
-        estep, universal = regularize(g, estep, universal_rules, rule_fraction)
+    if algo == "streaming" and not isinstance(corpus, (str, os.PathLike)):
+        raise ValueError("the streaming algorithm reads its corpus as a stream: give a path")
+    values.update(algo=algo, alpha=alpha, iterations=iterations, seed=seed, jobs=jobs, kernel=kernel,
+                  dev_path=dev, eval_every=eval_every, early_stop=early_stop, patience=patience)
+    given = {k for k, v in values.items() if v is not None}
+    namer = PyNamer(dict(as_given, dev_path="dev"))
+    from grind.infer.options import OptionError
     try:
-        prior = prior_vector(g, 1.0 if alpha is None else alpha)
-        log.info(f"training {algo} on {n} sentences, {len(g)} rules")
-        algorithm = ALGORITHMS[algo](g, estep, prior, g.probabilities(), cfg, rng)
-        eval_fn = None
-        if dev is not None:
-            dev_sents = _sentences(dev)
-            dev_parser = _parser(g, dev_sents, kernel)
-            eval_fn = lambda a: heldout(dev_parser, a.mean(), dev_sents)  # noqa: E731
-        trace = run_training(algorithm, rng, eval_fn=eval_fn, eval_every=eval_every, on_step=on_step,
-                             early_stop=early_stop, patience=patience)
-    finally:
-        if index is not None:
-            index.close()             # the spool of the corpus's tokens
-    kind = "probabilities" if algorithm.output == "probabilities" else f"{PSEUDO_COUNTS} (posterior)"
-    meta = {k: v for k, v in g.meta.items() if k not in ("weights", "start")}
-    summary = run_summary(trace)              # an early-stopped run: the kept state's steps and objective
-    meta.update(weights=kind, algorithm=algo, steps=str(summary["steps"]), call=call, seed=str(shown))
-    if alpha is not None:
-        meta["alpha"] = str(alpha)
-    if summary["objective"] is not None:
-        meta["objective"] = summary["objective"]
-    if summary.get("stopped"):
-        meta["stopped"] = summary["stopped"]
-    if hasattr(algorithm, "st"):                # as grind train's header: the LN structure, M-step, mixture
-        meta["structure"] = algorithm.st.describe()
-    if hasattr(algorithm, "mstep"):
-        meta["ln_mstep"] = algorithm.mstep
-    if algo == "mixture":
-        meta["mixture"] = algorithm.describe()
-    meta.update(universal)
-    from grind.infer.training import unfinished_annealing, unparsed_note
-    note = unparsed_note(algo, algorithm, trace, n, failed0)
-    if note:
-        meta["unparsed"] = note
-    read = (corpus if isinstance(corpus, Corpus) else sents if isinstance(sents, Corpus) else
-            index if index is not None else getattr(algorithm.batches, "read", lambda: None)())
-    dropped = left_out(read, "not trained on") if read is not None else None
-    if dropped:
-        meta["left_out"] = dropped
-    t_end = unfinished_annealing(trace)
-    if t_end:                         # as grind train says it
-        meta["temperature"] = f"{t_end:.6g} (the annealing had not reached 1)"
-        log.warn(f"grind.fit: the run ended at step {trace[-1].step} at temperature {t_end:.4g}, before the "
-                 "annealing (over anneal_sweeps, else iterations) reached 1: the grammar is a tempered state")
-    trained = g.with_weights(algorithm.weights(), meta)
+        cfg = configure(algo, values, given.__contains__, namer)
+    except OptionError as e:
+        raise (TypeError if e.unread else ValueError)(str(e)) from None
+    style = Style("grind.fit", namer, False)
+    with TrainingRun(grammar if isinstance(grammar, Grammar) else os.fspath(grammar), corpus, algo, cfg, values,
+                     style, spec=values.get("spec")) as run:
+        log.info(run.describe())
+        trace = run.train(rng, on_step=on_step)
+        info = run.header()
+        weights = run.algorithm.weights()
+        kind = run.kind()
+    meta = {k: v for k, v in run.g.meta.items() if k not in ("weights", "start")}
+    meta.update(weights=kind, algorithm=algo, steps=str(info["steps"]), call=call, seed=str(shown))
+    if info["alpha"] is not None:
+        meta["alpha"] = str(1.0 if alpha is None else alpha)
+    for key in ("objective", "stopped", "structure", "ln_mstep", "mixture", "unparsed", "left_out", "temperature",
+                "universal_rules", "rule_fraction", "rule_share", "constraints", "unseen_tags"):
+        if info.get(key) is not None:
+            meta[key] = info[key]
+    trained = run.g.with_weights(weights, meta)
     clear_run_info()                    # the result's grammar carries the call; later files are not its
-    return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha, "seed": seed})
+    return FitResult(trained, trace, algo, vars(cfg) | {"alpha": alpha if info["alpha"] is None else
+                                                        (1.0 if alpha is None else alpha), "seed": seed})
 
 
 # ----------------------------------------------------------------------------- parsing, counts, evaluation

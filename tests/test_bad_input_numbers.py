@@ -66,11 +66,14 @@ def test_init_options_that_would_do_nothing_are_refused(gc):
 def test_loglik_with_no_parsed_sentence_is_undefined_not_probability_one(gc):
     d, g, _ = gc
     (d / "y.txt").write_text("a a a\n")                       # S --> A B needs exactly two words
-    r = grind("loglik", "--summary", g, d / "y.txt")
+    r = grind("loglik", "--summary", g, d / "y.txt", check=False)         # (issue 38) nothing parsed: an error
+    assert r.returncode == 1 and "--max-unparsed" in r.stderr and not r.stdout
+    r = grind("loglik", "--summary", "--max-unparsed", "1", g, d / "y.txt")
     assert "# parsed: 0\n" in r.stdout and "# logprob: nan\n" in r.stdout and "# perplexity: nan\n" in r.stdout
     assert "no sentence has a parse" in r.stderr
 
 
+@pytest.mark.slow
 def test_parse_refuses_the_cky_kernel_for_a_dmv_grammar(tmp_path):
     t = tmp_path / "t.txt"
     t.write_text("DET NOUN VERB\nNOUN VERB\n")
@@ -82,6 +85,7 @@ def test_parse_refuses_the_cky_kernel_for_a_dmv_grammar(tmp_path):
     assert grind("loglik", "--kernel", "cky", "--summary", d, t).returncode == 0    # the cross-check still runs
 
 
+@pytest.mark.slow
 def test_mstep_map_without_grammar_refuses_a_used_lhs_with_no_rule_left(tmp_path):
     g, x = tmp_path / "gx.txt", tmp_path / "x.txt"
     g.write_text("1 S --> A\n0.5 A --> x\n0.5 A --> B\n1 B --> x\n")
@@ -97,6 +101,7 @@ def test_mstep_map_without_grammar_refuses_a_used_lhs_with_no_rule_left(tmp_path
     assert "1 S --> A" in grind("mstep", "--alpha", "1", c).stdout
 
 
+@pytest.mark.slow
 def test_dev_set_with_no_parsable_sentence_stops_instead_of_scoring_log_probability_zero(tmp_path):
     tr, dev = tmp_path / "t.txt", tmp_path / "dev.txt"
     tr.write_text("DET NOUN VERB\nNOUN VERB\n")
@@ -119,6 +124,7 @@ def test_train_options_another_algorithm_reads_are_refused(gc, args, msg):
     assert r.returncode == 2 and msg in r.stderr
 
 
+@pytest.mark.slow
 def test_mix_coef_nan_is_refused_up_front(tmp_path):
     t = tmp_path / "t.txt"
     t.write_text("DET NOUN VERB\nNOUN VERB\n")
@@ -128,6 +134,7 @@ def test_mix_coef_nan_is_refused_up_front(tmp_path):
     assert r.returncode == 2 and "--mix-coef" in r.stderr and "NaN" not in r.stderr
 
 
+@pytest.mark.slow
 def test_resume_from_a_checkpoint_past_the_end_says_no_step_ran(gc):
     d, g0, c = gc
     ck, g = d / "ck.npz", d / "g1.txt"
@@ -142,6 +149,7 @@ def test_resume_from_a_checkpoint_past_the_end_says_no_step_ran(gc):
     assert "no step run" not in r.stderr
 
 
+@pytest.mark.slow
 def test_train_names_sentences_without_a_parse_under_the_initial_weights(tmp_path):
     c = tmp_path / "u.txt"
     c.write_text("DET NOUN\nVERB\n")                          # a one-word sentence: no binary CNF tree
@@ -156,6 +164,7 @@ def test_train_names_sentences_without_a_parse_under_the_initial_weights(tmp_pat
             assert "the grammar has no derivation of it under any weights" in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_train_names_sentences_of_probability_zero_under_the_initial_weights(tmp_path):
     c, g = tmp_path / "c.txt", tmp_path / "g.txt"
     c.write_text("a b\na c\n")
@@ -220,6 +229,7 @@ def test_api_reads_character_corpora_and_one_average_grammar(tmp_path):
     assert grind.parse(str(d1), sents, decoder="mbr", average=str(d1)) == grind.parse(str(d1), sents, decoder="mbr")
 
 
+@pytest.mark.slow
 def test_tie_over_a_joint_grammar_needs_a_dmv_in_every_language(tmp_path):
     t, d1 = tiny_dmv(tmp_path)
     c0, c1 = tmp_path / "c0.txt", tmp_path / "c1.txt"
@@ -237,9 +247,13 @@ def test_every_algorithm_stops_when_no_sentence_parses(tmp_path, algo):
     (tmp_path / "c.txt").write_text("c d\nc\n")
     r = grind("train", "--algo", algo, "--iterations", "3", "--seed", "1", tmp_path / "g.txt", tmp_path / "c.txt",
               check=False)
+    assert r.returncode == 1 and "2 of 2 sentences have no parse" in r.stderr and not r.stdout   # --max-unparsed
+    r = grind("train", "--algo", algo, "--iterations", "3", "--seed", "1", "--max-unparsed", "1", tmp_path / "g.txt",
+              tmp_path / "c.txt", check=False)
     assert r.returncode == 1 and "no sentence has a parse of positive probability" in r.stderr and not r.stdout
 
 
+@pytest.mark.slow
 def test_map_em_says_when_training_sentences_stop_parsing(tmp_path):
     """MAP-EM with alpha < 1 zeroes rules; sentences that needed them drop out of the objective, which can fall."""
     from conftest import sample_dmv

@@ -11,7 +11,8 @@ import pytest
 from conftest import grind
 from test_training import Counter
 
-GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 A --> b\n0.5 B --> a\n0.5 B --> b\n"
+# A and B are not alike (a symmetric start is refused: issue 38)
+GRAMMAR = "0.5 S --> A B\n0.5 S --> B A\n0.6 A --> a\n0.4 A --> b\n0.5 B --> a\n0.5 B --> b\n"
 CORPUS = "a b\nb a\na b\nb a\n"
 
 
@@ -38,6 +39,7 @@ def one_line_error(r, *needles, code=1):
 
 # ----------------------------------------------------------------------------- grind sum
 
+@pytest.mark.slow
 def test_sum_refuses_counts_read_with_different_corpus_options(files):
     grind("estep", "--max-length", "5", "-o", files / "c1.txt", files / "g.txt", files / "c.txt")
     grind("estep", "--max-length", "20", "-o", files / "c2.txt", files / "g.txt", files / "c.txt")
@@ -53,6 +55,7 @@ def test_sum_warns_when_a_file_is_given_twice(files):
     assert f"{files / 'link.txt'} (argument 2) is the file of argument 1: its counts are added twice" in r.stderr
 
 
+@pytest.mark.slow
 def test_sum_of_split_shards_keeps_the_corpus_line(files):
     grind("split", "-n", "2", "--max-length", "5", "-o", files / "s", files / "c.txt")
     for i in (1, 2):
@@ -72,6 +75,7 @@ def test_sum_refuses_a_count_file_without_a_statistic_the_other_has(files, missi
     assert not (files / "sum.txt").exists()
 
 
+@pytest.mark.slow
 def test_a_count_file_with_more_parsed_than_sentences_is_refused(files):
     grind("estep", "-o", files / "c1.txt", files / "g.txt", files / "c.txt")
     text = (files / "c1.txt").read_text()
@@ -82,6 +86,7 @@ def test_a_count_file_with_more_parsed_than_sentences_is_refused(files):
     one_line_error(grind("mstep", files / "bad.txt", check=False), files / "bad.txt", "parsed: 6")
 
 
+@pytest.mark.slow
 def test_vb_mstep_of_counts_without_loglik_is_an_error(files):
     grind("-q", "estep", "--algo", "vb", "-o", files / "c0.txt", files / "g.txt", files / "c.txt")
     grind("-q", "mstep", "--algo", "vb", "--grammar", files / "g.txt", "-o", files / "g1.txt", files / "c0.txt")
@@ -161,6 +166,7 @@ def test_checkpoint_that_is_not_a_regular_file_is_refused_before_work(files, wha
     assert "training" not in r.stderr and not (files / "out.txt").exists()
 
 
+@pytest.mark.slow
 def test_checkpoint_symlink_is_written_through_and_resumed_from(files):
     (files / "ck").symlink_to("real.npz")
     args = ["--checkpoint", files / "ck", "--checkpoint-every", "1", files / "g.txt", files / "c.txt"]

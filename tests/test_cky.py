@@ -313,6 +313,7 @@ def _dense_cnf(n, rng, n_words=6):
     return G(rules, rng.uniform(0.05, 1.0, size=len(rules)), start="ROOT")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [3, 5, 6, 7, 8, 9, 10, 11, 12, 13])
 def test_small_dense_kernel_agrees_with_sparse_and_reference(n):
     """Up to 12 rule rows (GRIND_NARROW) the dense path does its products in C with

@@ -37,6 +37,7 @@ def files(tmp_path):
     return tmp_path, str(g), str(c)
 
 
+@pytest.mark.slow
 def test_pipeline_through_stdin_and_stdout(files):
     d, g, c = files
     g1 = grind("init", "--random", "--seed", "3", g).stdout
@@ -51,6 +52,7 @@ def test_pipeline_through_stdin_and_stdout(files):
         assert out.startswith("# grind ") and "# command: grind " in out and "# seed:" in out
 
 
+@pytest.mark.slow
 def test_one_em_step_by_hand_equals_train(files):
     d, g, c = files
     (d / "g1.txt").write_text(grind("init", "--random", "--seed", "5", g).stdout)
@@ -63,6 +65,7 @@ def test_one_em_step_by_hand_equals_train(files):
     assert strip(by_hand) == strip(trained)
 
 
+@pytest.mark.slow
 def test_estep_on_shards_plus_sum_equals_whole(files):
     d, g, c = files
     lines = CORPUS.splitlines(keepends=True)
@@ -119,6 +122,7 @@ def test_missing_file_and_usage_errors(files):
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_unparseable_sentence_is_reported_and_counted(files):
     d, g, c = files
     (d / "c2.txt").write_text(CORPUS + "the zebra barks\n")
@@ -162,6 +166,7 @@ def test_seed_makes_init_reproducible(files):
     assert a == b and a != other
 
 
+@pytest.mark.slow
 def test_progress_bar_only_on_a_terminal(files):
     """tqdm appears on stderr when it is a TTY, never in a pipe or log file."""
     import os
@@ -209,6 +214,7 @@ def test_a_message_while_a_progress_bar_is_drawn_starts_its_own_line(monkeypatch
     assert log._state["bars"] == 0
 
 
+@pytest.mark.slow
 def test_options_that_would_do_nothing_are_refused_help_audit(tmp_path):
     """Accepted and ignored before: init's corpus options without --harmonic; --mix-start / --mix-end
     with a fixed schedule or --mix-coef (help audit)."""

@@ -1,5 +1,6 @@
 """Committee decoding: grammars drawn from the logistic-normal prior, reproducible by seed."""
 import numpy as np
+import pytest
 
 from conftest import grind
 from grind.infer.committee import PriorSampler, committee_heads
@@ -52,6 +53,7 @@ def test_spread_of_runs():
     assert "all\t0.3000\t0.1414\t0.3000\t0.1414" in out
 
 
+@pytest.mark.slow
 def test_committee_cli(tmp_path):
     g = dmv_grammar(SENTS)
     gp = tmp_path / "g.txt"

@@ -11,6 +11,7 @@ that need Dask skip without it; the option checks run either way.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -271,6 +272,7 @@ def test_without_dask_cluster_is_a_one_line_error(sample, monkeypatch):
     assert code == 1 and err == "grind: error: --cluster needs Dask: pip install 'grind[dask]'\n", err
 
 
+@pytest.mark.slow
 def test_dask_is_imported_only_for_cluster(sample):
     d, train = sample
     code = ("import sys; from grind.cli.main import main\n"
@@ -283,9 +285,12 @@ def test_dask_is_imported_only_for_cluster(sample):
 
 
 def test_help_documents_cluster():
+    """--help has the one line; the set-up (dask-jobqueue, the extra) moved to the reference page."""
     r = grind("train", "--help")
     text = " ".join(r.stdout.split())
-    assert "--cluster local:N|tcp://HOST:PORT" in text and "dask-jobqueue" in text and "grind[dask]" in text
+    assert "--cluster ADDRESS E-step on Dask: local:N or tcp://HOST:PORT." in text
+    page = " ".join(open(os.path.join(REPO, "docs", "reference", "train.md"), encoding="utf-8").read().split())
+    assert "`--cluster ADDRESS`" in page and "dask-jobqueue" in page and "grind[dask]" in page
 
 
 @needs_dask

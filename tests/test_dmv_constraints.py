@@ -274,3 +274,7 @@ def test_backoff_parses_sentences_with_tags_of_probability_zero(tmp_path):
     assert "structural constraints" in out.stderr
     off = grind("parse", "--no-backoff", "--format", "text", tmp_path / "g.txt", tmp_path / "s.txt")
     assert "# unparsed: 1" in off.stdout
+    strict = ("--max-unparsed", "0", "--format", "text", tmp_path / "g.txt", tmp_path / "s.txt")
+    assert "# unparsed: 0" in grind("parse", *strict).stdout        # a backed-off sentence is parsed ...
+    off = grind("parse", "--no-backoff", *strict, check=False)       # ... without back-off it counts as unparsed
+    assert off.returncode == 1 and "--max-unparsed" in off.stderr and not off.stdout

@@ -104,6 +104,7 @@ def measure(kind: str, n: int = N_SENT) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["tags", "stored"])
 def test_dmv_parser_state_is_at_most_1kb_a_sentence_at_peak(kind):
     got = measure(kind)

@@ -107,6 +107,7 @@ def shuffled_variants(g):
     yield "shuffled", [rules[i] for i in order.tolist()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
 def test_index_lookups_are_the_rule_lists(monkeypatch, chunk):
     """Per-type rules and choose lookups of the index made in chunks equal those
@@ -202,6 +203,7 @@ _MEASURE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_estep_command_bytes_per_rule_at_peak(tmp_path):
     """The whole grind estep (corpus, grammar from the cache, index, parser,
     E-step, count file) over ~400k lexicalized rules peaks at <= 100 bytes a rule

@@ -50,6 +50,7 @@ def test_trees_are_single_rooted_acyclic_projective():
         assert (m.word_class[words] == cls).all()
 
 
+@pytest.mark.slow
 def test_zipf_and_length_statistics():
     m = PlantedDMV(20_000, rng=1)
     lengths, freq = [], collections.Counter()
@@ -67,6 +68,7 @@ def test_zipf_and_length_statistics():
     assert [w for w, _ in freq.most_common(3)] == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_size_dynamic_program_matches_brute_force():
     """Y[c, m] (probability that a class-c subtree has m words) against sampling without conditioning."""
     m = PlantedDMV(50, n_classes=3, rng=2, max_length=30)
@@ -120,6 +122,7 @@ def test_lexicalized_dmv_index_is_the_classified_one():
         assert len({id(r[1][1]) for r in g.rules if r[0].startswith("R'_")}) == len(ys)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("grind.kernels._dmv") is None, reason="DMV kernel not built")
 def test_tiny_bench_run_prints_the_table(tmp_path, capsys):
     from grind.bench import fisher
@@ -132,3 +135,13 @@ def test_tiny_bench_run_prints_the_table(tmp_path, capsys):
     assert all(r.rss > 0 for r in bench.runs)
     scored = [r for r in bench.runs if r.accuracy is not None]
     assert len(scored) == 4 and all(0 <= r.accuracy <= 1 for r in scored)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grind.kernels._dmv") is None, reason="DMV kernel not built")
+def test_bench_streams_one_sentence_minibatches_after_a_first_batch(tmp_path, capsys):
+    from grind.bench import fisher
+    bench = fisher.main(["--sentences", "200", "--types", "200", "--eval", "0", "--batch", "1", "--first-batch", "150",
+                         "--methods", "streaming", "--workdir", str(tmp_path / "w")])
+    assert "| streaming | one pass |" in capsys.readouterr().out
+    (run,) = [r for r in bench.runs if r.method == "streaming"]
+    assert run.note == "first minibatch 150, then batch 1, 1 VB iteration" and run.rss > 0

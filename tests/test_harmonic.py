@@ -157,6 +157,7 @@ def test_smoothed_variant_gives_every_rule_positive_weight():
         harmonic_counts(g, sents, "nope")
 
 
+@pytest.mark.slow
 def test_init_variant_option(tmp_path):
     c = tmp_path / "c.conllu"
     c.write_text("1\tx\t_\tNN\tNN\t_\t2\t_\t_\t_\n2\ty\t_\tVB\tVB\t_\t0\t_\t_\t_\n\n")
@@ -199,6 +200,7 @@ def test_ln_cap_says_so():
     assert len(trace) == 3 and trace[-1].extra["stopped"].startswith("reached the cap of 3 iterations")
 
 
+@pytest.mark.slow
 def test_train_ln_defaults_run_to_convergence(tmp_path):
     c = tmp_path / "c.conllu"
     c.write_text("1\tx\t_\tNN\tNN\t_\t2\t_\t_\t_\n2\ty\t_\tVB\tVB\t_\t0\t_\t_\t_\n\n"

@@ -27,6 +27,7 @@ def body(text):
     return [ln for ln in text.splitlines() if not ln.startswith("# command")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd", [["estep"], ["train", "--algo", "em", "--iterations", "2"],
                                  ["train", "--algo", "stochastic", "--batch", "50", "--epochs", "1", "--seed", "1"]])
 def test_a_corpus_read_once_from_a_pipe_is_the_file(dmv, cmd):
@@ -36,6 +37,7 @@ def test_a_corpus_read_once_from_a_pipe_is_the_file(dmv, cmd):
     assert body(from_pipe) == body(from_file)
 
 
+@pytest.mark.slow
 def test_a_grammar_from_a_pipe_parses_as_the_file(dmv):
     d, text = dmv
     g = (d / "g1.txt").read_text()
@@ -49,6 +51,7 @@ def test_split_of_a_pipe_names_shards_by_format(dmv, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.1.conllu", "s.2.conllu"]
 
 
+@pytest.mark.slow
 def test_what_cannot_read_a_pipe_twice_says_so(dmv):
     d, text = dmv
     r = grind("train", "--algo", "streaming", "--batch", "100", *C, d / "g1.txt", "-", stdin=text, check=False)
@@ -59,6 +62,7 @@ def test_what_cannot_read_a_pipe_twice_says_so(dmv):
     assert "directed" in r.stdout
 
 
+@pytest.mark.slow
 def test_standard_input_given_for_two_inputs_is_an_error(dmv):
     """The second reader of '-' read an exhausted stream: --families - after GRAMMAR - gave an empty
     mapping and an untied logistic normal with exit 0 (CLI audit)."""
@@ -84,6 +88,7 @@ def test_a_sigmorphon_tsv_on_stdin_is_detected_with_chars():
     assert "# corpus: format=sigmorphon (auto-detected)" in r.stdout
 
 
+@pytest.mark.slow
 def test_counts_of_an_auto_detected_and_a_named_format_add_up(dmv, tmp_path):
     d, text = dmv
     grind("split", *C, "-n", "2", "-o", tmp_path / "s", d / "train.conllu")
@@ -96,6 +101,7 @@ def test_counts_of_an_auto_detected_and_a_named_format_add_up(dmv, tmp_path):
     assert len(rows(summed)) == len(rows(whole)) and "# corpus: format=conllu (auto-detected)" in summed
 
 
+@pytest.mark.slow
 def test_unparsed_sentences_are_reported_as_what_the_command_does_with_them(tmp_path):
     g = tmp_path / "g.txt"
     g.write_text("1 S --> a\n")
@@ -108,6 +114,7 @@ def test_unparsed_sentences_are_reported_as_what_the_command_does_with_them(tmp_
     assert "1 of 2 sentences have no parse and are written with log probability -inf" in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pack", ["gzip", "xz", "bzip2"])
 def test_compressed_data_under_a_plain_name_or_on_a_pipe_says_so(tmp_path, pack):
     """A gzip corpus piped into grind said 'not valid UTF-8'."""

@@ -136,6 +136,7 @@ def test_oracle_unary_cycle_bounded():
         assert math.fsum(got.values()) == pytest.approx(v * (1 - c**n) / (1 - c), rel=1e-14)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_oracle_self_consistent(family):
     # every listed derivation is well-formed (checked node by node), none is
@@ -249,6 +250,7 @@ def _as_list(x):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("family", FAMILIES)
@@ -283,6 +285,7 @@ def test_inside_outside(family, seed, path):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("family", FAMILIES)
@@ -328,6 +331,7 @@ def _sample_sentences(family, seed):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", SAMPLE_SEEDS)
 @pytest.mark.parametrize("family", FAMILIES)

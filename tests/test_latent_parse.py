@@ -192,6 +192,7 @@ def test_cyclic_grammar_logz_matches_brute_force_per_max_unary():
 
 # -- decoding --------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("h", [1, 2, 3])
 @pytest.mark.parametrize("cyclic", [False, True])
 def test_decoders_match_brute_force(h, cyclic):
@@ -471,6 +472,7 @@ def test_parallel_calls_agree():
     assert all(o == want for o in out)
 
 
+@pytest.mark.slow
 def test_bench_runs_on_the_synthetic_treebank(capsys):
     from grind.bench import latent_parse as bench
     r = bench.main(["--synthetic", "--sentences", "30", "--exhaustive-h8", "10"])

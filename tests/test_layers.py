@@ -14,7 +14,7 @@ import grind
 ROOT = os.path.dirname(grind.__file__)
 #: Rank of each top-level part of the package; a module may import its own rank or lower.
 LAYERS = {"errors": 0, "log": 0, "heap": 0, "__init__": 0, "formats": 1, "grammars": 2, "kernels": 3, "infer": 4,
-          "eval": 5, "api": 6, "cli": 7, "bench": 7, "__main__": 7}
+          "eval": 5, "api": 6, "run": 6, "cli": 7, "bench": 7, "__main__": 7}
 
 
 def modules() -> dict[str, str]:

@@ -305,6 +305,7 @@ def rows(path):
     return [dict(zip(lines[0], r)) for r in lines[1:]]
 
 
+@pytest.mark.slow
 def test_cli_mixture_defaults_and_columns(dmv):
     d, train_ = dmv
     tr = d / "em.tsv"
@@ -328,6 +329,7 @@ def test_cli_mixture_defaults_and_columns(dmv):
     assert "# mixture: base ln; components RA+VAR+SD; schedule II (mean-field coefficient 0.85)" in r.stdout
 
 
+@pytest.mark.slow
 def test_cli_mixture_usage_errors(dmv):
     d, train_ = dmv
     for args, msg in [(["--algo", "em", "--base", "vb"], "--base is for --algo mixture"),

@@ -146,6 +146,7 @@ def test_templates_file_and_errors(tmp_path):
         morph_grammar([list("aVb")], builtin_templates("sesotho"))
 
 
+@pytest.mark.slow
 def test_cli_make_grammar_morph(tmp_path):
     w = tmp_path / "w.txt"
     w.write_text("abc\nabd\nbc\nabc\n", encoding="utf-8")

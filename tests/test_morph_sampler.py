@@ -87,6 +87,7 @@ def tv(keys, post):
         0.5 * sum(c / n for k, c in emp.items() if k not in post)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 2])
 def test_batched_and_single_proposals_reach_the_exact_posterior(batch):
     g = morph_grammar(WORDS, TEMPLATES)

@@ -80,6 +80,7 @@ def test_the_command_line_in_headers_quotes_arguments_with_spaces(monkeypatch):
 
 # ----------------------------------------------------------------------------- where the bytes go
 
+@pytest.mark.slow
 def test_a_conll_output_read_again_does_not_carry_its_header_along(tmp_path, dmv):
     """parse and baseline wrote their header right above the first sentence, so the next command read it as
     that sentence's comments and wrote it again under its own (a stale '# decoder:' line; CLI audit)."""
@@ -459,6 +460,7 @@ def test_a_command_never_writes_a_file_it_reads(small, make):
     assert {p: p.read_bytes() for p in (g, c)} == before
 
 
+@pytest.mark.slow
 def test_a_grammar_may_be_rewritten_in_place(small):
     d, g, c = small
     grind("make-grammar", "from-file", g, "-o", g)
@@ -492,6 +494,7 @@ def test_split_needs_a_prefix_of_files(small):
     assert r.returncode == 2 and "shards are files named PREFIX.1EXT" in r.stderr
 
 
+@pytest.mark.slow
 def test_a_random_run_without_seed_records_the_seed_it_drew(tmp_path):
     """A sampler run without --seed draws its seed and records it (header and stderr);
     --seed with that number repeats the run; a run without random choices records None."""

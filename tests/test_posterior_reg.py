@@ -172,3 +172,20 @@ def test_cli(tmp_path, ewt_train):
     assert bad.returncode == 2 and "give --universal-rules" in bad.stderr
     bad = grind("train", "--algo", "gibbs", "--universal-rules", *c, tmp_path / "g1.txt", ewt_train, check=False)
     assert bad.returncode == 2 and "not of --algo gibbs" in bad.stderr
+
+
+def test_fit_takes_the_rule_options():
+    """grind.fit(universal_rules=, rule_fraction=): the same option table as grind train's, the same checks."""
+    import grind as api
+    g = dmv_grammar([], vocabulary=TAGS)
+    g1 = g.with_weights(g.normalize(harmonic_counts(g, CORPUS)), dict(g.meta))
+    r = api.fit(g1, CORPUS, "em", universal_rules="ud", rule_fraction=0.9, iterations=3)
+    assert r.grammar.meta["universal_rules"].startswith("ud (universal-rules-ud.txt)")
+    assert r.grammar.meta["rule_fraction"].startswith("0.9 ") and "lambda" in r.grammar.meta["rule_share"]
+    assert all(s.extra["rule_share"] >= 0.9 - 1e-5 for s in r.trace)
+    plain = api.fit(g1, CORPUS, "em", iterations=3)
+    assert "universal_rules" not in plain.grammar.meta and "pr_lambda" not in plain.trace[-1].extra
+    with pytest.raises(ValueError, match="give universal_rules"):
+        api.fit(g1, CORPUS, "em", rule_fraction=0.9)
+    with pytest.raises(ValueError, match="not of algo='gibbs'"):
+        api.fit(g1, CORPUS, "gibbs", universal_rules="ud", seed=1)

@@ -54,6 +54,7 @@ def test_gold_against_itself_is_perfect_and_right_branching_is_not(mrg):
     assert 0.2 < rb["f1"] < 0.9 and rb["exact"] < 0.5
 
 
+@pytest.mark.slow
 def test_pipeline_on_wsj10_sample(mrg, tmp_path):
     c = ["--column", "XPOS", "--punct", "ptb", "--max-length", "10"]
     g0 = grind("make-grammar", "cnf", *c, "-n", "4", "-p", "4", mrg).stdout

@@ -372,7 +372,7 @@ def test_tiny_alpha_never_skips_a_sentence_silently(data, tmp_path, capsys):
     d = data
     tr = tmp_path / "t.tsv"
     assert run("train", "--algo", "streaming", "--alpha", "1e-4", "--batch", "4", "--batch-iterations", "2",
-               "--trace", tr, "-o", tmp_path / "o.txt", d / "g1.txt", d / "c.txt") == 0
+               "--max-unparsed", "1", "--trace", tr, "-o", tmp_path / "o.txt", d / "g1.txt", d / "c.txt") == 0
     err = capsys.readouterr().err
     assert "underflow to 0 (alpha 0.0001" in err and "were left out" in err
     assert "every derivation needs a rule whose VB weight underflows" in err

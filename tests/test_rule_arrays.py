@@ -379,6 +379,7 @@ _MEASURE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_lexicalized_dmv_bytes_per_rule_at_peak(tmp_path):
     """Each step of the words-alone path over ~400k rules: at most BOUND bytes a rule at peak
     above what was allocated before it (tracemalloc; the tuple path took 150-350), no

@@ -390,6 +390,7 @@ def test_array_compile_equals_rule_by_rule(k):
     assert c.lex_index == dict(index)
 
 
+@pytest.mark.slow
 def test_grammar_load_bench_runs(capsys):
     from grind.bench import grammar_load
     r = grammar_load.main(["-n", "3", "--reps", "1"])

@@ -97,6 +97,7 @@ def fit(keys, post):
 
 # ----------------------------------------------------------------------------- stationary distributions
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["cnf", "dmv"])
 @pytest.mark.parametrize("cls", [Gibbs, Hastings])
 def test_sampler_matches_exact_posterior(cls, case):
@@ -110,6 +111,7 @@ def test_sampler_matches_exact_posterior(cls, case):
     assert p_wrong < P_MIN, p_wrong
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["cnf", "dmv"])
 def test_hastings_after_annealing_matches_exact_posterior(case):
     """T from 3 down to 1 over the first 500 sweeps, then T = 1 samples counted."""
@@ -121,6 +123,7 @@ def test_hastings_after_annealing_matches_exact_posterior(case):
     assert p > P_MIN, p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, batch", [(Gibbs, None), (Hastings, None), (Hastings, 2)])
 def test_tempered_targets(cls, batch):
     """At a fixed T = 2: Hastings samples P(t | alpha)^(1/T); Gibbs the tree
@@ -265,6 +268,7 @@ def test_resume_is_bit_identical(cls, tmp_path):
 
 # ----------------------------------------------------------------------------- the command line
 
+@pytest.mark.slow
 def test_cli_hastings_on_ewt_sample(ewt_train, tmp_path):
     c = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
     g0, g1 = tmp_path / "dmv0.txt", tmp_path / "dmv1.txt"
@@ -308,6 +312,7 @@ def test_the_collapsed_objective_keeps_its_digits_for_huge_alpha():
     assert np.array_equal(log_rising(a, c), gammaln(a + c) - gammaln(a))     # below 1e8: as before, to the bit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["gibbs", "hastings"])
 def test_cli_run_ended_before_the_annealing_says_so(tmp_path, algo):
     """No silent substitution: a run that stops while T > 1 writes a tempered state,

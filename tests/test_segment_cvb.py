@@ -86,6 +86,7 @@ def reads_only(p, w, i, local, seed):
     return bool(np.array_equal(a, b) and za[0] == zb[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("native", NATIVE)
 def test_local_rules_cover_every_rule_read(corpus, native):
     """local_rules(i) holds every rule with a nonzero count, and the word's

@@ -164,6 +164,7 @@ def test_parse_segment_viterbi(morph, kernel):
     assert body(r.stdout) == ["ab\ta @@b", "abc\ta @@bc", "a\ta"]
 
 
+@pytest.mark.slow
 def test_parse_segment_unparsed_and_mbr(morph):
     (morph / "c2.txt").write_text(CHARS + "c\n")
     r = grind("parse", "--segment", morph / "g.txt", morph / "c2.txt")
@@ -179,13 +180,17 @@ def test_parse_segment_unparsed_and_mbr(morph):
 def test_parse_segment_of_a_word_list_without_chars_says_to_give_chars(morph):
     """A word list without --chars: each word is one token, none parses; the warning says why."""
     (morph / "words.txt").write_text("ab\nabc\na\n")
-    r = grind("parse", "--segment", morph / "g.txt", morph / "words.txt")
+    r = grind("parse", "--segment", morph / "g.txt", morph / "words.txt", check=False)    # most unparsed: an error
+    assert r.returncode == 1 and "2 of 3 words have no parse" in r.stderr.splitlines()[-1]
+    assert "2 of them are one token of several characters" in r.stderr and "needs --chars" in r.stderr.splitlines()[-1]
+    r = grind("parse", "--segment", "--max-unparsed", "1", morph / "g.txt", morph / "words.txt")
     assert "# unparsed: 2" in r.stdout
     assert "2 of them are one token of several characters" in r.stderr and "needs --chars" in r.stderr
     r = grind("parse", "--segment", morph / "g.txt", morph / "c.txt")         # characters spaced out: no hint
     assert "--chars" not in r.stderr
 
 
+@pytest.mark.slow
 def test_parse_segment_boundary_threshold(morph):
     # abc: P(after a) = 0.105 / 0.189 = 0.556, P(after b) = 0.084 / 0.189 = 0.444;
     # ab: P(after a) = 0.189 / 0.309 = 0.612
@@ -208,6 +213,7 @@ def test_parse_segment_boundary_threshold(morph):
 GRAMMAR2 = GRAMMAR.replace("0.7 Word --> A B", "0.3 Word --> A B").replace("0.3 Word --> A\n", "0.7 Word --> A\n")
 
 
+@pytest.mark.slow
 def test_parse_segment_mbr_averages_several_grammars(morph):
     # ab: P(after a) = 0.612 under g, 0.081 / 0.361 = 0.224 under g2 (Word --> A B 0.3): mean 0.418;
     # with g twice and g2 once (0.612 * 2 + 0.224) / 3 = 0.483.  abc: 0.556 and 0.444 under both.
@@ -273,6 +279,7 @@ def test_mbr_cuts():
         mbr_cuts([0.1], 4)
 
 
+@pytest.mark.slow
 def test_eval_segmentation_end_to_end(morph):
     pred = morph / "p.txt"
     pred.write_text(grind("parse", "--segment", morph / "g.txt", morph / "c.txt").stdout)
@@ -341,7 +348,7 @@ def test_eval_spread_is_the_sample_standard_deviation(tmp_path):
     gold.write_text("an an a\ndog\n")
     p1.write_text("an ana\ndo g\n")
     p2.write_text("a n a n a\nd o g\n")
-    lines = grind("eval", "--segmentation", gold, p1, p2).stdout.splitlines()
+    lines = grind("eval", "--segmentation", "--aggregate", gold, p1, p2).stdout.splitlines()   # no headers: asked
     assert "morph_F\t0.2083\t0.0589" in lines
 
 

@@ -167,6 +167,7 @@ def _write(tmp_path, name, g, sents):
     return gp, cp
 
 
+@pytest.mark.slow
 def test_bilingual_training_cli(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     g2, c2 = _write(tmp_path, "b", dmv_grammar(SENTS2), SENTS2)
@@ -191,6 +192,7 @@ def test_bilingual_training_cli(tmp_path):
     assert bad.returncode != 0 and "--tie is for --algo ln" in bad.stderr
 
 
+@pytest.mark.slow
 def test_tie_file_cli_and_errors(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     s = tmp_path / "s.txt"
@@ -237,6 +239,7 @@ def test_warm_tied_cli_bound_never_decreases(tmp_path):
     assert len(b) == 5 and np.all(np.diff(b) >= -1e-7 * np.abs(b[:-1])), b
 
 
+@pytest.mark.slow
 def test_ln_init_cli_restarts_from_a_params_file(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     p, o1, o2 = tmp_path / "p.txt", tmp_path / "o1.txt", tmp_path / "o2.txt"
@@ -329,6 +332,7 @@ def test_joint_choose_and_stop_structure_and_make_structure(tmp_path):
     assert "# tie_what: choose+stop" in out
 
 
+@pytest.mark.slow
 def test_tie_warmup_cli(tmp_path):
     g1, c1 = _write(tmp_path, "a", dmv_grammar(SENTS), SENTS)
     lnp = tmp_path / "ln.txt"

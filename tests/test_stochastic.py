@@ -263,6 +263,7 @@ def test_resume_is_bit_identical(tmp_path, every, after, update):
     assert [(s.objective, s.sentences, s.extra) for s in trace] == [(s.objective, s.sentences, s.extra) for s in ref]
 
 
+@pytest.mark.slow
 def test_cli_stochastic_on_ewt(tmp_path, ewt_train):
     C = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
     g0, g1, tr = (str(tmp_path / f) for f in ("g0.txt", "g1.txt", "trace.tsv"))

@@ -223,6 +223,7 @@ def warnings(stderr):
     return [ln for ln in stderr.splitlines() if "warning" in ln]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epochs", [1, 3])
 def test_cli_dmv_on_a_gz_corpus_as_in_memory(tmp_path, epochs):
     """A compressed CoNLL-U corpus, a DMV without PUNCT: --punct none leaves
@@ -233,24 +234,28 @@ def test_cli_dmv_on_a_gz_corpus_as_in_memory(tmp_path, epochs):
         out.writelines(ln for _, ln in zip(range(4000), f))
     g0 = tmp_path / "g0.txt"
     run("make-grammar", "dmv", "--column", "UPOS", "--punct", "ud", "-o", g0, sub)
+    # its '# corpus:' line would have train read with --punct ud (issue 38): a grammar that does not say
+    g0.write_text("".join(ln for ln in g0.read_text().splitlines(True) if not ln.startswith("# corpus:")))
     outs = {}
     for memory in (False, True):
         o, tr = tmp_path / f"g{memory}.txt", tmp_path / f"t{memory}.tsv"
         r = run("train", "--algo", "stochastic", "--batch", "150", "--epochs", epochs, "--batch-iterations", "2",
-                "--seed", "4", "--column", "UPOS", "--trace", tr, "-o", o, g0, SAMPLE, memory=memory)
+                "--seed", "4", "--column", "UPOS", "--max-unparsed", "1", "--trace", tr, "-o", o, g0, SAMPLE,
+                memory=memory)
         outs[memory] = (body(o), body(tr), warnings(r.stderr), r.stderr)
     assert outs[False][:3] == outs[True][:3]
     assert "have no parse and were left out" in outs[False][3]
     assert "spooled to a temporary file" in outs[False][3] and "spooled" not in outs[True][3]
 
 
+@pytest.mark.slow
 def test_cli_cfg_on_standard_input_as_in_memory(tmp_path):
     sents = with_unknown(corpus(n=60, lo=2))
     text = "".join(" ".join(s) + "\n" for s in sents)
     g = cnf_grammar(VOCAB, 3, 2)
     gp = tmp_path / "g.txt"
-    with open(gp, "w") as f:
-        f.writelines(g.rule_text(g.weights))
+    with open(gp, "w") as f:                  # random weights: all 1 would be a symmetric start (refused)
+        f.writelines(g.rule_text(np.random.default_rng(5).uniform(0.5, 1.5, len(g))))
     outs = {}
     for memory in (False, True):
         o, tr = tmp_path / f"g{memory}.txt", tmp_path / f"t{memory}.tsv"
@@ -261,6 +266,7 @@ def test_cli_cfg_on_standard_input_as_in_memory(tmp_path):
     assert any("5 of 65 sentences have no parse" in w for w in outs[False][2])
 
 
+@pytest.mark.slow
 def test_cli_resume_on_disk(tmp_path):
     """--epochs 1 with a checkpoint, resumed with --epochs 3: the uninterrupted in-memory run's grammar."""
     sents = with_unknown(corpus(n=50))
@@ -333,6 +339,7 @@ def measure(where, n, tmp_path):
 PER_SENTENCE = 32
 
 
+@pytest.mark.slow
 def test_stochastic_peak_does_not_grow_with_the_corpus(tmp_path):
     small, large = 5_000, 50_000
     disk = {n: measure("disk", n, tmp_path) for n in (small, large)}
@@ -360,11 +367,12 @@ def test_api_fit_given_a_path_indexes_it_on_disk(tmp_path):
     assert [s.objective for s in a.trace] == [s.objective for s in b.trace]
 
 
+@pytest.mark.slow
 def test_sentences_no_weights_can_parse_leave_the_pool_and_are_named(tmp_path):
     """A one-word sentence under a CNF grammar stayed in the pool and in N, unnamed (only the trace's
     'parsed' column showed it), on disk and in memory alike (VB audit)."""
-    (tmp_path / "g.txt").write_text("0.5 S --> A B\n0.5 S --> B A\n0.5 A --> a\n0.5 B --> b\n0.5 A --> b\n"
-                                    "0.5 B --> a\n")
+    (tmp_path / "g.txt").write_text("0.5 S --> A B\n0.5 S --> B A\n0.6 A --> a\n0.5 B --> b\n0.4 A --> b\n"
+                                    "0.5 B --> a\n")           # A and B not alike: not a symmetric start
     (tmp_path / "c.txt").write_text("a b\nb\nb a\na b\na\nb b\n")
     outs = {}
     for memory in (False, True):

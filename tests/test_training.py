@@ -37,6 +37,7 @@ def test_prior_per_lhs_and_the_file_named_like_it(tmp_path, monkeypatch):
     np.testing.assert_array_equal(prior_vector(g, "1,A=2"), [7] * 5)     # an existing file is a file
 
 
+@pytest.mark.slow
 def test_alpha_option_checks_every_value(tmp_path):
     g = tmp_path / "g.txt"
     g.write_text("1 S --> a\n")
@@ -64,6 +65,7 @@ def body(text):
     return [ln for ln in text.splitlines() if not ln.startswith("#")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["vb", "cvb", "gibbs", "mixture"])
 def test_resumed_cli_run_is_bit_identical(dmv, algo):
     d, train = dmv
@@ -77,6 +79,7 @@ def test_resumed_cli_run_is_bit_identical(dmv, algo):
     assert f"# weights: {kind}" in full
 
 
+@pytest.mark.slow
 def test_resume_warns_only_when_no_step_runs(dmv):
     """A resumed run that saves a checkpoint at its last step ran steps: no 'no step run' warning then."""
     d, train = dmv
@@ -90,14 +93,18 @@ def test_resume_warns_only_when_no_step_runs(dmv):
     assert "no step run" in r.stderr
 
 
-def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
-    d, train = dmv
+def dev_trace(dmv, iterations, *evaluation):
+    """The rows of the trace of VB on the sample with --dev (the dev sample) and ``evaluation`` options."""
     from conftest import SAMPLE
-    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    d, train = dmv
     tr = d / "trace.tsv"
-    grind("train", "--algo", "vb", "--iterations", "4", "--eval-every", "2", "--dev", dev, "--trace", tr,
-          *C, d / "g1.txt", train)
-    rows = [ln.split("\t") for ln in body(tr.read_text())]
+    grind("train", "--algo", "vb", "--iterations", str(iterations), *evaluation, "--dev",
+          str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz"), "--trace", tr, *C, d / "g1.txt", train)
+    return [ln.split("\t") for ln in body(tr.read_text())]
+
+
+def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
+    rows = dev_trace(dmv, 4, "--eval-every", "2")
     head = rows[0]
     for k in ("objective", "sentences", "seconds", "dev_logprob", "dev_perplexity", "dev_directed"):
         assert k in head
@@ -277,11 +284,11 @@ def test_heldout_directed_accuracy_counts_the_words_of_unparsed_sentences_wrong(
 def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, algo):
     """The grammar said nothing of training sentences the length limits dropped or that had no parse
     (a CNF grammar cannot parse a one-word sentence); only stderr did (CLI audit)."""
-    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n1 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
+    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n2 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
     (tmp_path / "c.txt").write_text("a b\nb\nb a\na b a b a b\n")
     out = grind("train", "--algo", algo, "--iterations", "2", "--seed", "1", "--max-length", "4",
                 tmp_path / "g.txt", tmp_path / "c.txt").stdout
-    assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
+    assert "# left_out: 1 sentences outside the length limits 1..4 (not trained on)" in out
     if algo in ("gibbs", "hastings"):          # skipped from the start: not 'in the last step' (audit)
         assert "# unparsed: 1 of 3 sentences without a tree under the initial grammar (the sampler leaves " \
             "them out of the whole run)" in out
@@ -291,11 +298,11 @@ def test_train_header_counts_sentences_left_out_and_without_a_parse(tmp_path, al
 
 def test_streaming_header_counts_sentences_left_out_and_without_a_parse(tmp_path):
     """Streaming VB's grammar had neither line (1,432 left out, 407 unparsed on the EWT sample; audit)."""
-    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n1 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
+    (tmp_path / "g.txt").write_text("1 S --> A B\n1 S --> B A\n2 A --> a\n1 B --> b\n1 A --> b\n1 B --> a\n")
     (tmp_path / "c.txt").write_text("a b\nb\nb a\na b a b a b\nb\n")
     out = grind("train", "--algo", "streaming", "--batch", "2", "--max-length", "4",
                 tmp_path / "g.txt", tmp_path / "c.txt").stdout
-    assert "# left_out: 1 sentences outside the length limits (not trained on)" in out
+    assert "# left_out: 1 sentences outside the length limits 1..4 (not trained on)" in out
     assert "# unparsed: 2 of 4 sentences without a parse in their minibatch (skipped)" in out
 
 
@@ -310,6 +317,7 @@ def header_of(text) -> dict:
     ("vb", ["--tolerance", "0", "--iterations", "3"], "reached the cap of 3 iterations before converging"),
     ("gibbs", ["--seed", "1", "--iterations", "2"], "reached the cap of 2 iterations"),
 ])
+@pytest.mark.slow
 def test_why_a_run_stopped_is_in_the_trace_and_the_header(dmv, algo, extra, why):
     """em, vb and cvb stopped by the default --tolerance before --iterations with nothing saying so
     (training audit: cvb --iterations 100 wrote '# steps: 38')."""
@@ -325,6 +333,7 @@ def test_why_a_run_stopped_is_in_the_trace_and_the_header(dmv, algo, extra, why)
         assert int(h["steps"]) < 1000 and "<= tolerance 1e-06" in h["stopped"]
 
 
+@pytest.mark.slow
 def test_an_early_stopped_runs_header_is_of_the_state_it_keeps(dmv):
     """The header said '# steps: 13' and the objective of step 13 for the grammar of step 10 (audit)."""
     d, train = dmv
@@ -361,12 +370,14 @@ def test_an_option_the_algorithm_does_not_read_is_a_usage_error(dmv, args, messa
     assert r.returncode == 2 and message in r.stderr and not r.stdout, r.stderr
 
 
+@pytest.mark.slow
 def test_an_ln_grammar_header_names_no_dirichlet_alpha(dmv):
     d, train = dmv
     out = grind("train", "--algo", "ln", "--iterations", "1", *C, d / "g1.txt", train).stdout
     assert "# alpha:" not in out and "# algorithm: ln" in out
 
 
+@pytest.mark.slow
 def test_a_nonterminal_whose_rules_are_all_0_is_warned(tmp_path):
     """A starting grammar with every rule of one LHS at 0 was accepted in silence (audit)."""
     (tmp_path / "g.txt").write_text("1 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n0 C --> a\n0 C --> b\n")
@@ -376,3 +387,64 @@ def test_a_nonterminal_whose_rules_are_all_0_is_warned(tmp_path):
     r = grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt")
     (tmp_path / "g.txt").write_text("1 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n")
     assert "probability 0" not in grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt").stderr
+
+
+def test_eval_points_log_and_list():
+    from grind.infer.training import EvalPoints
+    log4 = EvalPoints.parse("log:4")
+    assert log4.between(0, 100) == [1, 2, 3, 6, 10, 18, 32, 56, 100]
+    assert log4.between(10, 56) == [18, 32, 56] and not log4.due(57, 99) and log4.due(99, 100)
+    assert EvalPoints.parse("log:1").between(0, 10 ** 6) == [1, 10, 100, 1000, 10 ** 4, 10 ** 5, 10 ** 6]
+    assert EvalPoints.parse("500,20,1000").between(20, 1000) == [500, 1000]
+    assert EvalPoints.parse("log:1,15,1000").between(1, 1000) == [10, 15, 100, 1000]
+    for bad in ("log:0", "log:x", "log:", "10,-1", "ten"):
+        with pytest.raises(ValueError):
+            EvalPoints.parse(bad)
+
+
+class Sentences(Counter):
+    """A :class:`Counter` whose step k has parsed 7 k sentences."""
+
+    def step(self):
+        st = super().step()
+        if st is not None:
+            st.sentences = 7 * st.step
+        return st
+
+
+def test_eval_at_evaluates_where_the_sentences_pass_a_point_and_at_the_end(tmp_path):
+    """A step is evaluated when its sentences reach a point its predecessor had not; the last
+    step too (the curve's end); a resumed run evaluates the same steps."""
+    from grind.infer.training import EvalPoints, train
+    dev = lambda a: {"dev_logprob": -float(a.x[0])}  # noqa: E731
+    pts = EvalPoints.parse("log:2")                    # 1, 3, 10, 32, 100
+    trace = train(Sentences(steps=12), np.random.default_rng(0), eval_fn=dev, eval_at=pts)
+    assert [s.step for s in trace if "dev_logprob" in s.extra] == [1, 2, 5, 12]
+    assert trace[-1].extra["dev_logprob"] == -12.0
+    assert [s.step for s in train(Sentences(steps=12), np.random.default_rng(0), eval_fn=dev, eval_every=4,
+                                  eval_at=EvalPoints.parse("50"))
+            if "dev_logprob" in s.extra] == [4, 8, 12]
+
+    class Cut(Sentences):
+        def step(self):
+            return None if self.x[0] >= 6 else super().step()
+    ck = str(tmp_path / "ck.npz")
+    train(Cut(steps=12), np.random.default_rng(0), eval_fn=dev, eval_at=pts, checkpoint=ck, checkpoint_every=1)
+    resumed = train(Sentences(steps=12), np.random.default_rng(0), eval_fn=dev, eval_at=pts, checkpoint=ck,
+                    resume=True)
+    assert [s.step for s in resumed if "dev_logprob" in s.extra] == [1, 2, 5, 6, 12]      # 6: the cut run's end
+
+
+def test_eval_at_on_the_command_line(dmv):
+    from conftest import SAMPLE
+    d, train = dmv
+    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    rows = dev_trace(dmv, 5, "--eval-at", "log:1")
+    col, n = rows[0].index("dev_directed"), int(rows[1][rows[0].index("sentences")])
+    assert 100 < n < 1000                                  # steps pass 100 (step 1), 1000 (step 2 or 3), end
+    evaluated = [int(r[0]) for r in rows[1:] if r[col] != ""]
+    assert evaluated == [1, -(-1000 // n), 5]
+    r = grind("train", "--eval-at", "log:4", *C, d / "g1.txt", train, check=False)
+    assert r.returncode == 2 and "--eval-at needs --dev" in r.stderr
+    r = grind("train", "--eval-at", "log:0", "--dev", dev, *C, d / "g1.txt", train, check=False)
+    assert r.returncode == 2 and "log:N needs a whole number N >= 1" in r.stderr

@@ -114,6 +114,7 @@ def test_treebank_grammar_relative_frequencies_and_escaping():
     assert L.encode(tb[2])[0] is not None and "-LRB-" in L.known_words()
 
 
+@pytest.mark.slow
 def test_words_spelled_like_the_arrow_or_a_subtype_are_escaped(tmp_path):
     """A word '-->' made a grammar file grind could not read back ('more than one -->'); a word spelled
     like a subtype (NN@1) would read as a nonterminal of the split grammar."""
@@ -175,6 +176,7 @@ def test_make_grammar_treebank_cli(tmp_path):
     assert LatentGrammar(read_grammar(str(out2))).nsub.max() == 3
 
 
+@pytest.mark.slow
 def test_make_grammar_treebank_bad_input(tmp_path):
     f = tmp_path / "bad.mrg"
     f.write_text("( (S (NP (NN a))\n  (VP (VB b)) )\n")

@@ -37,12 +37,12 @@ def test_help_checks_and_dry_run(shared):
     for var in ("LANGS", "ALGOS", "VARIANTS", "FRAC", "ALPHA", "CMD", "SEEDS"):
         assert f"  {var} " in h
     bad = make("-n", "ALGOS=em gibbs", shared=shared, check=False)
-    assert bad.returncode != 0 and "ALGOS=em gibbs: gibbs is not one of: em vb cvb" in bad.stderr
+    assert bad.returncode != 0 and "ALGOS: 'gibbs' is not one of: em vb cvb" in bad.stderr
     bad = make("-n", "FRAC=most", shared=shared, check=False)
-    assert bad.returncode != 0 and "FRAC=most: not a number" in bad.stderr
+    assert bad.returncode != 0 and "FRAC: 'most' is not a number > 0" in bad.stderr
     n = make("-n", "LANGS=en", "CMD=LAUNCH", "GRIND=grind", shared=shared).stdout.splitlines()
     calls = [ln for ln in n if "grind " in ln]
-    assert calls and all(ln.startswith("LAUNCH grind ") for ln in calls)
+    assert calls and all(ln.startswith("LAUNCH 'out/log/en/") and "' grind " in ln for ln in calls)
     trains = [ln for ln in calls if " train " in ln]
     assert len(trains) == 4 + 4 + 4 * 3                      # em, vb: 4 variants; cvb: 4 variants x 3 seeds
     assert any("-o out/en/cvb-a0.1-both_udfunc_ud0.8-m15-i50-s3.txt" in ln for ln in trains)

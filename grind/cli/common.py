@@ -6,21 +6,26 @@ from __future__ import annotations
 import functools
 import os
 
-from dataclasses import dataclass
 
 import click
 import numpy as np
 
 from grind import log
 from grind.formats.corpus import COLUMNS, FORMATS, PUNCT_RULES, CorpusSpec, left_out, read_corpus  # noqa: F401 (left_out: re-exported)
-from grind.errors import InputError
-from grind.grammars.grammar import Grammar, read_grammar
-from grind.formats.textio import header_lines, open_out, output_problem, set_run_info
+from grind.grammars.grammar import Grammar
+from grind.formats.textio import header_lines, open_out, set_run_info
+# Reading a grammar and corpus for a command, and reporting sentences without a parse: grind.run's (train and
+# grind.fit build their run there), re-exported for the commands.
+from grind.run import (TREE_ALGOS, TREES_TEXT, NO_DERIVATION, Namer, TreeItem, ADOPTED,  # noqa: F401
+                       check_unparsed, grammar_options, known_failures, load, load_trees, read_prepared_trees,
+                       read_probabilities, report_failures, unparsed_fix)
+from grind.cli.options import (AlphaType, FiniteFloatRange, GroupedCommand, GroupedOption,  # noqa: F401
+                               OutputPath, table_option)
 
 
 # ----------------------------------------------------------------------------- helpers
 
-class OneChoiceCommand(click.Command):
+class OneChoiceCommand(GroupedCommand):
     """A command whose flags that share a destination (``--viterbi`` / ``--mbr``:
     ``flag_value`` options of one name) are alternatives: click lets the last one
     given win silently; giving two different ones here is a usage error."""
@@ -41,29 +46,35 @@ class OneChoiceCommand(click.Command):
 
 def corpus_options(f):
     """--format/--column/--punct/--max-length/--min-length/--chars/--types, collected into ``spec``."""
+    g = dict(cls=GroupedOption, group="Corpus")
     opts = [
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
-                     help="Corpus format: one sentence a line, CoNLL-U, CoNLL-X, Malt-TAB, PTB trees, or "
-                          "sigmorphon (word<TAB>morph @@morph ..., needs --chars) (auto: by extension/content; "
-                          "with --chars a .tsv file is sigmorphon)."),
-        click.option("--column", type=click.Choice(COLUMNS), default=None,
-                     help="Treebank column to model (LFORM = lower-cased FORM). Required for treebanks."),
-        click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True,
-                     help="Remove punctuation first: ud = UPOS PUNCT; ptb = PTB tags `` '' , . : -LRB- -RRB-; "
-                          "ptb+ also # $."),
-        click.option("--max-length", type=click.IntRange(1), default=None, show_default="none: no limit",
-                     help="Keep sentences of at most this many tokens (after punctuation removal)."),
-        click.option("--min-length", type=click.IntRange(1), default=1, show_default=True,
-                     help="Keep sentences of at least this many tokens."),
-        click.option("--chars", is_flag=True,
-                     help="Morphology: one word a line (or a sigmorphon TSV), NFC-normalised, each Unicode "
-                          "character one token; a plain-text line with whitespace or an empty line is an error, "
-                          "a sigmorphon row of several words is skipped and counted ('# left_out:'). "
-                          "--max-length/--min-length count characters."),
-        click.option("--types", is_flag=True,
-                     help="Keep only the first occurrence of every distinct sentence (word types with --chars, "
-                          "as Johnson, Griffiths & Goldwater 2007 train on; not implied by --chars, the "
-                          "SIGMORPHON files are type lists already)."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True, metavar="FORMAT",
+                     help="text, conllu, conllx, malt, ptb, sigmorphon.", **g,
+                     doc="One sentence a line (text), CoNLL-U, CoNLL-X, Malt-TAB, PTB trees, or sigmorphon "
+                         "(word<TAB>morph @@morph ..., needs --chars); auto: by extension and content; with --chars "
+                         "a .tsv file is sigmorphon."),
+        click.option("--column", type=click.Choice(COLUMNS), default=None, metavar="COLUMN", **g,
+                     help="FORM, LFORM, UPOS or XPOS (treebanks).",
+                     doc="The CoNLL column whose values are the tokens: FORM, LFORM (lower-cased FORM), UPOS or "
+                         "XPOS.  Required for treebanks."),
+        click.option("--punct", type=click.Choice(PUNCT_RULES), default="none", show_default=True, **g,
+                     metavar="RULE", help="Drop punctuation: ud, ptb, ptb+.",
+                     doc="ud = UPOS PUNCT; ptb = PTB tags `` '' , . : -LRB- -RRB-; ptb+ also # $."),
+        click.option("--max-length", type=click.IntRange(1), default=None, metavar="N", **g,
+                     help="Keep sentences of at most N tokens.",
+                     doc="Keep sentences of at most this many tokens (after punctuation removal); default: no "
+                         "limit."),
+        click.option("--min-length", type=click.IntRange(1), default=1, show_default=True, metavar="N", **g,
+                     help="Keep sentences of at least N tokens."),
+        click.option("--chars", is_flag=True, **g, help="One word a line, its characters as tokens.",
+                     doc="Morphology: one word a line (or a sigmorphon TSV), NFC-normalised, each Unicode "
+                         "character one token; a plain-text line with whitespace or an empty line is an error, "
+                         "a sigmorphon row of several words is skipped and counted ('# left_out:'). "
+                         "--max-length/--min-length count characters."),
+        click.option("--types", is_flag=True, **g, help="Keep the first occurrence of each sentence.",
+                     doc="Keep only the first occurrence of every distinct sentence (word types with --chars, "
+                         "as Johnson, Griffiths & Goldwater 2007 train on; not implied by --chars, the "
+                         "SIGMORPHON files are type lists already)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -78,29 +89,10 @@ def corpus_options(f):
     return wrapper
 
 
-class OutputPath(click.ParamType):
-    """A file grind writes, checked when click converts the option, before the
-    command runs: ``''`` is a usage error (exit 2); a missing directory, a
-    directory, a file or directory that is not writable, or a dangling symlink
-    into a missing directory is a one-line error naming option and path (exit 1).
-    Every option that names a file grind writes has this type; the writing is
-    :func:`grind.formats.textio.open_out`'s (symlinks written through, FIFOs and devices
-    directly, compression by suffix).  ``regular=True``: a file written more than
-    once or read back by name (``train --checkpoint``) must be a regular file:
-    ``-``, a FIFO, a device or a socket is an error too."""
-    name = "file"
-
-    def __init__(self, regular: bool = False):
-        self.regular = regular
-
-    def convert(self, value, param, ctx):
-        problem = output_problem(value, self.regular)
-        if problem == "empty file name":
-            self.fail("empty file name", param, ctx)
-        if problem:
-            opt = "/".join(param.opts) if param else "output"
-            raise InputError(f"{opt} {value}: cannot write: {problem}")
-        return value
+#: --max-unparsed, the one option (the same on parse, loglik, estep, eval and train) that lets a run leave more
+#: than a share of its sentences without a parse and still exit 0 (:func:`grind.run.check_unparsed`): declared
+#: with the training options (grind.infer.options).
+max_unparsed_option = table_option("max_unparsed")
 
 
 #: Commands whose -o is a grammar made from their GRAMMAR (or mstep's --grammar): that input may be rewritten in
@@ -147,67 +139,16 @@ def _param_name(p) -> str:
     return "/".join(p.opts) if p.opts and p.opts[0].startswith("-") else p.name.upper()
 
 
-class FiniteFloatRange(click.FloatRange):
-    """A click.FloatRange that also refuses nan and inf (which FloatRange lets through)."""
-
-    def convert(self, value, param, ctx):
-        import math
-        v = super().convert(value, param, ctx)
-        if not math.isfinite(v):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return v
-
-
-class AlphaType(click.ParamType):
-    """--alpha: a finite number > 0 (>= 0 with ``zero_ok``; kept as written), a number and per-LHS numbers
-    (``1e-20,Stem=1e-15``), or an existing file of per-rule pseudo-counts."""
-
-    name = "NUMBER|NUMBER,LHS=NUMBER...|FILE"
-
-    def __init__(self, zero_ok: bool = False):
-        self.zero_ok = zero_ok
-
-    def convert(self, value, param, ctx):
-        import math
-        import os
-        from grind.infer.training import alpha_per_lhs
-        if os.path.exists(str(value)) or (value == "-" and not self.zero_ok):
-            return value
-        per_lhs = alpha_per_lhs(value)
-        try:
-            values = [float(value)] if per_lhs is None else [per_lhs[0], *(v for _, v in per_lhs[1])]
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither a number, nor NUMBER,LHS=NUMBER,..., nor an existing file of "
-                      f"pseudo-counts", param, ctx)
-        zero_ok = self.zero_ok and per_lhs is None        # mstep's 0 (no prior) is one number, not per LHS
-        bound = ">= 0" if zero_ok else "> 0"
-        for v in values:
-            if not (math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
-                self.fail(f"{value!r}: a Dirichlet hyperparameter must be a finite number {bound}", param, ctx)
-        return value
-
-
 def output_option(f):
-    return click.option("-o", "--output", type=OutputPath(), default="-", show_default=True,
-                        help="Output file (- = stdout; .gz/.xz/.bz2 compressed); written atomically, "
-                             "through a symlink to its target.")(f)
+    return click.option("-o", "--output", cls=GroupedOption, group="Output", type=OutputPath(), default="-",
+                        show_default=True, metavar="FILE", help="Output file (- = stdout).",
+                        doc="Written atomically, through a symlink to its target; compressed by its suffix.")(f)
 
 
-def seed_option(f):
-    return click.option("--seed", type=click.IntRange(0), default=None,
-                        help="Seed of the one random generator every random choice draws from.")(f)
-
-
-def start_option(f):
-    return click.option("--start", default=None,
-                        help="Start symbol (default: the grammar's '# start:' header, else the first rule's LHS).")(f)
-
-
-def kernel_option(f):
-    return click.option("--kernel", type=click.Choice(["auto", "cky", "dmv", "segment"]), default="auto",
-                        show_default=True,
-                        help="Chart kernel: auto = the DMV kernel for DMV grammars, the segmentation kernel for "
-                             "morphology (template) grammars, CKY otherwise.")(f)
+#: --seed, --start, --kernel: declared with the training options (grind.infer.options), shared by every command.
+seed_option = table_option("seed")
+start_option = table_option("start")
+kernel_option = table_option("kernel")
 
 
 def not_counted(sents) -> int:
@@ -261,148 +202,25 @@ def write_grammar(path, grammar: Grammar, weights, kind, **extra):
         f.writelines(grammar.rule_text(weights, grammar.pseudocounts))
 
 
-def read_probabilities(grammar_path, start=None, command="this command", normalise=False):
-    """The grammar of ``grammar_path``, checked to hold rule probabilities
-    (:func:`grind.grammars.grammar.require_probabilities`), or with ``normalise=True``
-    its weights normalised per LHS with a warning when they are not."""
-    from grind.grammars.grammar import as_probabilities
-    return as_probabilities(read_grammar(grammar_path, start), grammar_path, command, normalise)
-
-
-def load(grammar_path, corpus_path, spec, start=None, kernel="auto", command="this command", normalise=False,
-         tokens_only=False):
-    """Grammar, sentences and a chart parser for them.  The grammar's
-    :meth:`~grind.grammars.grammar.Grammar.probabilities` must be rule probabilities
-    (:func:`grind.grammars.grammar.require_probabilities`; parse, loglik and estep use
-    them as such).  ``normalise=True`` (train, which only needs a starting
-    point) normalises weights that are not probabilities per LHS instead,
-    with a warning.  ``tokens_only``: the sentences keep only their tokens,
-    number and line (:func:`grind.formats.corpus.read_corpus_tokens`), for
-    a command that writes no corpus back."""
-    from grind.formats.corpus import read_corpus_tokens
-    from grind.kernels.select import make_parser
-    sents = read_corpus_tokens(corpus_path, spec) if tokens_only else read_corpus(corpus_path, spec)
-    grammar = read_probabilities(grammar_path, start, command, normalise)
-    from grind.formats.textio import is_stream
-    if grammar.meta.get("model") == "treebank" and is_stream(grammar_path):
-        # is_treebank_grammar cannot peek at a stream: the generic path would parse with split symbols,
-        # no unknown-word signatures and no word escapes -- silently wrong
-        name = "<stdin>" if grammar_path == "-" else grammar_path
-        raise InputError(f"{name}: a treebank grammar ('# model: treebank') read from standard input or a pipe: "
-                         f"{command} reads such a grammar's header before the corpus, so give it as a file")
-    try:
-        parser = make_parser(grammar, [s.tokens for s in sents], kernel)
-    except InputError as e:
-        name = "<stdin>" if grammar_path == "-" else grammar_path
-        msg = str(e)
-        raise InputError(msg if msg.startswith(name + ":") else f"{name}: {msg}") from None
-    return grammar, sents, parser
-
-
-@dataclass
-class TreeItem:
-    """A gold tree of a ``--trees`` corpus: its number and line in the file, and its prepared yield."""
-
-    number: int
-    line: int
-    tokens: list
-
-    def __len__(self):
-        return len(self.tokens)
-
-
-def read_prepared_trees(trees_path, latent, where=None):
-    """The trees of a PTB file prepared as the latent grammar's were
-    (:func:`grind.formats.treebank.prepare`: the grammar header's ``markov``,
-    words the grammar lacks -> signatures) with their :class:`TreeItem`s;
-    trees left empty by deleting -NONE- are skipped with a warning.  Returns
-    ``(prepared trees, items, counter, the raw trees of the file)``."""
-    from grind.formats.trees import leaves, read_trees
-    from grind.formats.treebank import prepare
-    name = where or ("<stdin>" if trees_path == "-" else trees_path)
-    lines: list[int] = []
-    raw = read_trees(trees_path, lines)
-    markov = latent.grammar.meta.get("markov", "0")
-    try:
-        h = int(markov)
-    except ValueError:
-        raise InputError(f"the grammar's '# markov: {markov}' header is not a number") from None
-    keep: list[int] = []
-    prepared, _, counter = prepare(raw, name, h, known=latent.known_words(), kept=keep, lines=lines)
-    if counter["empty"]:
-        log.warn(f"{name}: {counter['empty']} trees hold only -NONE- elements: skipped")
-    if counter["replaced"]:
-        backoff = f" ({counter['backoff']} backed off to a coarser signature)" if counter["backoff"] else ""
-        log.info(f"{name}: {counter['replaced']} word tokens the grammar lacks -> unknown-word signatures"
-                 f"{backoff}")
-    from grind.formats.corpus import Corpus
-    items = Corpus(TreeItem(k + 1, lines[k], leaves(t)) for k, t in zip(keep, prepared))
-    items.wordless = counter["empty"]             # for the '# left_out:' header (:func:`left_out`)
-    if not items:
-        raise InputError(f"{name}: no trees" + (" with words (every one holds only -NONE-)" if raw else ""))
-    return prepared, items, counter, raw
-
-
-def load_trees(grammar_path, trees_path, start=None, command="this command", normalise=False):
-    """Latent grammar, tree items and a tree-constrained parser
-    (:class:`grind.kernels.latent_tree.TreeParser`) for ``--trees`` commands."""
-    from grind.grammars.latent import LatentGrammar
-    from grind.kernels.latent_tree import TreeParser
-    grammar = read_probabilities(grammar_path, start, command, normalise)
-    name = "<stdin>" if grammar_path == "-" else grammar_path
-    try:
-        latent = LatentGrammar(grammar)
-    except InputError as e:
-        raise InputError(f"{name}: not a treebank grammar: {e}") from None
-    prepared, items, _, _ = read_prepared_trees(trees_path, latent)
-    parser = TreeParser(grammar, prepared, latent=latent)
-    return grammar, items, parser
-
-
-#: Algorithms that train a latent treebank grammar on gold trees (--trees).
-TREE_ALGOS = ("em", "vb", "cvb", "gibbs")
-#: How a --trees corpus is described in logs and headers.
-TREES_TEXT = "PTB gold trees, latent subtypes hidden"
-
-
 def check_tree_options(algo, spec, opts):
-    """--trees trains on gold trees: em, vb, cvb or gibbs, no corpus options, no --joint."""
-    from grind.formats.corpus import CorpusSpec
-    if algo not in TREE_ALGOS:
-        raise click.UsageError(f"--trees trains with {', '.join(TREE_ALGOS)}, not --algo {algo}")
-    if spec != CorpusSpec():
-        raise click.UsageError("--trees reads PTB trees as they are: the corpus options do not apply")
-    if opts.get("joint"):
-        raise click.UsageError("--joint is not supported with --trees")
-
-
-def known_failures(parser, n):
-    """A log-Z-like vector: -inf for sentences the parser already knows it cannot parse."""
-    z = np.zeros(n)
-    z[list(parser.failures)] = -np.inf
-    return z
-
-
-def report_failures(sents, parser, logz, what="sentences", fate="were left out"):
-    """Warn about every sentence without a parse (``fate``: what the command does with them); return how
-    many there were."""
-    bad = np.flatnonzero(~np.isfinite(logz))
-    for k, i in enumerate(bad):
-        if k == 10:
-            log.warn(f"... and {len(bad) - 10} more")
-            break
-        s = sents[i]
-        why = parser.failures.get(int(i), "no derivation has positive probability")
-        log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
-    if len(bad):
-        log.warn(f"{len(bad)} of {len(sents)} {what} have no parse and {fate}")
-    return len(bad)
+    """--trees trains on gold trees: em, vb, cvb or gibbs, no corpus options, no --joint (a usage error)."""
+    from grind.run import OptionError, check_trees
+    try:
+        check_trees(algo, spec, opts, Namer())
+    except OptionError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _given(name) -> bool:
     """True when option ``name`` of the current command was given (not its default)."""
     from click.core import ParameterSource
     return click.get_current_context().get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+
+def grammar_spec(grammar_path, corpus_path, spec, meta=None, late=None):
+    """:func:`grind.run.grammar_spec` with the command line's options as given (:func:`_given`)."""
+    from grind.run import grammar_spec as reconcile
+    return reconcile(grammar_path, corpus_path, spec, meta, late, given=_given)
 
 
 def removed_tokens(spec, fmt) -> str | None:
@@ -417,30 +235,62 @@ def removed_tokens(spec, fmt) -> str | None:
             "aligns them with the gold)")
 
 
-def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, **extra):
-    """CoNLL output.  A sentence without a tree (``heads[i] is None``) is
-    written with HEAD and DEPREL ``_`` (never a baseline tree), counted in the
-    header's ``# unparsed:`` line and named with its reason on stderr (the
-    offending tag when the grammar lacks it or, given ``weights``, gives it
-    probability 0; ``explain(i)``, given, says it instead)."""
-    from grind.formats.corpus import conll_block
+def write_dependencies(output, sents, parser, heads, decoder, spec, weights=None, explain=None, limit=None,
+                       **extra):
+    """CoNLL output (:func:`write_conll`).  A sentence without a tree
+    (``heads[i] is None``) is written with filler heads after the comment
+    :data:`grind.formats.corpus.UNPARSED_MARK` and its reason (never a
+    baseline tree as a prediction: grind eval scores its words 0), counted in
+    the header's ``# unparsed:`` line and named on stderr (the offending tag
+    when the grammar lacks it or, given ``weights``, gives it probability 0;
+    ``explain(i)``, given, says it instead).  ``limit`` (--max-unparsed): an
+    InputError, nothing written, when more than that share has none."""
+    from grind.formats.corpus import UNPARSED_MARK
     bad = [i for i, h in enumerate(heads) if h is None]
     zero = parser.zero_types(weights) if bad and weights is not None and explain is None else set()
+    reasons = {i: explain(i) if explain is not None else parser.explain(i, weights, zero) for i in bad}
     for k, i in enumerate(bad):
         if k == 10:
             log.warn(f"... and {len(bad) - 10} more")
             break
-        why = explain(i) if explain is not None else parser.explain(i, weights, zero)
-        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {why}")
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no parse: {reasons[i]}")
     if bad:
-        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with HEAD '_' "
-                 "(grind eval scores their words 0)")
+        log.warn(f"{len(bad)} of {len(sents)} sentences have no parse; written with filler heads (attach-right) "
+                 f"after the comment '{UNPARSED_MARK}REASON' (grind eval scores their words 0)")
+    if limit is not None:
+        check_unparsed(len(bad), len(sents), limit, "sentences", reasons.values())
+    write_conll(output, sents, heads, spec, reasons, decoder=decoder, corpus=spec.describe(sents.format),
+                unparsed=len(bad), **extra)
+
+
+def write_conll(output, sents, heads, spec, reasons=None, **header):
+    """Write every sentence of the corpus as read (``sents.everything``, in
+    order; the kept ones with their ``heads``, None = unparsed, with
+    ``reasons[i]``; those the corpus options left out with filler heads
+    after :data:`grind.formats.corpus.LEFT_OUT_MARK` and why), the header
+    lines being the first sentence's comments: a file the CoNLL 2018
+    evaluator reads (one root a sentence, the gold's token stream) and grind
+    eval scores as before.  A sentence with no row left to write (a Malt-TAB
+    or PTB sentence of punctuation only) is not written (the header's
+    ``# left_out:`` counts it)."""
+    from grind.formats.corpus import LEFT_OUT_MARK, UNPARSED_MARK, conll_block
+    reasons = reasons or {}
+    allsents = sents.everything if getattr(sents, "everything", None) is not None else list(sents)
+    index = {id(s): i for i, s in enumerate(sents)}
+    written = sum(1 for s in allsents if s.outside) if len(allsents) > len(sents) else 0
+    what = f"written with filler heads, marked '{LEFT_OUT_MARK}REASON'" if written else "not written"
+    lines = header_lines(**header, left_out=left_out(sents, what), removed_tokens=removed_tokens(spec, sents.format))
     with open_out(output) as f:
-        f.writelines(header_lines(decoder=decoder, corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=len(bad), removed_tokens=removed_tokens(spec, sents.format), **extra))
-        f.write("\n")                   # the header is the file's, not the first sentence's comments
-        for s, h in zip(sents, heads):
-            f.write(conll_block(s, h, sents.format))
+        for s in allsents:
+            i = index.get(id(s))
+            if i is None:
+                h, mark = None, LEFT_OUT_MARK + (s.outside or "outside the corpus options")
+            else:
+                h, mark = heads[i], UNPARSED_MARK + str(reasons.get(i, NO_DERIVATION))
+            if s.raw is None and not s.rows and not s.tokens:
+                continue                              # nothing to write (counted in the header)
+            f.write(conll_block(s, h, sents.format, header=lines, mark=mark))
+            lines = []
 
 
 def dependency_convention(spec, read_as=None) -> str:

@@ -1,29 +1,40 @@
-"""``grind function-heads``: a CoNLL treebank re-headed so that function words head their phrases."""
+"""``grind function-heads``: a CoNLL treebank re-headed so that function words head their phrases;
+``grind convert``: a grammar in the format other tools read."""
 from __future__ import annotations
 
 import collections
 
 import click
+import numpy as np
+
+from grind.cli.options import GroupedCommand, option
 
 from grind import log
 from grind.errors import InputError
 from grind.formats.corpus import CorpusSpec, block_format, conll_trees
 from grind.formats.function_heads import DEFAULT_RELATIONS, function_heads, is_function_relation
 from grind.formats.textio import header_lines, open_out, read_lines
-from grind.cli.common import output_option
+from grind.cli.common import output_option, start_option
 
 
-@click.command("function-heads")
-@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
-              help="Treebank format (auto: by extension, else a CoNLL file).")
-@click.option("--relations", default=",".join(DEFAULT_RELATIONS), show_default=True,
-              help="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
-                   "matches NAME's subtypes (case:* matches case:dec).")
+@click.command("function-heads", cls=GroupedCommand)
+@option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx"]), default="auto", show_default=True,
+        group="Corpus", help="Treebank format (auto: by extension).",
+        doc="Treebank format (auto: by extension, else a CoNLL file).")
+@option("--relations", default=",".join(DEFAULT_RELATIONS), metavar="LIST",
+        help="Relations whose dependent is a function word.",
+        doc="Comma-separated relations whose dependent is a function word, matched exactly; NAME:* also "
+            f"matches NAME's subtypes (case:* matches case:dec).  Default: {','.join(DEFAULT_RELATIONS)}.")
 @output_option
 @click.argument("treebank")
 def function_heads_cmd(treebank, fmt, relations, output):
     """Write TREEBANK (CoNLL-U or CoNLL-X) with function words as heads.
 
+    \b
+    Example:
+      grind function-heads zh-ud-test.conllu > zh-test.fh.conllu
+      grind eval --column UPOS --punct ud zh-test.fh.conllu parsed.conllu
+    \f
     UD makes content words heads (an adposition depends on its noun, an
     auxiliary or copula on its predicate); the treebanks of the DMV papers
     (Penn Treebank, Chinese Treebank) were converted from phrase structure
@@ -42,7 +53,8 @@ def function_heads_cmd(treebank, fmt, relations, output):
     (CoNLL-U DEPS and CoNLL-X PHEAD/PDEPREL included, which then no longer
     match HEAD), the comment lines of each sentence, multiword ranges and
     empty nodes are written as read (comment lines that belong to no
-    sentence, such as a file header, are not).  A sentence without heads
+    sentence, such as a file header, are not); the header is written as
+    comments of the first sentence.  A sentence without heads
     (HEAD '_') is written unchanged and counted in the header and on
     stderr.  Unsupervised training reads only the tokens, so what changes
     is the gold: score every model and baseline on the converted gold;
@@ -110,10 +122,72 @@ def function_heads_cmd(treebank, fmt, relations, output):
             treebank=f"{name} ({fmt})", sentences=sentences, words_reattached=moved,
             function_words=found, without_heads=f"{no_tree} (written unchanged)",
             several_roots=f"{forests} (sentences with more than one HEAD 0)"))
-        f.write("\n")
-        f.writelines(blocks)
+        f.writelines(blocks)             # the header is the first sentence's comments (valid CoNLL-U)
 
 
 def _chain(head, rest):
     yield from head
     yield from rest
+
+
+@click.command("convert", cls=GroupedCommand)
+@option("--to", "target", type=click.Choice(["johnson"]), required=True, help="johnson: Mark Johnson's io, py-cfg.",
+        doc="johnson: no header, 'weight LHS --> RHS ...' lines, start symbol's rules first, words only in "
+            "unary rules (Mark Johnson's io, py-cfg).")
+@start_option
+@output_option
+@click.argument("grammar")
+def convert(grammar, target, start, output):
+    """Write GRAMMAR in another tool's format.
+
+    \b
+    Example:
+      grind convert --to johnson g.txt > g.io.txt
+    \f
+    --to johnson: what Mark Johnson's io and py-cfg read, which have no
+    comment syntax: no header; one 'weight LHS --> RHS ...' line a rule,
+    the weight its probability (a grammar of Dirichlet pseudo-counts: their
+    posterior mean), written in full precision; the start symbol's rules
+    first (those tools take the first rule's LHS as the start symbol); and,
+    as io allows words only in unary rules, a word in a rule of several
+    symbols moved under a new symbol of its own with one rule, 1 _w --> w
+    (every tree's probability unchanged).  grind reads the file back (no
+    header: probabilities, the first rule's LHS the start).
+    """
+    from grind.formats.rules import format_weight, rule_key
+    from grind.formats.textio import open_out
+    from grind.grammars.grammar import read_grammar
+    g = read_grammar(grammar, start)
+    weights = np.asarray(g.probabilities(), dtype=np.float64)
+    name = "<stdin>" if grammar == "-" else grammar
+    if g.weight_kind() == "pseudo-counts":
+        log.info(f"{name} holds Dirichlet pseudo-counts: their posterior mean is written (io reads probabilities)")
+    symbols = set(g.nonterminals) | set(g.terminals)
+    lifted: dict[str, str] = {}
+
+    def lift(word):
+        if word not in lifted:
+            new = "_" + word
+            while new in symbols:
+                new = "_" + new
+            symbols.add(new)
+            lifted[word] = new
+        return lifted[word]
+    first = [i for i, (lhs, _) in enumerate(g.rules) if lhs == g.start]
+    if not first:
+        raise InputError(f"{name}: the start symbol {g.start!r} has no rule: Johnson's format takes the first "
+                         "rule's left-hand side as the start symbol (give --start)")
+    order = first + [i for i, (lhs, _) in enumerate(g.rules) if lhs != g.start]
+    lines = []
+    for i in order:
+        lhs, rhs = g.rules[i]
+        if len(rhs) > 1:
+            rhs = tuple(lift(x) if not g.is_nonterminal(x) else x for x in rhs)
+        lines.append(f"{format_weight(weights[i])} {rule_key(lhs, rhs)}\n")
+    lines += [f"1 {rule_key(new, (word,))}\n" for word, new in lifted.items()]
+    if lifted:
+        log.info(f"{len(lifted)} words that share a rule with other symbols moved under unary rules of their own "
+                 f"(e.g. 1 {rule_key(*next((v, (k,)) for k, v in lifted.items()))}): io allows words only in "
+                 "unary rules")
+    with open_out(output) as f:
+        f.writelines(lines)

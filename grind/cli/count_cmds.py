@@ -20,9 +20,10 @@ from grind.formats.corpus import read_options
 from grind.formats.counts import Counts, missing_shards, read_counts, shard_meta, write_counts
 from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
+from grind.cli.options import GroupedCommand, option, table_option
 from grind.cli.common import (AlphaType, corpus_options, output_option, start_option, kernel_option, write_grammar,
                               not_counted, load, load_trees, report_failures, TREES_TEXT, check_tree_options,
-                              is_treebank_grammar)
+                              is_treebank_grammar, max_unparsed_option, grammar_spec)
 
 #: The algorithms whose iteration estep / sum / mstep carry out (map = em with --alpha, as in grind train).
 STEP_ALGOS = ("em", "map", "vb")
@@ -37,28 +38,37 @@ def weights_fingerprint(grammar: Grammar) -> str:
     return fingerprint_array(grammar.weights)
 
 
-@click.command()
-@click.option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True,
-              help="Whose E-step: em and map use the grammar's rule probabilities; vb the weights "
-                   "exp(psi(alpha_hat) - psi(sum over the LHS)) of a grammar of posterior pseudo-counts alpha_hat "
-                   "(as grind train --algo vb and grind mstep --algo vb write them), or, for a grammar of "
-                   "probabilities, its probabilities: VB's initialisation (see grind mstep).")
-@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
-              help="Threads (results do not depend on it).")
-@click.option("--trees", "on_trees", is_flag=True,
-              help="CORPUS holds PTB bracketed trees: expected counts of a latent treebank grammar's rules on the "
-                   "gold trees, subtypes summed out (see grind make-grammar treebank).")
+@click.command(cls=GroupedCommand)
+@option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True,
+        help="Whose E-step: em, map or vb.",
+        doc="Whose E-step: em and map use the grammar's rule probabilities; vb the weights "
+            "exp(psi(alpha_hat) - psi(sum over the LHS)) of a grammar of posterior pseudo-counts alpha_hat "
+            "(as grind train --algo vb and grind mstep --algo vb write them), or, for a grammar of "
+            "probabilities, its probabilities: VB's initialisation (see grind mstep).")
+@table_option("jobs")
+@option("--trees", "on_trees", is_flag=True, group="Grammar and kernel",
+        help="CORPUS is PTB trees (a latent treebank grammar).",
+        doc="CORPUS holds PTB bracketed trees: expected counts of a latent treebank grammar's rules on the "
+            "gold trees, subtypes summed out (see grind make-grammar treebank).")
 @corpus_options
 @kernel_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
+def estep(grammar, corpus, spec, algo, jobs, kernel, start, max_unparsed, output, on_trees):
     """Expected rule counts of CORPUS under GRAMMAR (the E-step of EM or VB).
 
     Counts of corpus shards (grind split) add up with 'grind sum'; 'grind
-    mstep' completes the iteration.  The header carries what the objective
+    mstep' completes the iteration.
+
+    \b
+    Example (one EM iteration on two shards):
+      grind estep g.txt shard.1.txt > c1.txt; grind estep g.txt shard.2.txt > c2.txt
+      grind sum c1.txt c2.txt | grind mstep --grammar g.txt - > g.next.txt
+    \f
+    The header carries what the objective
     needs from the shard: sentences, parsed, words and loglik (the sum of
     log Z over the parsed sentences: the log-likelihood for em/map, the
     first term of the variational bound for vb), left_out (sentences of
@@ -67,11 +77,6 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
     carries the sums into its grammar's header), and the E-step made
     ('# estep:', '# estep-weights:' = a fingerprint of GRAMMAR's weights).
     The sentences are summed in blocks of 256 as grind train sums them.
-
-    \b
-    Example (one EM iteration on two shards):
-      grind estep g.txt shard.1.txt > c1.txt; grind estep g.txt shard.2.txt > c2.txt
-      grind sum c1.txt c2.txt | grind mstep --grammar g.txt - > g.next.txt
     """
     from grind.grammars.latent import treebank_meta
     from grind.infer.training import ShardedEstep
@@ -83,6 +88,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
         if is_treebank_grammar(grammar):
             raise click.UsageError("a treebank grammar's E-step is over gold trees with hidden subtypes: "
                                    "grind estep --trees TREES (grind loglik scores plain sentences)")
+        spec = grammar_spec(grammar, corpus, spec)
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind estep", tokens_only=True)
         what = spec.describe(sents.format)
     head = read_header(corpus)
@@ -114,7 +120,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, output, on_trees):
             log.info(f"{grammar} holds probabilities: VB's initialisation, the E-step under them "
                      "(grind mstep --algo vb makes the first pseudo-counts alpha + counts)")
         counts, logz = run(g.probabilities())
-    report_failures(sents, parser, logz, "trees" if on_trees else "sentences")
+    report_failures(sents, parser, logz, "trees" if on_trees else "sentences", limit=max_unparsed)
     ok = np.isfinite(logz)
     stats = {"sentences": len(sents), "parsed": int(ok.sum()),
              "words": int(sum(len(s) for s, k in zip(sents, ok) if k)), "loglik": float(logz[ok].sum()),
@@ -150,21 +156,21 @@ def _check_split_options(corpus: str, split_as, read_as: str) -> None:
                          "up to the corpus's only then)")
 
 
-@click.command("sum")
+@click.command("sum", cls=GroupedCommand)
 @output_option
 @click.argument("counts", nargs=-1, required=True)
 def sum_(counts, output):
     """Add count files (rules matched by key, in the order given).
 
+    \b
+    Example:
+      grind sum c1.txt c2.txt c3.txt > c.txt
+    \f
     Counts and header statistics (sentences, parsed, words, loglik, left_out, repeats) are
     added in the order of the arguments (give shards in their order for a
     reproducible result); the files must come from one E-step over the
     shards of one corpus (the same '# estep:', '# estep-weights:' and
     '# corpus:' lines) and have the same statistics lines.
-
-    \b
-    Example:
-      grind sum c1.txt c2.txt c3.txt > c.txt
     """
     from grind.formats.counts import add_mismatch, check_same_grammar
     seen: dict = {}
@@ -190,17 +196,18 @@ def sum_(counts, output):
     write_counts(output, total)
 
 
-@click.command()
-@click.option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True,
-              help="The update: em / map: theta ∝ max(0, count + alpha - 1) (MAP-EM; alpha 1 = maximum "
-                   "likelihood; map is em by another name); vb: posterior pseudo-counts alpha + count "
-                   "(needs --grammar).")
-@click.option("--alpha", type=AlphaType(zero_ok=True), default="1.0", show_default=True,
-              help="Dirichlet hyperparameter: a number (symmetric), a number and per-LHS numbers "
-                   "(1e-20,Stem=1e-15), or a grammar file of per-rule pseudo-counts, as grind train --alpha.")
-@click.option("--grammar", "grammar_path", default=None,
-              help="The grammar the counts were made with: its rule set, its weights for LHSs no sentence uses "
-                   "(em), the previous pseudo-counts for the bound (vb), and the objective of the iteration.")
+@click.command(cls=GroupedCommand)
+@option("--algo", type=click.Choice(STEP_ALGOS), default="em", show_default=True, help="The update: em, map or vb.",
+        doc="The update: em / map: theta ∝ max(0, count + alpha - 1) (MAP-EM; alpha 1 = maximum "
+            "likelihood; map is em by another name); vb: posterior pseudo-counts alpha + count "
+            "(needs --grammar).")
+@option("--alpha", type=AlphaType(zero_ok=True), default="1.0", show_default=True, metavar="ALPHA",
+        help="Dirichlet hyperparameter(s), as train's.",
+        doc="Dirichlet hyperparameter: a number (symmetric), a number and per-LHS numbers "
+            "(1e-20,Stem=1e-15), or a grammar file of per-rule pseudo-counts, as grind train --alpha.")
+@option("--grammar", "grammar_path", default=None, metavar="FILE", help="The grammar the counts were made with.",
+        doc="The grammar the counts were made with: its rule set, its weights for LHSs no sentence uses "
+            "(em), the previous pseudo-counts for the bound (vb), and the objective of the iteration.")
 @start_option
 @output_option
 @click.argument("counts")
@@ -208,6 +215,13 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     """Complete an iteration from (summed) COUNTS: the grammar of the next step.
 
     \b
+    Example (grind train --algo vb --alpha 0.5 --iterations 2 g0.txt, on 2 shards):
+      for i in 0 1 2; do
+        grind estep --algo vb g$i.txt shard.1.txt > c1.txt
+        grind estep --algo vb g$i.txt shard.2.txt > c2.txt
+        grind sum c1.txt c2.txt | grind mstep --algo vb --alpha 0.5 --grammar g$i.txt - > g$((i+1)).txt
+      done    # g1.txt: the initialisation; g3.txt: grind train's grammar
+    \f
     em, map  rule probabilities, the MAP estimate under a Dirichlet(alpha)
              prior (alpha 1: maximum likelihood).  With --grammar G (the
              grammar the counts were made with) the header's '# objective:'
@@ -224,14 +238,6 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     objective:'), so the next 'grind estep --algo ALGO' reads it.  Counts
     summed in another order than grind train sums them give the same
     grammar up to rounding (about 1e-15 relative a step).
-
-    \b
-    Example (grind train --algo vb --alpha 0.5 --iterations 2 g0.txt, on 2 shards):
-      for i in 0 1 2; do
-        grind estep --algo vb g$i.txt shard.1.txt > c1.txt
-        grind estep --algo vb g$i.txt shard.2.txt > c2.txt
-        grind sum c1.txt c2.txt | grind mstep --algo vb --alpha 0.5 --grammar g$i.txt - > g$((i+1)).txt
-      done    # g1.txt: the initialisation; g3.txt: grind train's grammar
     """
     from grind.formats.counts import check_same_grammar
     from grind.grammars.latent import TREEBANK_META, treebank_meta

@@ -9,112 +9,125 @@ from grind.errors import InputError
 from grind.formats.corpus import read_corpus
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, kernel_option, make_rng, load,
-                              left_out, removed_tokens, report_failures, write_dependencies, _given, FiniteFloatRange,
-                              is_treebank_grammar, OneChoiceCommand)
+                              left_out, report_failures, write_dependencies, _given, FiniteFloatRange,
+                              is_treebank_grammar, OneChoiceCommand, max_unparsed_option, check_unparsed,
+                              grammar_spec, write_conll, NO_DERIVATION)
+from grind.cli.options import GroupedCommand, option
 
 
-@click.command(cls=OneChoiceCommand)
+PARSE_REFERENCE = """A PCFG writes one bracketed tree a line; a sentence without a parse is reported on stderr, counted
+in the header ('# unparsed: N') and written as (NOPARSE w1 ... wn) so lines stay aligned.
+
+A DMV grammar writes CoNLL with HEAD and DEPREL (root/dep) filled, the gold's other arcs cleared (DEPS, also
+of empty nodes; CoNLL-X PHEAD, PDEPREL) and every other line and column of a CoNLL-U/CoNLL-X input passed
+through (comments, original IDs, multiword tokens, empty nodes); tokens --punct removed get HEAD = the root
+word and DEPREL punct (not predicted: the header's '# removed_tokens:' line says so; a Malt-TAB or PTB input
+has no rows to pass through, so only its kept tokens are written, numbered 1..n).  Every input sentence is
+written, in order, the header lines being comments of the first one (valid CoNLL-U: the CoNLL 2018 evaluator
+reads it).  A sentence without a parse (e.g. a tag the grammar lacks) gets filler heads (attach-right, DEPREL
+'_') after the comment '# grind_unparsed = REASON', is named on stderr and counted in the header
+('# unparsed: N'); grind eval scores its words 0.  One the length limits (or --types) leave out gets filler
+heads after '# grind_left_out = REASON'.  More than --max-unparsed of the sentences without a parse is an
+error.  --mbr: arc posteriors from inside-outside, then the best projective tree over them (Eisner).
+
+Back-off (DMV, on unless --no-backoff; not with --committee or --average): a sentence with no tree of positive
+probability (a tag the training data lacked gets root and attach probability 0 from EM) is parsed again with
+every rule's probability p taken as (1 - 1e-6) p + 1e-6 / |rules of its left-hand side|; one that still has
+none (the grammar's structural constraints allow no tree of it) with the constraints relaxed: the
+unconstrained DMV over the grammar's tags, the left-out rules at the floor.  Such a sentence is parsed, not
+unparsed: both are named on stderr and counted in the header ('# backoff:', '# constraints_relaxed:').  With
+--no-backoff it is unparsed, and counts toward --max-unparsed.
+
+--segment (a morphology grammar of make-grammar morph; its start symbol is the templates' first LHS, Word
+for the built-in sets): every sentence of CORPUS is one word, its tokens its characters with --chars (one
+word a line; without it, a line's whitespace tokens, joined without spaces for the word); one segmented word
+is written a line (--seg-format).  --viterbi: the morphs are the spans of the Viterbi derivation's lexical
+rules (rules whose right-hand side is all terminals).  --mbr: a boundary after character i iff its
+posterior P(boundary after i) > 0.5, which maximises the expected number of correct boundary decisions
+(posteriors from the kernel's boundary_posteriors); --boundary-threshold T moves that cut-off; --expected-f
+instead cuts where P >= the one threshold that maximises the corpus's expected boundary F,
+2 sum_cut P / (cuts + sum P).  --mbr --average G2 --average G3: the posteriors (arcs, boundaries) averaged
+over GRAMMAR, G2 and G3 before decoding (the header's '# averaged_over:' line counts them).  A word without
+a parse is written 'word<TAB>_' in both formats, named on stderr and counted in the header
+('# unparsed: N'); grind eval --segmentation scores it with no correct morph and no boundary.
+
+Examples (`C="--column UPOS --punct ud"`, the options the grammars were trained with):
+
+    grind parse $C g.txt test.conllu > test.trees
+    grind parse --mbr $C dmv.txt test.conllu > test.parsed.conllu
+    for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
+    grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
+    grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
+"""
+
+DECODER, SEGMENT, TREEBANK = "Decoder", "Segmentation (--segment)", "Treebank grammars"
+
+
+@click.command(cls=OneChoiceCommand, reference=PARSE_REFERENCE)
 @corpus_options
-@click.option("--viterbi", "decoder", flag_value="viterbi", default=True, help="Most probable tree (default).")
-@click.option("--mbr", "decoder", flag_value="mbr",
-              help="DMV: the projective tree maximising the expected number of correct attachments; with "
-                   "--segment: a boundary after every character whose boundary posterior is > 0.5 (by more "
-                   "than 1e-9: closer is a tie, not cut).")
-@click.option("--committee", "ln_path", default=None,
-              help="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
-                   "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
-@click.option("--average", "average", multiple=True, metavar="GRAMMAR",
-              help="With --mbr (repeatable): decode with the posteriors (DMV arcs; --segment boundaries) averaged "
-                   "with equal weights over GRAMMAR and these grammars of the same rules -- a committee of, say, "
-                   "the runs of several seeds.  A sentence any of them cannot parse is unparsed.")
-@click.option("--backoff/--no-backoff", default=True, show_default=True,
-              help="DMV: parse a sentence with no tree under the weights with every rule's probability floored "
-                   "(and, if the grammar's constraints allow none, with them relaxed); said and counted.")
-@click.option("--segment", is_flag=True,
-              help="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
-                   "tokens are its characters) instead of trees.")
-@click.option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
-              help="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
-@click.option("--boundary-threshold", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.5,
-              show_default=True,
-              help="With --segment --mbr: a boundary where its posterior exceeds this (0.5 maximises the expected "
-                   "number of correct boundary decisions; lower trades precision for recall).")
-@click.option("--expected-f", is_flag=True,
-              help="With --segment --mbr: one threshold for the whole corpus, the one maximising the expected "
-                   "boundary F-score under the posteriors (F is a corpus-level score; 0.5 maximises the expected "
-                   "number of correct decisions instead); the threshold and its expected F go to the header.")
-@click.option("--max-rule-sum", "decoder", flag_value="max-rule-sum",
-              help="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
-                   "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
-                   "subtypes projected away.")
-@click.option("--max-rule-product", "decoder", flag_value="max-rule-product",
-              help="Treebank grammars: the tree maximising the product of its anchored rules' posteriors.")
-@click.option("--prune/--no-prune", default=True, show_default=True,
-              help="Treebank grammars: coarse-to-fine pruning with the grammar's projection onto the unsplit "
-                   "symbols (chart items of coarse posterior below --prune-threshold are skipped).")
-@click.option("--prune-threshold", type=FiniteFloatRange(0, 1), default=1e-4, show_default=True,
-              help="Treebank grammars: posterior below which a (span, symbol) item is pruned.")
+@option("--viterbi", "decoder", flag_value="viterbi", default=True, group=DECODER, help="Most probable tree (default).",
+        doc="The most probable tree; of a treebank grammar, the best latent derivation, subtypes projected away.")
+@option("--mbr", "decoder", flag_value="mbr", group=DECODER, help="Minimum Bayes risk (DMV, --segment).",
+        doc="DMV: the projective tree maximising the expected number of correct attachments; with "
+            "--segment: a boundary after every character whose boundary posterior is > 0.5 (by more "
+            "than 1e-9: closer is a tie, not cut).")
+@option("--committee", "ln_path", default=None, metavar="FILE", group=DECODER,
+        help="DMV: one committee member of this --ln-params.",
+        doc="DMV only: one committee member: every sentence decoded with its own grammar drawn from the "
+            "logistic-normal prior in this file (train --algo ln --ln-params); vary --seed for members.")
+@option("--average", "average", multiple=True, metavar="GRAMMAR", group=DECODER,
+        help="--mbr over these grammars' posteriors too.",
+        doc="With --mbr (repeatable): decode with the posteriors (DMV arcs; --segment boundaries) averaged "
+            "with equal weights over GRAMMAR and these grammars of the same rules -- a committee of, say, "
+            "the runs of several seeds.  A sentence any of them cannot parse is unparsed.")
+@option("--backoff/--no-backoff", default=True, show_default=True, group=DECODER,
+        help="DMV: parse a sentence with no tree by floored weights.",
+        doc="DMV: parse a sentence with no tree of positive probability with every rule's probability floored "
+            "(and, if the grammar's constraints allow none, with them relaxed); said on stderr and counted in "
+            "the header.  With --no-backoff such a sentence is unparsed (and counts toward --max-unparsed).")
+@option("--segment", is_flag=True, group=SEGMENT, help="Morphology: write segmented words.",
+        doc="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
+            "tokens are its characters) instead of trees.")
+@option("--seg-format", type=click.Choice(["plain", "sigmorphon"]), default="plain", show_default=True,
+        metavar="FORMAT", group=SEGMENT, help="plain or sigmorphon.",
+        doc="With --segment: plain 'ab dik ova t' or sigmorphon 'abdikovat<TAB>ab @@dik @@ova @@t'.")
+@option("--boundary-threshold", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.5,
+        show_default=True, metavar="P", group=SEGMENT, help="--mbr: cut where a posterior exceeds P.",
+        doc="With --segment --mbr: a boundary where its posterior exceeds this (0.5 maximises the expected "
+            "number of correct boundary decisions; lower trades precision for recall).")
+@option("--expected-f", is_flag=True, group=SEGMENT, help="--mbr: the threshold of best expected F.",
+        doc="With --segment --mbr: one threshold for the whole corpus, the one maximising the expected "
+            "boundary F-score under the posteriors (F is a corpus-level score; 0.5 maximises the expected "
+            "number of correct decisions instead); the threshold and its expected F go to the header.")
+@option("--max-rule-sum", "decoder", flag_value="max-rule-sum", group=TREEBANK, help="Max-rule-sum tree (default).",
+        doc="Treebank grammars (default for them): the tree maximising the summed posteriors of its anchored "
+            "rules, subtypes summed out (Petrov & Klein 2007); --viterbi: the best latent derivation, "
+            "subtypes projected away.")
+@option("--max-rule-product", "decoder", flag_value="max-rule-product", group=TREEBANK,
+        help="Max-rule-product tree.",
+        doc="Treebank grammars: the tree maximising the product of its anchored rules' posteriors.")
+@option("--prune/--no-prune", default=True, show_default=True, group=TREEBANK, help="Coarse-to-fine pruning.",
+        doc="Treebank grammars: coarse-to-fine pruning with the grammar's projection onto the unsplit "
+            "symbols (chart items of coarse posterior below --prune-threshold are skipped).")
+@option("--prune-threshold", type=FiniteFloatRange(0, 1), default=1e-4, show_default=True, metavar="P",
+        group=TREEBANK, help="Prune items of coarse posterior below P.",
+        doc="Treebank grammars: posterior below which a (span, symbol) item is pruned.")
 @seed_option
 @kernel_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
 def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, seg_format, boundary_threshold,
-          expected_f, prune, prune_threshold, seed, kernel, start, output):
-    """Decode CORPUS with GRAMMAR: bracketed trees, or CoNLL for a DMV grammar.
-
-    A PCFG writes one bracketed tree a line; a sentence without a parse is
-    reported on stderr, counted in the header ('# unparsed: N') and written
-    as (NOPARSE w1 ... wn) so lines stay aligned.  A DMV grammar writes CoNLL
-    with HEAD and DEPREL (root/dep) filled, the gold's other arcs cleared (DEPS,
-    also of empty nodes; CoNLL-X PHEAD, PDEPREL) and every other line and
-    column of a CoNLL-U/CoNLL-X input passed through (comments, original IDs,
-    multiword tokens, empty nodes); tokens --punct removed get HEAD = the root word and
-    DEPREL punct (not predicted: the header's '# removed_tokens:' line says
-    so; a Malt-TAB or PTB input has no rows to pass through, so only its kept
-    tokens are written, numbered 1..n).  A sentence without a parse (e.g. a tag the
-    grammar lacks) gets HEAD and DEPREL '_', is named on stderr with its
-    reason and counted in the header ('# unparsed: N'); grind eval scores its
-    words 0.  --mbr: arc posteriors from inside-outside, then the best
-    projective tree over them (Eisner).
-
-    Back-off (DMV, on unless --no-backoff; not with --committee or
-    --average): a sentence with no tree of positive probability (a tag the
-    training data lacked gets root and attach probability 0 from EM) is
-    parsed again with every rule's probability p taken as (1 - 1e-6) p +
-    1e-6 / |rules of its left-hand side|; one that still has none (the
-    grammar's structural constraints allow no tree of it) with the
-    constraints relaxed: the unconstrained DMV over the grammar's tags, the
-    left-out rules at the floor.  Both are named on stderr and counted in
-    the header ('# backoff:', '# constraints_relaxed:').
-
-    --segment (a morphology grammar of make-grammar morph; its start symbol
-    is the templates' first LHS, Word for the built-in sets): every sentence of
-    CORPUS is one word, its tokens its characters with --chars (one word a
-    line; without it, a line's whitespace tokens, joined without spaces for
-    the word); one segmented word is written a line (--seg-format).
-    --viterbi: the morphs are the spans of the Viterbi derivation's lexical
-    rules (rules whose right-hand side is all terminals).  --mbr: a boundary
-    after character i iff its posterior P(boundary after i) > 0.5, which
-    maximises the expected number of correct boundary decisions (posteriors
-    from the kernel's boundary_posteriors); --boundary-threshold T moves
-    that cut-off; --expected-f instead cuts where P >= the one threshold that
-    maximises the corpus's expected boundary F, 2 sum_cut P / (cuts + sum P).
-    --mbr --average G2 --average G3: the posteriors (arcs,
-    boundaries) averaged over GRAMMAR, G2 and G3 before decoding (the
-    header's '# averaged_over:' line counts them).  A word without a parse is
-    written 'word<TAB>_' in both formats, named on stderr and counted in
-    the header ('# unparsed: N'); grind eval --segmentation scores it with
-    no correct morph and no boundary.
+          expected_f, prune, prune_threshold, seed, kernel, start, max_unparsed, output):
+    """Decode CORPUS with GRAMMAR: bracketed trees; CoNLL for a DMV grammar;
+    segmented words with --segment.
 
     \b
-    Examples (C="--column UPOS --punct ud", the options the grammars were trained with):
+    Examples (C="--column UPOS --punct ud", as the grammars were trained):
       grind parse $C g.txt test.conllu > test.trees
       grind parse --mbr $C dmv.txt test.conllu > test.parsed.conllu
-      for s in 1 2 3; do grind parse --committee ln.params --seed $s $C ln.txt test.conllu > m$s.conllu; done
-      grind eval $C test.conllu m1.conllu m2.conllu m3.conllu     # mean and spread
-      grind parse --chars --segment --mbr --average h2.txt --average h3.txt h1.txt dev.txt > dev.seg   # 3 chains
     """
     rng = make_rng(seed, random=ln_path is not None)        # committee members are drawn; the rest is not random
     if segment and ln_path:
@@ -134,12 +147,13 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, se
             raise click.UsageError("a treebank grammar decodes with --max-rule-sum (default), --max-rule-product "
                                    "or --viterbi")
         _write_treebank_parses(output, grammar, corpus, spec, start,
-                               decoder if _given("decoder") else "max-rule-sum", prune, prune_threshold)
+                               decoder if _given("decoder") else "max-rule-sum", prune, prune_threshold, max_unparsed)
         return
     if decoder in ("max-rule-sum", "max-rule-product") or _given("prune") or _given("prune_threshold"):
         raise click.UsageError("--max-rule-sum, --max-rule-product and the pruning options are for treebank "
                                "grammars (grind make-grammar treebank)")
-    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse")
+    spec = grammar_spec(grammar, corpus, spec)
+    g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind parse", keep_outside=True)
     if kernel == "cky":
         from grind.grammars.dmv import dmv_problem
         if dmv_problem(g) is None:
@@ -148,9 +162,10 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, se
                                    "train: leave it out here")
     thetas = np.stack([g.probabilities()] + [_member(path, g, grammar) for path in average])
     averaged = {"averaged_over": f"{len(thetas)} grammars (posteriors averaged, equal weights)"} if average else {}
+    averaged["grammar_made_by"] = made_by(g)          # which configuration this is (grind eval reads it)
     if segment:
         _write_segmentations(output, g, sents, parser, decoder, seg_format, spec,
-                             "expected-f" if expected_f else boundary_threshold, thetas, averaged)
+                             "expected-f" if expected_f else boundary_threshold, thetas, averaged, max_unparsed)
         return
     from grind.kernels.dmv import DMVParser
     if isinstance(parser, DMVParser):
@@ -170,7 +185,7 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, se
         if backoff and not ln_path and not average:
             heads, backed = _back_off(g, parser, sents, theta, heads, decoder)
         write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
-                           _member_failure(parser, thetas, [grammar, *average]) if average else None,
+                           _member_failure(parser, thetas, [grammar, *average]) if average else None, max_unparsed,
                            **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}),
                            **averaged, **backed)
         return
@@ -182,12 +197,12 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, se
         raise click.UsageError("--mbr decoding is for DMV grammars; use --viterbi for a PCFG")
     from grind.formats.trees import derivation_tree, format_tree
     derivs, logp = parser.viterbi(g.probabilities())
-    report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)")
+    report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)", limit=max_unparsed)
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     escaped = _escaped_words(sents)
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=unparsed, escaped_words=escaped))
+                                  unparsed=unparsed, escaped_words=escaped, grammar_made_by=made_by(g)))
         for s, d in zip(sents, derivs):
             t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
             f.write(format_tree(t) + "\n")
@@ -239,6 +254,11 @@ def _back_off(g, parser, sents, theta, heads, decoder):
                                       "rules the constraints leave out floored as the others")
         log.warn(out["constraints_relaxed"])
     return heads, out
+
+
+def made_by(g) -> str | None:
+    """The command (or Python call) that wrote grammar ``g``, from its header: a parse's provenance."""
+    return g.meta.get("command") or g.meta.get("call")
 
 
 def _member_failure(parser, thetas, paths):
@@ -329,7 +349,7 @@ def _treebank_logz(grammar_path, corpus, spec, start, kernel):
     return g, sents, types.SimpleNamespace(failures=unknown["failures"]), logz
 
 
-def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold):
+def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, prune, threshold, limit=None):
     """Parse with a (latent) treebank grammar: unsplit, unbinarised PTB trees, the corpus's own words as leaves."""
     import dataclasses
     import time
@@ -349,23 +369,26 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     results = parser.parse(toks, method=decoder)
     seconds = time.perf_counter() - t0
     unparsed = 0
-    lines = []
+    lines, reasons = [], []
     escaped = _escaped_words(sents)
     for k, (s, res) in enumerate(zip(sents, results)):
         tree = res.tree
         if tree is None:
             unparsed += 1
-            why = unknown["failures"].get(k) or res.reason or "no derivation has positive probability"
+            why = unknown["failures"].get(k) or res.reason or NO_DERIVATION
             if k in unknown["backed"]:
                 why += f" (unknown words backed off to a coarser signature: {', '.join(unknown['backed'][k])})"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
+            reasons.append(why)
             lines.append(format_tree(("NOPARSE", *s.tokens)))
             continue
         words = iter(s.tokens)
         lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")
+    if limit is not None:
+        check_unparsed(unparsed, len(sents), limit, "sentences", reasons)
 
     st = getattr(parser, "stats", {}) or {}
     log.info(f"parsed {len(sents)} sentences in {seconds:.1f}s ({len(sents) / max(seconds, 1e-9):.1f} sentences/s)"
@@ -377,7 +400,8 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
                                            "without pruning") if prune else "none (exhaustive)",
-                                  output="unsplit symbols, unbinarised", escaped_words=escaped))
+                                  output="unsplit symbols, unbinarised", escaped_words=escaped,
+                                  grammar_made_by=made_by(g)))
         f.writelines(ln + "\n" for ln in lines)
 
 
@@ -462,7 +486,7 @@ def expected_f_threshold(posteriors) -> tuple[float, float]:
 
 
 def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, threshold=0.5, thetas=None,
-                         header=None):
+                         header=None, limit=None):
     """grind parse --segment (see parse's help); ``thetas`` (M, R): --mbr averages
     the boundary posteriors of these M grammars (default: ``g``'s probabilities);
     ``threshold`` "expected-f": :func:`expected_f_threshold` over the parsed words."""
@@ -530,10 +554,16 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} words have no parse; written 'word<TAB>_' (grind eval "
                  "--segmentation: no correct morph, no boundary)")
+    fix = ""
+    if unparsed:
         whole = sum(1 for i in bad if len(sents[i].tokens) == 1 and len(sents[i].tokens[0]) > 1)
         if not spec.chars and whole * 2 > unparsed:
-            log.warn(f"{whole} of them are one token of several characters: without --chars a line's tokens are "
-                     "its whitespace-separated strings, so a word list needs --chars (its characters the tokens)")
+            fix = (f"{whole} of them are one token of several characters: without --chars a line's tokens are "
+                   "its whitespace-separated strings, so a word list needs --chars (its characters the tokens)")
+            log.warn(fix)
+    if limit is not None:
+        check_unparsed(unparsed, len(sents), limit, "words",
+                       [parser.failures.get(int(i), NO_DERIVATION) for i in bad], fix)
     with open_out(output) as f:
         f.writelines(header_lines(decoder=decoder, segmentation=seg_format, corpus=spec.describe(sents.format),
                                   left_out=left_out(sents), unparsed=unparsed, **(header or {})))
@@ -542,10 +572,11 @@ def _write_segmentations(output, g, sents, parser, decoder, seg_format, spec, th
             f.write(format_segmentation(word, None if c is None else morphs_from_cuts(s.tokens, c), seg_format))
 
 
-@click.command()
+@click.command(cls=GroupedCommand)
 @corpus_options
-@click.option("--attach", type=click.Choice(["left", "right"]), required=True,
-              help="right: each word's head is its right neighbour (last word = root); left: the mirror image.")
+@option("--attach", type=click.Choice(["left", "right"]), required=True,
+        help="right: each head is the next word; left: the previous.",
+        doc="right: each word's head is its right neighbour (last word = root); left: the mirror image.")
 @output_option
 @click.argument("corpus")
 def baseline(corpus, spec, attach, output):
@@ -556,26 +587,22 @@ def baseline(corpus, spec, attach, output):
       grind baseline --attach right --column UPOS --punct ud test.conllu > right.conllu
       grind eval --column UPOS --punct ud test.conllu right.conllu
     """
-    from grind.formats.corpus import conll_block
     from grind.eval.dependencies import attach_heads
-    sents = read_corpus(corpus, spec)
-    with open_out(output) as f:
-        f.writelines(header_lines(baseline=f"attach-{attach}", corpus=spec.describe(sents.format),
-                                  left_out=left_out(sents), removed_tokens=removed_tokens(spec, sents.format)))
-        f.write("\n")                   # the header is the file's, not the first sentence's comments
-        for s in sents:
-            f.write(conll_block(s, attach_heads(len(s), attach), sents.format))
+    sents = read_corpus(corpus, spec, keep_outside=True).kept()
+    write_conll(output, sents, [attach_heads(len(s), attach) for s in sents], spec, baseline=f"attach-{attach}",
+                corpus=spec.describe(sents.format))
 
 
-@click.command()
+@click.command(cls=GroupedCommand)
 @corpus_options
 @click.option("--summary", is_flag=True, help="Only the corpus totals, not one line per sentence.")
 @kernel_option
 @start_option
+@max_unparsed_option
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def loglik(grammar, corpus, spec, summary, kernel, start, output):
+def loglik(grammar, corpus, spec, summary, kernel, start, max_unparsed, output):
     """Log probability of each sentence of CORPUS, the total and per-word perplexity.
 
     Rows are 'sentence<TAB>words<TAB>logprob' (natural log; -inf = no parse);
@@ -594,6 +621,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
         g, sents, parser, logz = _treebank_logz(grammar, corpus, spec, start, kernel)
         spec = dataclasses.replace(spec, column="FORM")
     else:
+        spec = grammar_spec(grammar, corpus, spec)
         g, sents, parser = load(grammar, corpus, spec, start, kernel, "grind loglik")
         _, logz = parser.inside_outside(g.probabilities())
     logz = np.asarray(logz, dtype=np.float64)
@@ -604,7 +632,7 @@ def loglik(grammar, corpus, spec, summary, kernel, start, output):
                              f"+inf, a numerical failure of the chart kernel: sentence {where}"
                              f"{' ...' if len(odd) > 5 else ''}; try --kernel cky")
     failed = report_failures(sents, parser, logz, fate="are written with log probability -inf and left out of the "
-                                                      "total and the perplexity")
+                                                      "total and the perplexity", limit=max_unparsed)
     ok = np.isfinite(logz)
     words = sum(len(s) for s, k in zip(sents, ok) if k)
     total = float(logz[ok].sum()) if ok.any() else float("nan")

@@ -7,59 +7,75 @@ from grind import log
 from grind.formats.corpus import read_corpus
 from grind.errors import InputError
 from grind.formats.textio import header_lines, is_stream, one_line, open_out, shown
-from grind.cli.common import corpus_options, output_option, dependency_convention, make_rng
+from grind.cli.common import (corpus_options, output_option, dependency_convention, make_rng, max_unparsed_option,
+                              check_unparsed)
+from grind.cli.options import GroupedCommand, option
 
 
-@click.command("eval")
+KIND, SIG = "What is scored", "Significance"
+
+
+@click.command("eval", cls=GroupedCommand)
 @corpus_options
-@click.option("--baselines/--no-baselines", default=True, show_default=True,
-              help="Dependencies: also score the attach-right / attach-left trees of GOLD; unlabeled brackets: "
-                   "the right- / left-branching binary trees over GOLD's words; and report each prediction's "
-                   "overlap with them (--no-baselines: only the predictions).")
-@click.option("--segmentation", is_flag=True,
-              help="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
-                   "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
-                   "one-morph and every-character baselines always.")
-@click.option("--surface-only", is_flag=True,
-              help="--segmentation: skip the rows that are not surface segmentations of one word (morphs that "
-                   "do not concatenate to it, as SIGMORPHON's canonical English and Mongolian "
-                   "'happiness<TAB>happy @@ness', or a space without '@@', a word boundary), counted in the report "
-                   "and on stderr, and leave their words out of every PREDICTED file; without it such a row is an "
-                   "error (grind scores character spans of surface segmentations).")
-@click.option("--labeled", is_flag=True,
-              help="GOLD and PREDICTED are PTB bracketed trees; labeled brackets with EVALB's COLLINS.prm "
-                   "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
-                   "ADVP = PRT, root bracket not counted, brackets as a multiset): corpus-level labeled P/R/F1, "
-                   "exact match and tagging accuracy for all sentences and those of <= 40 words.")
-@click.option("--significance", is_flag=True,
-              help="Dependencies and segmentations: a paired approximate randomization test of every PREDICTED "
-                   "file against every later one and against each baseline (directed accuracy per length "
-                   "subset; exact, morph_F and boundary_F), p-values in a table after the baselines.")
-@click.option("--samples", type=click.IntRange(1), default=10_000, show_default=True,
-              help="Samples of the --significance test.")
-@click.option("--seed", type=click.IntRange(0), default=None,
-              help="Seed of the --significance test's random generator.  [default: 1]")
-@click.option("--digits", type=click.IntRange(1, 17), default=4, show_default=True,
-              help="Decimals of every fraction written (accuracies, P/R/F, overlaps; --labeled's percentages "
-                   "keep EVALB's 2).  A table rounded again to one decimal of a percent needs more than 4: "
-                   "0.34348 is 0.3435 at 4, which rounds to 34.4, not 34.3.")
+@option("--baselines/--no-baselines", default=True, show_default=True, group=KIND,
+        help="Also score the baselines, and the overlap.",
+        doc="Dependencies: also score the attach-right / attach-left trees of GOLD; unlabeled brackets: "
+            "the right- / left-branching binary trees over GOLD's words; and report each prediction's "
+            "overlap with them (--no-baselines: only the predictions).")
+@option("--segmentation", is_flag=True, group=KIND, help="Segmentation files: morph and boundary P/R/F.",
+        doc="GOLD and PREDICTED are segmentation files (one segmented word a line: 'ab dik ova t' or "
+            "'abdikovat<TAB>ab @@dik @@ova @@t'): morph and boundary P/R/F, exact match, with the "
+            "one-morph and every-character baselines always.")
+@option("--surface-only", is_flag=True, group=KIND, help="--segmentation: skip non-surface rows.",
+        doc="--segmentation: skip the rows that are not surface segmentations of one word (morphs that "
+            "do not concatenate to it, as SIGMORPHON's canonical English and Mongolian "
+            "'happiness<TAB>happy @@ness', or a space without '@@', a word boundary), counted in the report "
+            "and on stderr, and leave their words out of every PREDICTED file; without it such a row is an "
+            "error (grind scores character spans of surface segmentations).")
+@option("--labeled", is_flag=True, group=KIND, help="PTB trees: labeled brackets as EVALB.",
+        doc="GOLD and PREDICTED are PTB bracketed trees; labeled brackets with EVALB's COLLINS.prm "
+            "conventions (function tags stripped, -NONE- deleted, punctuation , : `` '' . ignored, "
+            "ADVP = PRT, root bracket not counted, brackets as a multiset): corpus-level labeled P/R/F1, "
+            "exact match and tagging accuracy for all sentences and those of <= 40 words.")
+@option("--digits", type=click.IntRange(1, 17), default=4, show_default=True, metavar="N", group=KIND,
+        help="Decimals of every fraction written.",
+        doc="Decimals of every fraction written (accuracies, P/R/F, overlaps; --labeled's percentages "
+            "keep EVALB's 2).  A table rounded again to one decimal of a percent needs more than 4: "
+            "0.34348 is 0.3435 at 4, which rounds to 34.4, not 34.3.")
+@option("--significance", is_flag=True, group=SIG, help="Paired approximate randomization tests.",
+        doc="Dependencies and segmentations: a paired approximate randomization test of every PREDICTED "
+            "file against every later one and against each baseline (directed accuracy per length "
+            "subset; exact, morph_F and boundary_F), p-values in a table after the baselines.")
+@option("--samples", type=click.IntRange(1), default=10_000, show_default=True, metavar="N", group=SIG,
+        help="Samples of the --significance test.")
+@option("--seed", type=click.IntRange(0), default=None, metavar="N", group=SIG,
+        help="Seed of the --significance test.  [default: 1]")
+@option("--aggregate", is_flag=True, group=KIND, help="Average every PREDICTED as runs of one setup.",
+        doc="Average every PREDICTED file as runs of one configuration, whatever their headers say.")
+@max_unparsed_option
 @output_option
 @click.argument("gold")
 @click.argument("predicted", nargs=-1, required=True)
 def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled, significance, samples, seed, digits,
-          output):
-    """Score PREDICTED against GOLD: bracketed trees or dependency trees.
-
-    Give the corpus options the parsed corpus was read with; they are applied
-    to GOLD so that both hold the same sentences and tokens.
+          aggregate, max_unparsed, output):
+    """Score PREDICTED against GOLD: bracketed trees, dependency trees (CoNLL)
+    or segmentations.  Give the corpus options the parsed corpus was read with.
 
     \b
+    Examples:
+      grind eval --column UPOS --punct ud gold.conllu parsed.conllu
+      grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
+      grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
+    \f
+    The corpus options are applied to GOLD so that both hold the same sentences and tokens.
+
     Trees (unlabeled brackets, Kim et al. 2019 convention): corpus-level
     (pooled) and sentence-level (mean) precision/recall/F1, exact match;
     with --baselines (default) the right- and left-branching trees over
     GOLD's words scored the same way, each prediction's overlap with them
     (its spans that are the baseline's / its spans), and a '# note:' line
     where a corpus F1 is within 1 point of a baseline's.
+
     Dependencies (CoNLL): directed and undirected attachment accuracy for
     sentences of <= 10, <= 20 words and all, the root arc counted as one arc.
     A predicted sentence whose HEAD column is all '_' (grind parse found no
@@ -69,22 +85,23 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
     each prediction's overlap_right / overlap_left (words whose head equals
     the baseline's / words of its parsed sentences), and a '# note:' line
     where a directed accuracy is within 1 point of a baseline's.  Several
-    PREDICTED files (committee members): one table each, then the mean and
-    standard deviation.
+    PREDICTED files (committee members, seeds): one table each, then the
+    mean and standard deviation of the runs of one configuration (the same
+    command and options but the seed, and the same for the grammar they
+    parsed with, as their headers say; --aggregate: all of them).
+    GOLD must not be a file grind wrote as a prediction (swapped arguments);
+    a prediction whose words differ from GOLD's is refused, and so is one
+    with more than --max-unparsed of its sentences unparsed.  Columns: subset
+    sentences words directed undirected unparsed overlap_right overlap_left.
+
     With --labeled (PTB trees, no corpus options): labeled brackets scored
     as EVALB with COLLINS.prm does; lines 'all_KEY' and 'le40_KEY' per
     PREDICTED file, after a '# predicted: NAME' line (keys: see
     grind.eval.labeled).
 
-    \b
-    Columns: subset sentences words directed undirected unparsed overlap_right overlap_left
-
-    \b
     Examples:
-      grind eval --column XPOS --punct ptb --max-length 10 gold.mrg test.trees
-      grind eval --column UPOS --punct ud gold.conllu parsed.conllu
-      grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
-      grind eval --labeled gold.mrg test.trees | grep '_labeled_f1'
+
+        grind eval --column UPOS --punct ud gold.conllu parsed.conllu | grep '^attach-'
     """
     from grind.cli.common import _given
     from grind.eval.number import set_digits
@@ -94,16 +111,17 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
     if not significance and (_given("samples") or _given("seed")):
         raise click.UsageError("--samples and --seed are options of --significance")
     sig = (make_rng(1 if seed is None else seed), samples) if significance else None
+    check_not_prediction(gold)
     if labeled:
         if significance:
             raise click.UsageError("--significance tests dependency and segmentation scores, not --labeled")
-        report = _labeled_report(gold, predicted, spec, baselines, segmentation)
+        report = _labeled_report(gold, predicted, spec, baselines, segmentation, max_unparsed)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
         return
     if segmentation:
-        report = _segmentation_report(gold, predicted, spec, baselines, sig, surface_only)
+        report = _segmentation_report(gold, predicted, spec, baselines, sig, surface_only, aggregate, max_unparsed)
         with open_out(output) as f:
             f.writelines(header_lines())
             f.write(report)
@@ -122,15 +140,20 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
         base = baseline_scores(gold_trees[0]) if baselines else None
         blocks = [evaluate_files(gold, p, spec, name=len(predicted) > 1, read_as=fmt, gold=gold_trees, base=base)
                   for p in predicted]
+        for p, (_, res) in zip(predicted, blocks):
+            check_unparsed(res.get("noparse", 0), res.get("sentences", 0), max_unparsed, f"sentences of {p}")
         report = "".join(text for text, _ in blocks)
-        if len(blocks) > 1:
-            report += bracket_spread([res for _, res in blocks])
+        report += spreads(predicted, [res for _, res in blocks], bracket_spread, aggregate)
         if base is not None:
             report += format_baselines(base)
     else:
         from grind.eval.dependencies import (baseline_rows, check_filler_rows, check_parse_punct, evaluate,
                                              format_baselines, format_report, format_spread, significance_rows)
         gold_sents = read_corpus(gold, spec)
+        if is_stream(gold):                  # its header is known once it is read
+            from grind.formats.corpus import HEADERS_READ
+            check_not_prediction(gold, HEADERS_READ.get("<stdin>" if gold == "-" else gold, {}))
+        check_not_prediction(gold, sents=gold_sents)
         try:
             base = baseline_rows(gold_sents) if baselines else None
         except InputError as e:
@@ -152,14 +175,14 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
             unparsed = rows[-1]["unparsed"]
             if unparsed:
                 log.warn(f"{p}: {unparsed} of {rows[-1]['sentences']} predicted sentences are unparsed "
-                         "(HEAD '_'); their words are scored 0")
+                         "(marked '# grind_unparsed', or HEAD '_'); their words are scored 0")
+            check_unparsed(unparsed, rows[-1]["sentences"], max_unparsed, f"sentences of {p}")
             runs.append(rows)
             report += format_report(rows, dependency_convention(spec, gold_sents.format) + _gold_heads_note(gold),
                                     base, p, definitions_too=k == 0)
         if base is not None:
             report += "# baselines: attach-right / attach-left trees of GOLD\n" + format_baselines(base)
-        if len(runs) > 1:
-            report += format_spread(runs)
+        report += spreads(predicted, runs, format_spread, aggregate)
         if sig is not None:
             report += _significance_block(significance_rows(gold_sents, heads, *sig, baselines=baselines),
                                           sig[1], "sentence")
@@ -168,7 +191,7 @@ def eval_(gold, predicted, spec, baselines, segmentation, surface_only, labeled,
         f.write(report)
 
 
-def _labeled_report(gold, predicted, spec, baselines, segmentation):
+def _labeled_report(gold, predicted, spec, baselines, segmentation, max_unparsed=1.0):
     from grind.cli.common import _given
     from grind.eval.labeled import evaluate_labeled, format_report
     from grind.formats.corpus import CorpusSpec
@@ -198,6 +221,7 @@ def _labeled_report(gold, predicted, spec, baselines, segmentation):
         if res["all"]["noparse"]:
             log.warn(f"{name}: {res['all']['noparse']} of {res['all']['sentences']} predicted trees are NOPARSE; "
                      "scored with no bracket")
+        check_unparsed(res["all"]["noparse"], res["all"]["sentences"], max_unparsed, f"trees of {name}")
         report += f"# predicted: {one_line(name)}\n" + format_report(res)
     return report
 
@@ -213,7 +237,8 @@ def _significance_block(rows, samples, item) -> str:
     return definition(samples, item) + format_rows(rows)
 
 
-def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_only=False):
+def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_only=False, aggregate=False,
+                         max_unparsed=1.0):
     from grind.cli.common import _given
     from grind.formats.corpus import CorpusSpec
     from grind.formats.segmentations import read_segmentations
@@ -284,11 +309,11 @@ def _segmentation_report(gold, predicted, spec, baselines, sig=None, surface_onl
         if row["unparsed"]:
             log.warn(f"{name}: {row['unparsed']} of {row['words']} predicted words are unparsed ('_'); they have "
                      "no correct morph and no boundary")
+        check_unparsed(row["unparsed"], row["words"], max_unparsed, f"words of {name}")
         rows.append(row)
         report += seg.format_report(row, base, name)
     report += seg.format_baselines(base)
-    if len(rows) > 1:
-        report += seg.format_spread(rows)
+    report += spreads(predicted, rows, seg.format_spread, aggregate)
     if sig is not None:
         report += _significance_block(seg.significance_rows(gold_types, preds, *sig), sig[1], "word type")
     return report
@@ -320,3 +345,109 @@ def _gold_heads_note(path) -> str:
     if conversion.startswith("function heads"):
         return "; gold heads: " + conversion.strip()
     return "; gold heads as annotated in GOLD"
+
+
+#: Header lines of a file grind wrote as a prediction (grind parse, grind baseline).
+PREDICTION_KEYS = ("decoder", "baseline")
+
+
+def check_not_prediction(gold, head=None, sents=None) -> None:
+    """GOLD must not be a file grind wrote as a prediction (its header says ``# decoder:`` or ``# baseline:``,
+    or, the header lost, its sentences carry grind's marks): an InputError asking whether GOLD and
+    PREDICTED were swapped.  ``head``: the header as read already (a stream); by default read from the file."""
+    from grind.formats.textio import read_header
+    name = "<stdin>" if gold == "-" else gold
+    if sents is not None:
+        marked = next((s for s in sents if s.mark), None)
+        if marked is None:
+            return
+        why = f"its sentence {marked.number} (line {marked.line}) is marked '{marked.mark}' as grind parse marks them"
+    else:
+        head = read_header(gold) if head is None else head
+        key = next((k for k in PREDICTION_KEYS if k in head), None)
+        if key is None:
+            return
+        why = f"its header says '# {key}: {head[key]}'" + (f" ('# command: {head['command']}')"
+                                                            if "command" in head else "")
+    raise InputError(f"{name} is a file grind wrote as a prediction ({why}), given as GOLD: did you swap GOLD and "
+                     "PREDICTED? (grind eval GOLD PREDICTED...: the treebank first)")
+
+
+def spreads(paths, results, format_spread, aggregate=False) -> str:
+    """The mean and spread of several PREDICTED files' ``results``: of all of them with ``aggregate`` or
+    when their headers say they are runs of one configuration (:func:`configuration`); else one block per
+    configuration of two or more runs, and a line saying what was not averaged."""
+    if len(results) < 2:
+        return ""
+    if aggregate:
+        return format_spread(results)
+    groups: dict = {}
+    for path, res in zip(paths, results):
+        groups.setdefault(configuration(path), []).append((path, res))
+    if len(groups) == 1:
+        return format_spread(results)
+    out = [f"# configurations: {len(groups)} among the {len(results)} PREDICTED files (their headers name other "
+           "commands or options than the seed, or none): each averaged apart; --aggregate averages them all\n"]
+    for k, members in enumerate(groups.values(), 1):
+        names = ", ".join(one_line("<stdin>" if p == "-" else p) for p, _ in members)
+        out.append(f"# configuration {k}: {names}\n")
+        if len(members) > 1:
+            out.append(format_spread([r for _, r in members]))
+    return "".join(out)
+
+
+#: Options that name what a run wrote or its random seed: they do not make another configuration.
+NOT_CONFIGURATION = {"seed", "output", "trace_path", "ckpt", "checkpoint_every", "resume", "ln_params",
+                     "joint_output", "jobs", "cluster"}
+
+
+def configuration(path) -> tuple:
+    """What made the prediction file ``path``, as its header says (``# command:``, and ``# grammar_made_by:``,
+    the command of the grammar it parsed with): the command and its options, but not the seed, the output
+    files or (when the grammar's command is known) the input files; a file without a header (or a stream) is
+    a configuration of its own."""
+    from grind.formats.textio import read_header
+    head = read_header(path) if path != "-" else {}
+    if "command" not in head:
+        return ("file", path)
+    from grind.formats.corpus import read_options
+    made = head.get("grammar_made_by")
+    return (_normalised(head["command"], keep_arguments=made is None, corpus=False),
+            read_options(head.get("corpus", "")), _normalised(made, keep_arguments=False) if made else None)
+
+
+#: The corpus options, as click names them: a prediction's '# corpus:' line says what they came to.
+CORPUS_OPTIONS = {"fmt", "column", "punct", "max_length", "min_length", "chars", "types"}
+
+
+def _normalised(command: str, keep_arguments: bool, corpus: bool = True) -> tuple:
+    """A ``# command:`` line as (subcommand, options): the seed, output options, (unless ``corpus``) the
+    corpus options and (unless ``keep_arguments``) the positional arguments left out; the line as is when
+    it does not parse."""
+    import shlex
+    ctx = click.get_current_context(silent=True)
+    cli = ctx.find_root().command if ctx is not None else None       # the grind group (this is one of its commands)
+    if not isinstance(cli, click.Group):
+        return (command,)
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return (command,)
+    if words[:1] != ["grind"]:
+        return (command,)
+    words = [w for w in words[1:] if w not in ("-q", "--quiet")]
+    cmd, path = cli, []
+    while isinstance(cmd, click.Group) and words and cmd.get_command(ctx, words[0]) is not None:
+        path.append(words[0])
+        cmd = cmd.get_command(ctx, words.pop(0))       # (the grind group imports a command when asked)
+    if isinstance(cmd, click.Group):
+        return (command,)
+    try:                                       # the raw values: no conversion, no checks of the files named
+        opts, _, _ = cmd.make_parser(click.Context(cmd, resilient_parsing=True)).parse_args(args=list(words))
+    except click.ClickException:
+        return (command,)
+    arguments = [p.name for p in cmd.params if isinstance(p, click.Argument)]
+    left = NOT_CONFIGURATION | set(arguments) | (set() if corpus else CORPUS_OPTIONS)
+    options = tuple(sorted((k, str(v)) for k, v in opts.items() if k not in left))
+    positional = tuple(str(opts.get(a)) for a in arguments) if keep_arguments else ()
+    return (" ".join(path), options, positional)

@@ -13,10 +13,14 @@ from grind.grammars.grammar import read_grammar
 from grind.grammars.latent import treebank_meta
 from grind.grammars.morph import TEMPLATE_SETS
 from grind.cli.common import (corpus_options, output_option, seed_option, start_option, FiniteFloatRange, _given,
-                              make_rng, write_grammar, OneChoiceCommand, left_out)
+                              make_rng, write_grammar, OneChoiceCommand, left_out, grammar_spec)
+from grind.cli.options import GroupedCommand, GroupedGroup, option, table_option
+
+G = "Grammar"
+C = "Structural constraints (unlexicalized)"
 
 
-@click.group("make-grammar")
+@click.group("make-grammar", cls=GroupedGroup)
 def make_grammar():
     """Write a grammar to train: a fully connected CNF grammar, the DMV, a morphology grammar, the
     (latent-annotation) treebank PCFG of PTB trees, or a checked copy of a file.
@@ -44,26 +48,29 @@ def check_symbols(sents, corpus) -> None:
 
 @make_grammar.command("cnf")
 @corpus_options
-@click.option("-n", "--nonterminals", type=click.IntRange(1), required=True, help="Number of nonterminals X0...")
-@click.option("-p", "--preterminals", type=click.IntRange(0), default=0, show_default=True,
-              help="Number of preterminals PT0... (0: the X rewrite to words directly).")
-@click.option("--start-symbol", default="ROOT", show_default=True, help="Name of the start symbol.")
-@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
-              help="Refuse to build a grammar of more rules than this: n + n (n + p)^2 + (p or n) |V| for n "
-                   "nonterminals, p preterminals, |V| words (counted before building).")
+@option("-n", "--nonterminals", type=click.IntRange(1), required=True, metavar="N", group=G,
+        help="Number of nonterminals X0...")
+@option("-p", "--preterminals", type=click.IntRange(0), default=0, show_default=True, metavar="P", group=G,
+        help="Number of preterminals PT0...", doc="Number of preterminals PT0... (0: the X rewrite to words directly).")
+@option("--start-symbol", default="ROOT", show_default=True, metavar="NAME", group=G, help="Name of the start symbol.")
+@option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True, metavar="N", group=G,
+        help="Refuse a grammar of more rules.",
+        doc="Refuse to build a grammar of more rules than this: n + n (n + p)^2 + (p or n) |V| for n "
+            "nonterminals, p preterminals, |V| words (counted before building).")
 @output_option
 @click.argument("corpus")
 def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, output):
     """Fully connected CNF grammar over the vocabulary of CORPUS.
 
     \b
-    ROOT --> X_i;  X_i --> A B  for all A, B in X (and PT);
-    X_i --> w (no preterminals) or PT_j --> w (with preterminals).
-    All weights are 1: run 'grind init' to turn them into probabilities.
-
-    \b
     Example:
       grind make-grammar cnf -n 10 -p 10 --column UPOS --punct ud train.conllu > g0.txt
+    \f
+    \b
+    ROOT --> X_i;  X_i --> A B  for all A, B in X (and PT);
+    X_i --> w (no preterminals) or PT_j --> w (with preterminals).
+    All weights are 1: run 'grind init --random --seed 1' to turn them into
+    probabilities (uniform ones are a symmetric start, which training cannot leave).
     """
     from grind.grammars.cnf import cnf_grammar
     sents = read_corpus(corpus, spec)
@@ -81,30 +88,45 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, 
 
 @make_grammar.command("dmv")
 @corpus_options
-@click.option("--lexicalized", is_flag=True,
-              help="Words as heads: choose rules only for (head, dependent, direction) triples seen in a sentence.")
-@click.option("--tags", "tags_path", default=None,
-              help="Unlexicalized: also cover the tags of this file (whitespace separated; lines starting "
-                   "'# ' are comments).")
-@click.option("--tags-from", "tags_from", multiple=True,
-              help="Unlexicalized: also cover every tag of this corpus, read with the same --column/--punct "
-                   "and no length filter (repeatable: e.g. dev and test).")
-@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
-              help="Refuse to build an unlexicalized DMV of more rules than this (10 |V| + 2 |V|^2 for "
-                   "|V| head types; FORM over a corpus gives tens of millions).")
-@click.option("--leaf-tags", default=None,
-              help="Tags that take no dependents (commas or spaces): tags, or udfunc = UD function words ADP AUX "
-                   "CCONJ/CONJ DET PART SCONJ (udfunc-v1, udfunc-v2: one UD version's).")
-@click.option("--root-tags", default=None, help="Only these tags may be the root (commas or spaces).")
-@click.option("--forbid", default=None, help="Forbidden arcs HEAD>DEP (commas or spaces; * for any tag).")
-@click.option("--constraint-file", default=None,
-              help="File of constraints: lines 'leaf TAG ...', 'root TAG ...', 'forbid HEAD DEP [left|right]'.")
+@option("--lexicalized", is_flag=True, group=G, help="Words as heads (choose rules seen in a sentence).",
+        doc="Words as heads: choose rules only for (head, dependent, direction) triples seen in a sentence.")
+@option("--tags", "tags_path", default=None, metavar="FILE", group=G, help="Also cover the tags of this file.",
+        doc="Unlexicalized: also cover the tags of this file (whitespace separated; lines starting "
+            "'# ' are comments).")
+@option("--tags-from", "tags_from", multiple=True, metavar="CORPUS", group=G,
+        help="Also cover the tags of this corpus.",
+        doc="Unlexicalized: also cover every tag of this corpus, read with the same --column/--punct "
+            "and no length filter (repeatable: e.g. dev and test).")
+@option("--words-from", "words_from", multiple=True, metavar="CORPUS", group=G,
+        help="Lexicalized: also the words and pairs of this corpus.",
+        doc="Lexicalized: also the words of this corpus and choose rules for the pairs that co-occur in its "
+            "sentences, read with the same corpus options (repeatable: e.g. the test set, so that it parses).")
+@option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True, metavar="N", group=G,
+        help="Refuse a grammar of more rules.",
+        doc="Refuse to build an unlexicalized DMV of more rules than this (10 |V| + 2 |V|^2 for "
+            "|V| head types; FORM over a corpus gives tens of millions).")
+@option("--leaf-tags", default=None, metavar="TAGS", group=C, help="Tags that take no dependents (udfunc: UD's).",
+        doc="Tags that take no dependents (commas or spaces): tags, or udfunc = UD function words ADP AUX "
+            "CCONJ/CONJ DET PART SCONJ (udfunc-v1, udfunc-v2: one UD version's).")
+@option("--root-tags", default=None, metavar="TAGS", group=C, help="Only these tags may be the root.",
+        doc="Only these tags may be the root (commas or spaces).")
+@option("--forbid", default=None, metavar="ARCS", group=C, help="Forbidden arcs HEAD>DEP (* any tag).",
+        doc="Forbidden arcs HEAD>DEP (commas or spaces; * for any tag).")
+@option("--constraint-file", default=None, metavar="FILE", group=C, help="Constraints from a file.",
+        doc="File of constraints: lines 'leaf TAG ...', 'root TAG ...', 'forbid HEAD DEP [left|right]'.")
 @output_option
 @click.argument("corpus")
-def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, leaf_tags, root_tags, forbid,
+def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_rules, leaf_tags, root_tags, forbid,
              constraint_file, output):
     """The DMV (Klein & Manning 2004) as a split-head PCFG over a tag set.
 
+    \b
+    Examples:
+      grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+      grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
+      grind make-grammar dmv --lexicalized --column LFORM --punct ud --words-from test.conllu train.conllu > lex.txt
+      grind make-grammar dmv --column UPOS --punct ud --leaf-tags udfunc train.conllu > leaves0.txt
+    \f
     \b
     S --> Y_h;  Y_h --> L0_h R0_h;  L0_h / L_h --> h_l (STOP) | L'_h (not STOP),
     valence 0 / 1;  L'_h --> Y_d L_h (choose d);  mirror rules R0_h, R_h, R'_h.
@@ -120,7 +142,8 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, leaf_ta
       and in both cases the tags of --tags FILE and --tags-from CORPUS2.
     The header's '# tagset:' line says how it was made.  --lexicalized:
     the words of the (length-filtered) CORPUS, choose rules only for pairs
-    seen in one sentence.
+    seen in one sentence; --words-from adds another corpus's words and pairs
+    (a test set's, so that it parses).
 
     \b
     Structural constraints (unlexicalized; the header's '# constraints:' line):
@@ -132,11 +155,8 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, leaf_ta
     constraints for it (said and counted).
 
     \b
-    Examples:
-      grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
+    Example:
       grind make-grammar dmv --column XPOS --punct ptb --max-length 10 --tags-from dev.conllu train.conllu > dmv0.txt
-      grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
-      grind make-grammar dmv --column UPOS --punct ud --leaf-tags udfunc train.conllu > leaves0.txt
     """
     from grind.grammars.dmv import dmv_grammar, dmv_size
     constrained = {}
@@ -149,9 +169,17 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, leaf_ta
         c = read_corpus_tokens(corpus, spec)
         check_symbols(c, corpus)
         sents, read_as = [s.tokens for s in c], c.format
+        for other in words_from:
+            more = read_corpus_tokens(other, spec)
+            check_symbols(more, other)
+            sents += [s.tokens for s in more]
         g = dmv_grammar(sents, lexicalized=True)
-        tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
+        also = f" and {len(words_from)} --words-from corpora" if words_from else ""
+        tagset = (f"{spec.column or 'tokens'} of the length-filtered corpus{also} "
+                  f"({len({t for s in sents for t in s})} types)")
     else:
+        if words_from:
+            raise click.UsageError("--words-from is for the lexicalized DMV (--lexicalized)")
         read: dict = {}
         vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from, read)
         read_as = read.get("format")
@@ -183,27 +211,36 @@ TEMPLATE_SET_NAMES = list(TEMPLATE_SETS)
 
 @make_grammar.command("morph")
 @corpus_options
-@click.option("--templates", "templates_path", default=None,
-              help="File of template rules 'Word --> Pre Stem Suf' over slot names ('|' alternatives, '#' "
-                   "comments); the first LHS is the start symbol.")
-@click.option("--template-set", type=click.Choice(TEMPLATE_SET_NAMES), default="czech", show_default=True,
-              help="Built-in templates (unless --templates): sesotho = Johnson et al. 2007's five "
-                   "(Word --> V | V M | SM V M | SM T V M | SM T OM V M); czech = Word --> [Pre] Stem "
-                   "Suf{0..3}; czech-long = Word --> Pre{0..2} Stem Suf{0..5} (stacked prefixes, longer "
-                   "suffix chains).")
-@click.option("--max-morph-length", type=click.IntRange(1), default=None,
-              help="Longest substring (in characters) a slot may rewrite to (default: whole words).")
-@click.option("--shared/--per-slot", default=True, show_default=True,
-              help="Every slot gets every substring (shared, Johnson's), or only the substrings that fit "
-                   "its template positions (per-slot: a slot always first gets word-initial substrings, "
-                   "never first non-initial ones; likewise last / word-final).")
-@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
-              help="Refuse to build a grammar of more rules than this (counted before building).")
+@option("--templates", "templates_path", default=None, metavar="FILE", group=G,
+        help="Template rules over slot names.",
+        doc="File of template rules 'Word --> Pre Stem Suf' over slot names ('|' alternatives, '#' "
+            "comments); the first LHS is the start symbol.")
+@option("--template-set", type=click.Choice(TEMPLATE_SET_NAMES), default="czech", show_default=True, metavar="NAME",
+        group=G, help=f"Built-in templates: {', '.join(TEMPLATE_SET_NAMES)}.",
+        doc="Built-in templates (unless --templates): sesotho = Johnson et al. 2007's five "
+            "(Word --> V | V M | SM V M | SM T V M | SM T OM V M); czech = Word --> [Pre] Stem "
+            "Suf{0..3}; czech-long = Word --> Pre{0..2} Stem Suf{0..5} (stacked prefixes, longer "
+            "suffix chains).")
+@option("--max-morph-length", type=click.IntRange(1), default=None, metavar="N", group=G,
+        help="Longest substring a slot rewrites to.",
+        doc="Longest substring (in characters) a slot may rewrite to (default: whole words).")
+@option("--shared/--per-slot", default=True, show_default=True, group=G, help="Every slot every substring?",
+        doc="Every slot gets every substring (shared, Johnson's), or only the substrings that fit "
+            "its template positions (per-slot: a slot always first gets word-initial substrings, "
+            "never first non-initial ones; likewise last / word-final).")
+@option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True, metavar="N", group=G,
+        help="Refuse a grammar of more rules.",
+        doc="Refuse to build a grammar of more rules than this (counted before building).")
 @output_option
 @click.argument("words")
 def make_morph(words, spec, templates_path, template_set, max_morph_length, shared, max_rules, output):
     """Morphology PCFG (Johnson, Griffiths & Goldwater 2007) over the words of WORDS.
 
+    \b
+    Examples:
+      grind make-grammar morph --chars --types words.txt > morph0.txt
+      grind train --algo em --chars morph0.txt words.txt > morph1.txt
+    \f
     \b
     A word is a sentence of characters (--chars is required).  Template rules
     Word --> SLOT ... ; every slot --> every distinct substring of the
@@ -212,10 +249,8 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
     derivation's lexical spans are the segmentation.
 
     \b
-    Examples:
-      grind make-grammar morph --chars --types words.txt > morph0.txt
+    Example:
       grind make-grammar morph --chars --template-set sesotho --max-morph-length 8 ces.word.train.tsv > m0.txt
-      grind train --algo em --chars m0.txt ces.word.train.tsv > m1.txt
     """
     from grind.grammars.morph import (builtin_templates, describe_templates, morph_grammar, morph_size,
                                       read_templates, substrings)
@@ -252,23 +287,33 @@ def make_morph(words, spec, templates_path, template_set, max_morph_length, shar
 
 
 @make_grammar.command("treebank")
-@click.option("--subtypes", type=click.IntRange(1), default=1, show_default=True,
-              help="H: split every symbol but the root into H latent subtypes X@0 .. X@H-1 (1: the treebank PCFG).")
-@click.option("--markov", "markov_h", type=click.IntRange(0), default=0, show_default=True,
-              help="Horizontal Markovisation of the right-factored binarisation: the intermediate symbol remembers "
-                   "this many siblings (0: plain @X, Petrov et al.'s X-bar style).")
-@click.option("--rare", type=click.IntRange(0), default=1, show_default=True,
-              help="Training words seen at most this many times are replaced by unknown-word signatures.")
-@click.option("--noise", type=FiniteFloatRange(0, 0.5), default=0.01, show_default=True,
-              help="Relative random noise on the split rules' probabilities (breaks the symmetry; --seed).")
-@click.option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True,
-              help="Refuse to build a grammar of more rules than this (counted before building).")
+@option("--subtypes", type=click.IntRange(1), default=1, show_default=True, metavar="H", group=G,
+        help="Latent subtypes of every symbol but the root.",
+        doc="H: split every symbol but the root into H latent subtypes X@0 .. X@H-1 (1: the treebank PCFG).")
+@option("--markov", "markov_h", type=click.IntRange(0), default=0, show_default=True, metavar="N", group=G,
+        help="Horizontal Markovisation (siblings kept).",
+        doc="Horizontal Markovisation of the right-factored binarisation: the intermediate symbol remembers "
+            "this many siblings (0: plain @X, Petrov et al.'s X-bar style).")
+@option("--rare", type=click.IntRange(0), default=1, show_default=True, metavar="N", group=G,
+        help="Words seen <= N times -> signatures.",
+        doc="Training words seen at most this many times are replaced by unknown-word signatures.")
+@option("--noise", type=FiniteFloatRange(0, 0.5), default=0.01, show_default=True, metavar="X", group=G,
+        help="Relative noise on the split rules.",
+        doc="Relative random noise on the split rules' probabilities (breaks the symmetry; --seed).")
+@option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True, metavar="N", group=G,
+        help="Refuse a grammar of more rules.",
+        doc="Refuse to build a grammar of more rules than this (counted before building).")
 @seed_option
 @output_option
 @click.argument("trees")
 def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, output):
     """Treebank PCFG of the PTB bracketed TREES, optionally split into latent subtypes.
 
+    \b
+    Examples:
+      grind make-grammar treebank --subtypes 8 --seed 1 train.mrg > split8.txt
+      grind train --trees --algo em split8.txt train.mrg > latent8.txt
+    \f
     \b
     Trees are prepared as Petrov et al. (2006): function tags and indices
     stripped, -NONE- and the constituents it empties deleted, X --> X unary
@@ -281,10 +326,8 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
     spelled like a symbol (',' is a tag and a word) are written '\\,'.
 
     \b
-    Examples:
+    Example:
       grind make-grammar treebank train.mrg > pcfg.txt
-      grind make-grammar treebank --subtypes 8 --seed 1 train.mrg > split8.txt
-      grind train --trees --algo em split8.txt train.mrg > latent8.txt
     """
     from grind.formats.trees import read_trees
     from grind.formats.treebank import prepare
@@ -320,7 +363,7 @@ def make_treebank(trees, subtypes, markov_h, rare, noise, max_rules, seed, outpu
 def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     """The head types of an unlexicalized DMV and a one-line description (see make_dmv); ``stats``
     gets the format CORPUS was read as."""
-    from grind.formats.corpus import UPOS_TAGS, corpus_types, read_tags
+    from grind.formats.corpus import UPOS_TAGS, UPOS_V1_ONLY, corpus_types, read_tags
     if spec.max_length is not None or spec.min_length > 1:
         log.info(f"the tag set is read from every sentence of {corpus}, whatever its length (--max-length and "
                  "--min-length are for the commands that read sentences: the '# corpus:' line says them for those)")
@@ -335,8 +378,13 @@ def dmv_tagset(corpus, spec, tags_path, tags_from, stats=None):
     if spec.column == "UPOS":
         base = {t for t in UPOS_TAGS if not (spec.punct == "ud" and t == "PUNCT")}
         other = sorted((seen | listed) - set(UPOS_TAGS))
+        v1 = [t for t in other if t in UPOS_V1_ONLY]
+        if v1:
+            log.info("UD v1 tags (a v1 treebank?), added to the tag set: "
+                     + ", ".join(f"{t} (v2 calls it {UPOS_V1_ONLY[t]})" for t in v1))
+        other = [t for t in other if t not in UPOS_V1_ONLY]
         if other:
-            log.warn(f"values that are not UPOS tags, added to the tag set: {' '.join(other)}")
+            log.warn(f"values that are not UPOS tags (of UD v2 or v1), added to the tag set: {' '.join(other)}")
         vocab = sorted(base | seen | listed)
         what = "UPOS" + (" without PUNCT (--punct ud)" if spec.punct == "ud" else "")
         extra = sorted(set(vocab) - base)
@@ -367,36 +415,50 @@ def make_from_file(grammar, start, output):
         raise InputError(f"{name}: unary rules of positive weight form a cycle: {' --> '.join(cyc)} "
                          "(a chart parser cannot sum over unboundedly many derivations; remove a rule of it "
                          "or give it weight 0)")
-    write_grammar(output, g, g.weights, g.meta.get("weights", "as read"), **treebank_meta(g))
+    write_grammar(output, g, g.weights, g.meta.get("weights") or _weights_kind(g, grammar),
+                  corpus=g.meta.get("corpus"), **treebank_meta(g))
 
 
-@click.command("make-structure")
-@click.option("--tie", required=True, type=click.Choice(["V", "N", "VN", "A"]),
-              help="TieV, TieN (noun and proper_noun families), TieV&N, TieA (every family).")
-@click.option("--tie-what", type=click.Choice(["choose+stop", "choose"]), default="choose+stop", show_default=True,
-              help="Tie the choose and the stop multinomials of a family's heads (experts tie:F:left|right and "
-                   "tie:F:stop:left|right:0|1), or the choose multinomials only.")
-@click.option("--families", default="upos", show_default=True,
-              help="Tag-family mapping: upos, ptb (grind/data/families-*.txt, every tag in a family), "
-                   "or a file of 'TAG FAMILY' lines.")
+def _weights_kind(g, path) -> str:
+    """The ``# weights:`` line of a grammar file that has none, from its numbers: probabilities when every
+    left-hand side's weights sum to 1 (within the digits they are printed with), else unnormalised -- so
+    that grind's commands read what make-grammar from-file writes, or say what to do with it."""
+    from grind.grammars.grammar import require_probabilities
+    try:
+        require_probabilities(g, path, "make-grammar from-file")
+    except InputError:
+        return "unnormalised (as read: not summing to 1 per left-hand side)"
+    return "probabilities (as read)"
+
+
+@click.command("make-structure", cls=GroupedCommand)
+@option("--tie", required=True, type=click.Choice(["V", "N", "VN", "A"]), group="Structure",
+        help="TieV, TieN, TieV&N or TieA.",
+        doc="TieV, TieN (noun and proper_noun families), TieV&N, TieA (every family).")
+@table_option("tie_what", group="Structure",
+              doc="Tie the choose and the stop multinomials of a family's heads (experts tie:F:left|right and "
+                  "tie:F:stop:left|right:0|1), or the choose multinomials only.")
+@table_option("families", group="Structure")
 @output_option
 @click.argument("grammars", nargs=-1, required=True)
 def make_structure(tie, tie_what, families, output, grammars):
     """Write the shared-logistic-normal structure --tie builds for a DMV GRAMMAR
     (two grammars: the bilingual structure of train --joint, symbols prefixed
-    1| and 2|), as an editable file for train --algo ln --tie FILE.  Per tied
+    1| and 2|), as an editable file for train --algo ln --tie FILE.
+
+    \b
+    Example:
+      grind make-structure --tie V --families ptb dmv.txt > tiev.txt
+    \f
+    Per tied
     family F: experts tie:F:left and tie:F:right over the heads' choose
     multinomials (L'_h, R'_h) and, with --tie-what choose+stop (default),
     tie:F:stop:left:0 / left:1 / right:0 / right:1 over their stop
     multinomials (L0_h, L_h, R0_h, R_h).
 
-    
+    \b
     Format: 'expert NAME LHS1 LHS2 ...' (an expert over these multinomials,
     concatenated) and 'own yes|no' (every multinomial keeps its own expert).
-
-    
-    Example:
-      grind make-structure --tie V --families ptb dmv.txt > tiev.txt
     """
     from grind.infer.ln import Packing
     from grind.infer.sln import joint_grammar, make_structure as build, write_structure
@@ -414,20 +476,28 @@ def make_structure(tie, tie_what, families, output, grammars):
                     families=families)
 
 
+INIT = "Initialiser"
+
+
 @click.command(cls=OneChoiceCommand)
-@click.option("--uniform", "mode", flag_value="uniform", default=True, help="Uniform per LHS (default).")
-@click.option("--random", "mode", flag_value="random", help="Uniform times exp(jitter * N(0,1)) noise.")
-@click.option("--harmonic", "mode", flag_value="harmonic",
-              help="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
-@click.option("--variant", type=click.Choice(["km-global", "independent"]), default="km-global", show_default=True,
-              help="--harmonic: how stop counts are set: km-global = the authors' code (a global first-kid "
-                   "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
-                   "higher accuracy, see README), independent = exact expected counts when candidate dependents "
-                   "attach independently (grind before issue 10).")
-@click.option("--jitter", type=FiniteFloatRange(0, 20), default=1.0, show_default=True,
-              help="Scale of the log-normal noise of --random (at most 20: weights exp(20 z) already span "
-                   "over 100 orders of magnitude).")
-@click.option("--corpus", "corpus_path", default=None, help="The training corpus (for --harmonic).")
+@option("--uniform", "mode", flag_value="uniform", default=True, group=INIT, help="Uniform per LHS (default).")
+@option("--random", "mode", flag_value="random", group=INIT, help="Uniform times exp(jitter * N(0,1)) noise.")
+@option("--harmonic", "mode", flag_value="harmonic", group=INIT, help="DMV: the harmonic initialiser (--corpus).",
+        doc="DMV only: Klein & Manning's harmonic initialiser from --corpus.")
+@option("--normalise", "mode", flag_value="normalise", group=INIT, help="GRAMMAR's weights, normalised per LHS.",
+        doc="GRAMMAR's own weights divided by their left-hand side's sum (their ratios kept).")
+@option("--variant", type=click.Choice(["km-global", "independent"]), default="km-global", show_default=True,
+        metavar="NAME", group=INIT, help="--harmonic: km-global or independent.",
+        doc="--harmonic: how stop counts are set: km-global = the authors' code (a global first-kid "
+            "probability, +0.1 on every rule; the default: on the WSJ10 sample it trains LN and EM to "
+            "higher accuracy, see README), independent = exact expected counts when candidate dependents "
+            "attach independently (grind before issue 10).")
+@option("--jitter", type=FiniteFloatRange(0, 20), default=1.0, show_default=True, metavar="X", group=INIT,
+        help="Scale of --random's log-normal noise.",
+        doc="Scale of the log-normal noise of --random (at most 20: weights exp(20 z) already span "
+            "over 100 orders of magnitude).")
+@option("--corpus", "corpus_path", default=None, metavar="FILE", group="Corpus",
+        help="The training corpus (for --harmonic).")
 @corpus_options
 @seed_option
 @start_option
@@ -437,8 +507,15 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     """Initial rule probabilities for GRAMMAR's rules.
 
     \b
+    Examples:
+      grind init --random --seed 1 g0.txt > g1.txt
+      grind init --harmonic --corpus train.conllu --column UPOS --punct ud dmv0.txt > dmv1.txt
+    \f
+    \b
     --uniform   1/|R_A| for every rule of each LHS A.
     --random    uniform times exp(jitter * z), z ~ N(0,1), renormalised.
+    --normalise the file's weights w_r / sum_{R_A} w (unnormalised weights,
+                counts or another tool's output made probabilities).
     --harmonic  (DMV) in an n-word sentence each word is the root with weight
                 1/n and attaches to word j with weight proportional to
                 1/|i-j| (Klein & Manning 2004; Cohen & Smith 2010 §5.1).
@@ -455,11 +532,6 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
                 dependent), not-STOP(v0) = STOP(v1) = 1 - P(no dependent),
                 not-STOP(v1) = E[#dependents] - (1 - P(no dependent)).
                 The counts are normalised per LHS.
-
-    \b
-    Examples:
-      grind init --random --seed 1 g0.txt > g1.txt
-      grind init --harmonic --corpus train.conllu --column UPOS --punct ud --max-length 10 dmv0.txt > dmv1.txt
     """
     if mode != "random" and _given("jitter"):
         raise click.UsageError("--jitter is for --random")
@@ -472,21 +544,28 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     rng = make_rng(seed, random=mode == "random")
     g = read_grammar(grammar, start)
     w = np.ones(len(g))
+    corpus = g.meta.get("corpus")          # the rules' corpus options, carried on (grammar_spec compares them)
     if mode == "random":
         w = w * np.exp(jitter * rng.standard_normal(len(g)))
+    elif mode == "normalise":
+        w = np.asarray(g.weights, dtype=np.float64)
     elif mode == "harmonic":
-        w, used = harmonic_weights(g, corpus_path, spec, variant)
+        if corpus_path:
+            spec = grammar_spec(grammar, corpus_path, spec, g.meta, late=False)
+        w, used, read = harmonic_weights(g, corpus_path, spec, variant)
+        corpus = corpus or read
     elif _given("variant"):
         raise click.UsageError("--variant is for --harmonic")
     extra = {"harmonic_variant": variant, "harmonic_corpus": used} if mode == "harmonic" else {}
     from grind.grammars.dmv_constraints import header_constraints
-    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, **treebank_meta(g),
-                  **header_constraints(g))
+    write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, corpus=corpus,
+                  **treebank_meta(g), **header_constraints(g))
 
 
 def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     """Harmonic-initialiser counts of DMV grammar ``g`` from ``corpus_path``
-    (:func:`grind.grammars.dmv.harmonic_counts`) and what they were counted on (for the header)."""
+    (:func:`grind.grammars.dmv.harmonic_counts`), what they were counted on and the corpus options read
+    (for the header)."""
     from grind.grammars.dmv import dmv_index, harmonic_counts, is_dmv_grammar
     if not is_dmv_grammar(g):
         raise click.UsageError("--harmonic needs a DMV grammar (grind make-grammar dmv)")
@@ -507,4 +586,4 @@ def harmonic_weights(g, corpus_path, spec, variant="km-global"):
     used = (f"{corpus_path} ({spec.describe(corpus.format)}): {len(sents) - len(misfit)} of the {len(sents)} "
             "sentences read" + (f" ({len(misfit)} with a {spec.column or 'token'} the grammar lacks left out)"
                                 if misfit else "") + (f"; {dropped}" if dropped else ""))
-    return harmonic_counts(g, sents, variant), used
+    return harmonic_counts(g, sents, variant), used, spec.describe(corpus.format)

@@ -3,6 +3,7 @@ signals, broken pipes, exit status) and the registration of every command."""
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 
 import click
@@ -10,15 +11,7 @@ import click
 from grind import __version__, log
 from grind.errors import GrindError, Interrupted, Terminated, termination
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
-from grind.cli.common import check_outputs_are_not_inputs
-from grind.cli.convert_cmd import function_heads_cmd
-from grind.cli.count_cmds import estep, mstep, sum_
-from grind.cli.decode_cmds import baseline, loglik, parse
-from grind.cli.eval_cmd import eval_
-from grind.cli.grammar_cmds import init, make_grammar, make_structure
-from grind.cli.plot_cmds import plot, show
-from grind.cli.split_cmd import split
-from grind.cli.train import train
+from grind.cli.options import GroupedGroup, OutputPath
 
 EPILOG_PIPELINE = """\b
 A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, 2..10 words: a
@@ -58,38 +51,76 @@ def _version(ctx, value) -> None:
     ctx.exit()
 
 
-@click.group(epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
+#: Every command: name -> (module of grind.cli, attribute), in the order of ``grind --help``.  A command's
+#: module is imported when the command runs (or is listed), so that a command pays only for its own imports.
+COMMANDS = {"make-grammar": ("grammar_cmds", "make_grammar"), "make-structure": ("grammar_cmds", "make_structure"),
+            "init": ("grammar_cmds", "init"), "split": ("split_cmd", "split"), "estep": ("count_cmds", "estep"),
+            "sum": ("count_cmds", "sum_"), "mstep": ("count_cmds", "mstep"), "train": ("train", "train"),
+            "parse": ("decode_cmds", "parse"), "baseline": ("decode_cmds", "baseline"),
+            "function-heads": ("convert_cmd", "function_heads_cmd"), "convert": ("convert_cmd", "convert"),
+            "loglik": ("decode_cmds", "loglik"),
+            "eval": ("eval_cmd", "eval_"), "plot": ("plot_cmds", "plot"), "show": ("plot_cmds", "show")}
+
+
+class LazyGroup(GroupedGroup):
+    """The ``grind`` group (its help points to its reference page, :class:`grind.cli.options.GroupedGroup`);
+    its commands (:data:`COMMANDS`) are imported when first asked for."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            cmd = getattr(importlib.import_module(f"grind.cli.{module}"), attr)
+            _guard(cmd)
+            self.add_command(cmd, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: _version(c, v),
-              help="Show the version and the build (compiled kernels, Python, numpy) and exit.")
+              help="Show the version and the build, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or log messages (warnings still shown).")
-def cli(quiet):
+@click.option("-v", "--verbose", count=True, help="More messages (-v: debug lines; -vv: with times).")
+@click.option("--log-file", type=OutputPath(), default=None, metavar="FILE",
+              help="Also write the messages to FILE, with times.")
+def cli(quiet, verbose, log_file):
     """grind: unsupervised grammar induction with Bayesian probabilistic grammars.
 
     Grammars are plain text, one rule a line: 'weight LHS --> RHS ...'
     (Mark Johnson's format); count files use the same rule keys.
+    \f
+    Every FILE argument may be '-' (standard input or output).  Data goes to standard output (or -o),
+    messages and progress bars to standard error (bars only on a terminal).  Exit status: 0 success, 1 an
+    error of the input or the run, 2 a usage error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+
+    Messages: -q keeps the warnings only, -v adds debug lines (a run's resolved options, the chart kernel),
+    -vv puts the time before each line, --log-file FILE also writes them to FILE.  From Python (grind.fit,
+    grind.parse, ...) the same messages go through the logging module, logger "grind", to standard error:
+    logging.getLogger("grind").setLevel(logging.WARNING) silences the progress lines, grind.log.to_application()
+    hands every message to the application's own logging handlers instead.
+
+    Shell completion (bash; zsh and fish alike with zsh_source, fish_source): add to ~/.bashrc
+
+        eval "$(_GRIND_COMPLETE=bash_source grind)"
+
+    or, faster at shell start, write the script once and source it:
+
+        _GRIND_COMPLETE=bash_source grind > ~/.grind-complete.bash
+        echo '. ~/.grind-complete.bash' >> ~/.bashrc
     """
-    log.set_quiet(quiet)
+    if quiet and verbose:
+        raise click.UsageError("-q/--quiet and -v/--verbose are alternatives: give one")
+    log.set_verbosity(verbose, quiet)
+    if log_file:
+        handler = log.log_file(log_file)
+        ctx = click.get_current_context()
+        ctx.call_on_close(lambda: (log.LOGGER.removeHandler(handler), handler.close()))
     guard_stdin()
 
 
 # ----------------------------------------------------------------------------- the commands
-
-cli.add_command(make_grammar)
-cli.add_command(make_structure)
-cli.add_command(init)
-cli.add_command(split)
-cli.add_command(estep)
-cli.add_command(sum_)
-cli.add_command(mstep)
-cli.add_command(train)
-cli.add_command(parse)
-cli.add_command(baseline)
-cli.add_command(function_heads_cmd)
-cli.add_command(loglik)
-cli.add_command(eval_)
-cli.add_command(plot)
-cli.add_command(show)
-
 
 def _guard(cmd) -> None:
     """Every command first checks that it writes none of the files it reads."""
@@ -98,15 +129,16 @@ def _guard(cmd) -> None:
             _guard(sub)
         return
     callback = cmd.callback
+    if getattr(callback, "_grind_guarded", False):
+        return
 
     @functools.wraps(callback)
     def checked(*args, **kwargs):
+        from grind.cli.common import check_outputs_are_not_inputs
         check_outputs_are_not_inputs(click.get_current_context())
         return callback(*args, **kwargs)
+    checked._grind_guarded = True          # type: ignore[attr-defined]
     cmd.callback = checked
-
-
-_guard(cli)
 
 
 # ----------------------------------------------------------------------------- entry point

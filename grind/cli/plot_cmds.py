@@ -8,23 +8,32 @@ import sys
 
 import click
 
+from grind.cli.options import GroupedCommand, option
+
 from grind.errors import InputError
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import output_option
 
 
-@click.command("plot")
-@click.option("--x", "x", type=click.Choice(["step", "seconds", "sentences"]), default="step", show_default=True,
-              help="The x axis: the trace column to plot against (sentences: cumulative, counted per algorithm "
-                   "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
-@click.option("--label", "labels", multiple=True,
-              help="Legend label of a TRACE, once per TRACE in order (default: the file names).")
-@click.option("--reference", "references", multiple=True, metavar="COLUMN=VALUE[:LABEL]",
-              help="A dashed horizontal line in COLUMN's panel, e.g. a baseline: "
-                   "--reference dev_directed=0.331:attach-right (repeatable).")
+@click.command("plot", cls=GroupedCommand)
+@option("--x", "x", type=click.Choice(["step", "seconds", "sentences"]), default="step", show_default=True,
+        metavar="COLUMN", help="The x axis: step, seconds or sentences.",
+        doc="The x axis: the trace column to plot against (sentences: cumulative, counted per algorithm "
+            "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
+@option("--label", "labels", multiple=True, metavar="TEXT", help="Legend label of each TRACE, in order.",
+        doc="Legend label of a TRACE, once per TRACE in order (default: the file names); TRACEs sharing a label "
+            "are drawn as one curve: their mean where all have a value, in a band of +- one standard deviation.")
+@option("--columns", default=None, metavar="COL,COL", help="The panels to draw.",
+        doc="The panels to draw, e.g. dev_directed,dev_logprob [default: objective and every dev_* column].")
+@option("--log-x", is_flag=True, help="A logarithmic x axis.",
+        doc="A logarithmic x axis (learning curves against sentences parsed).")
+@option("--reference", "references", multiple=True, metavar="COL=VALUE[:LABEL]",
+        help="A dashed line in COL's panel (a baseline).",
+        doc="A dashed horizontal line in COLUMN's panel, e.g. a baseline: "
+            "--reference dev_directed=0.331:attach-right (repeatable).")
 @output_option
 @click.argument("traces", nargs=-1, required=True)
-def plot(traces, x, labels, references, output):
+def plot(traces, x, labels, columns, log_x, references, output):
     """Learning curves (PNG) of 'grind train --trace' files: one panel for the
     objective per step, one per dev column present (dev log probability,
     directed accuracy, perplexity...), every TRACE overlaid.  Needs matplotlib
@@ -34,6 +43,7 @@ def plot(traces, x, labels, references, output):
     Example:
       grind plot --label em --label vb em.trace vb.trace -o curves.png
       grind plot --reference dev_directed=0.331:attach-right em.trace -o em.png
+      grind plot --x sentences --log-x --columns dev_directed --label vb --label vb vb1.tsv vb2.tsv -o vb.png
     """
     if output == "-" and sys.stdout.isatty():
         raise click.UsageError("grind plot writes a PNG image: give -o FILE.png (standard output is a terminal)")
@@ -46,6 +56,14 @@ def plot(traces, x, labels, references, output):
         raise click.BadParameter(str(e), param_hint="'--reference'") from None
     data = [read_trace(t) for t in traces]
     panels = plotted_columns(data)
+    if columns is not None:
+        asked = [c.strip() for c in columns.split(",") if c.strip()]
+        present = {k for t in data for k in t}
+        missing = [c for c in asked if c not in present or c in ("step", "sentences", "seconds")]
+        if missing or not asked:
+            raise click.BadParameter(f"{missing[0] if missing else columns!r} is not a column to plot of these "
+                                     f"traces ({', '.join(panels)})", param_hint="'--columns'")
+        panels = asked
     for col, _, _ in refs:                    # a mistyped column drew no line, silently
         if col not in panels:
             raise click.BadParameter(f"{col!r} is not a plotted column of these traces ({', '.join(panels)})",
@@ -56,20 +74,21 @@ def plot(traces, x, labels, references, output):
         raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
     matplotlib.use("Agg")
     fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,
-                       refs)
+                       refs, panels, log_x)
     made_by = [ln.rstrip("\n") for ln in header_lines()]       # the header every text output starts with
     with open_out(output, binary=True) as f:
         fig.savefig(f, format="png", dpi=100, metadata={"Software": made_by[0][2:], "Comment": "\n".join(made_by)})
 
 
-@click.command("show")
-@click.option("--sentence", "-n", "number", type=click.IntRange(1), default=1, show_default=True,
-              help="Which sentence (or tree) of FILE to draw, counting from 1.")
-@click.option("--column", type=click.Choice(["FORM", "LFORM", "UPOS", "XPOS"]), default="FORM", show_default=True,
-              help="CoNLL: the column that labels the words; trees: FORM/LFORM draw the words, "
-                   "UPOS/XPOS only the tags.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx", "malt", "ptb"]), default="auto",
-              show_default=True, help="FILE's format (auto: by extension/content).")
+@click.command("show", cls=GroupedCommand)
+@option("--sentence", "-n", "number", type=click.IntRange(1), default=1, show_default=True, metavar="N",
+        help="Which sentence (or tree) of FILE, from 1.")
+@option("--column", type=click.Choice(["FORM", "LFORM", "UPOS", "XPOS"]), default="FORM", show_default=True,
+        metavar="COLUMN", help="The column that labels the words.",
+        doc="CoNLL: the column that labels the words; trees: FORM/LFORM draw the words, "
+            "UPOS/XPOS only the tags.")
+@option("--format", "fmt", type=click.Choice(["auto", "conllu", "conllx", "malt", "ptb"]), default="auto",
+        show_default=True, metavar="FORMAT", help="FILE's format (auto: by extension/content).")
 @output_option
 @click.argument("file")
 def show(file, number, column, fmt, output):

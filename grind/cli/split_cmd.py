@@ -8,6 +8,8 @@ import os
 
 import click
 
+from grind.cli.options import GroupedCommand, option
+
 from grind import log
 from grind.errors import InputError
 from grind.formats.corpus import Block, CorpusSpec, check_corpus, corpus_blocks, detect_format, iter_blocks
@@ -108,16 +110,21 @@ def balance(costs: list[int], groups: list[int], k: int) -> list[int]:
     return shard
 
 
-@click.command()
-@click.option("-n", "--shards", "k", type=click.IntRange(1), required=True, help="Number of shards.")
-@click.option("-o", "--output", "prefix", default=None,
-              help="Shards go to PREFIX.1EXT .. PREFIX.nEXT, EXT the corpus file's extension "
-                   "[default: the corpus file's name without its extension, in the current directory].")
+@click.command(cls=GroupedCommand)
+@option("-n", "--shards", "k", type=click.IntRange(1), required=True, metavar="K", help="Number of shards.")
+@option("-o", "--output", "prefix", default=None, metavar="PREFIX", group="Output",
+        help="Shards go to PREFIX.1EXT .. PREFIX.KEXT.",
+        doc="Shards go to PREFIX.1EXT .. PREFIX.nEXT, EXT the corpus file's extension "
+            "[default: the corpus file's name without its extension, in the current directory].")
 @corpus_options
 @click.argument("corpus")
 def split(corpus, k, prefix, spec):
     """Cut CORPUS into K shards of about equal parsing cost (sharded training).
 
+    \b
+    Example:
+      grind split --column UPOS --punct ud --max-length 10 -n 4 -o shards/train train.conllu
+    \f
     Every block of the file goes to one shard unchanged and whole (a text
     line; a CoNLL-U/CoNLL-X/Malt-TAB sentence with its comment lines,
     multiword ranges and empty nodes; the lines holding whole PTB trees; a
@@ -217,8 +224,9 @@ def split(corpus, k, prefix, spec):
                 shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
                 cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
                 corpus=spec.describe(fmt), **{"corpus-sha256": source.hexdigest()[:16]}))
-            if not words:
-                f.write("\n")            # ends the header (a text sentence may begin with '#')
+            if fmt == "text" and not words:
+                f.write("\n")            # ends the header (a text sentence may begin with '#'); in CoNLL it is
+                #                         the first sentence's comments (a comment-only block is not CoNLL-U)
         for b, block in enumerate(blocks()):
             files[shard[b]].writelines(_block_text(block, fmt, words))
     for i, (path, bs) in enumerate(zip(paths, members)):

@@ -6,10 +6,13 @@ accuracy also accepts a predicted arc h -> d when the gold tree has d -> h.
 Scores are reported for sentences of length <= 10, <= 20 and all, lengths
 counted after punctuation removal; which tokens were scored is stated.
 
-A predicted sentence without heads (HEAD ``_`` on every token: the parser
-found no tree) is *unparsed*: its words stay in the denominator with 0
+A predicted sentence without heads (marked ``# grind_unparsed = ...`` by grind
+parse, whose HEAD column is then filler, or HEAD ``_`` on every token: the
+parser found no tree) is *unparsed*: its words stay in the denominator with 0
 correct, and the unparsed sentences are counted per subset.  It is never
-replaced by a baseline tree.
+replaced by a baseline tree.  A predicted sentence marked ``# grind_left_out``
+(the corpus options of the command that wrote it left it out) is not scored:
+scoring one is an error (read both files with those options).
 
 Baselines (Klein & Manning 2004 §3; Cohen & Smith 2010 §5.1) are the
 attach-right and attach-left trees of the gold sentences, scored the same
@@ -183,10 +186,26 @@ def _check_gold(g):
 
 def _check_aligned(g, p):
     _check_gold(g)
+    if p.mark == "left out":
+        raise InputError(f"predicted sentence {p.number} (line {p.line}) is marked '# grind_left_out': the corpus "
+                         "options of the command that wrote it left it out, but it is scored here: give grind eval "
+                         "the corpus options the prediction was made with (its '# corpus:' header)")
     if g.tokens != p.tokens:
         raise InputError(f"gold sentence {g.number} (line {g.line}) and predicted sentence "
                          f"{p.number} (line {p.line}) have different tokens: "
                          f"{' '.join(g.tokens)!r} vs {' '.join(p.tokens)!r}")
+    words_g, words_p = _forms(g), _forms(p)
+    if words_g is not None and words_p is not None and words_g != words_p:
+        raise InputError(f"gold sentence {g.number} (line {g.line}) and predicted sentence {p.number} (line "
+                         f"{p.line}) have the same tokens but other words (FORM): {' '.join(words_g)!r} vs "
+                         f"{' '.join(words_p)!r}: a prediction of other sentences?")
+
+
+def _forms(s):
+    """The FORM column of a sentence's kept rows (CoNLL, Malt-TAB), or None (plain text, PTB trees)."""
+    if not s.rows or any(len(r) < 2 for r in s.rows):
+        return None
+    return [r[1] for r in s.rows]
 
 
 def near_baseline_notes(rows, base, within: float = NEAR) -> list[str]:
@@ -205,8 +224,8 @@ def near_baseline_notes(rows, base, within: float = NEAR) -> list[str]:
 def definitions(convention: str, baselines: bool = True) -> list[str]:
     """The ``#`` lines that say what the columns of :func:`format_table` mean."""
     out = [f"# convention: {convention}\n",
-           "# unparsed: predicted sentences whose HEAD column is all '_' (no parse); their words count "
-           "in the denominators with 0 correct, never as a baseline tree\n"]
+           "# unparsed: predicted sentences without a parse (marked '# grind_unparsed', or whose HEAD column is "
+           "all '_'); their words count in the denominators with 0 correct, never as a baseline tree\n"]
     if baselines:
         out += ["# overlap_right / overlap_left: words whose predicted head equals the attach-right / "
                 "attach-left head, divided by the words of the parsed (not unparsed) predicted sentences\n",

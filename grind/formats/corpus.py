@@ -34,6 +34,8 @@ COLUMNS = ("FORM", "LFORM", "UPOS", "XPOS")
 #: The 17 universal POS tags of UD v2 (https://universaldependencies.org/u/pos/).
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
              "PUNCT", "SCONJ", "SYM", "VERB", "X")
+#: The tags UD v1 had that v2 renamed (v1's CONJ is v2's CCONJ): a v1 treebank's, not "not a UPOS tag".
+UPOS_V1_ONLY = {"CONJ": "CCONJ"}
 FORMATS = ("auto", "text", "conllu", "conllx", "malt", "ptb", "sigmorphon")
 PUNCT_RULES = ("none", "ud", "ptb", "ptb+")
 
@@ -60,6 +62,12 @@ class Sentence:
     raw: list[list[str]] | None = None
     #: The gold segmentation of a ``sigmorphon`` row (NFC morphs, in order), else None.
     gold_morphs: list[str] | None = None
+    #: Read with ``keep_outside`` (:func:`read_corpus`): why the corpus options leave this sentence out
+    #: (None: kept).
+    outside: str | None = None
+    #: A sentence grind wrote marked (:data:`UNPARSED_MARK`, :data:`LEFT_OUT_MARK`): "unparsed" or "left out"
+    #: (its heads are filler, read as None), else None.
+    mark: str | None = None
 
     def __len__(self):
         return len(self.tokens)
@@ -84,6 +92,10 @@ class CorpusSpec:
                             ("column", self.column, (None, *COLUMNS))):
             if v not in ok:
                 raise InputError(f"{what} {v!r} is not one of {', '.join(str(x) for x in ok)}")
+
+    def limits(self) -> str:
+        """The length limits as messages say them: ``1..10``, ``2..inf``."""
+        return f"{self.min_length}..{self.max_length if self.max_length else 'inf'}"
 
     def describe(self, read_as: str | None = None) -> str:
         """The options as a header line; ``read_as``: the format ``--format auto`` read the file as
@@ -135,7 +147,8 @@ def detect_format(path: str, first_line: str | None) -> str:
         if re.match(r"\s*([-+.0-9eE]+\s+){0,2}\S+\s+-->(\s|$)", first_line):
             name = "<stdin>" if path == "-" else path
             raise InputError(f"{name}: this looks like a grammar file (its first line is a rule "
-                             f"{quote_line(first_line)}), not a corpus; pass --format text if it is one")
+                             f"{quote_line(first_line)}), not a corpus: GRAMMAR and CORPUS swapped? (to read it as "
+                             "text all the same: --format text)")
         cols = first_line.rstrip("\r\n").split("\t")
         if len(cols) == 10 and _CONLL_ID.fullmatch(cols[0]):
             return "conllu"
@@ -150,15 +163,19 @@ def detect_format(path: str, first_line: str | None) -> str:
     return "text"
 
 
-def read_corpus(path: str, spec: CorpusSpec | None = None) -> Corpus:
+def read_corpus(path: str, spec: CorpusSpec | None = None, keep_outside: bool = False) -> Corpus:
     """All sentences of ``path`` that pass ``spec``'s filters (see module doc).
 
     The whole file is read (and decoded) before any sentence is built, so a
     bad byte anywhere is reported before a bad line further up; use
     :func:`iter_corpus` to read a large corpus one sentence at a time.
+    ``keep_outside``: the sentences the filters leave out (length limits,
+    --types repeats) are kept too, in order, each with its ``outside``
+    reason (:meth:`Corpus.kept` gives the others), for a command that
+    writes every input sentence back.
     """
     stats: dict = {}
-    out = Corpus(_sentences(path, spec or CorpusSpec(), list(read_lines(path)), stats))
+    out = Corpus(_sentences(path, spec or CorpusSpec(), list(read_lines(path)), stats, keep_outside))
     return out.counted(stats)
 
 
@@ -175,12 +192,33 @@ class Corpus(list["Sentence"]):
     duplicates: int = 0
     no_words: int = 0
 
+    #: Of ``left_out``: sentences that punctuation removal left without a token (said apart: no length
+    #: limit is to blame).
+    punct_only: int = 0
+    #: The length limits the reading applied, as the messages and headers say them.
+    limits: str = ""
+    #: A corpus read with ``keep_outside``: every sentence (:meth:`kept` are those the filters keep).
+    everything: list | None = None
+
     def counted(self, stats: dict) -> Corpus:
         """Take the counts of the reading's ``stats``; returns self."""
         self.left_out, self.format = stats["left_out"], stats["format"]
-        for k in ("wordless", "multiword", "duplicates", "no_words"):
+        for k in ("wordless", "multiword", "duplicates", "no_words", "punct_only"):
             setattr(self, k, stats.get(k, 0))
+        self.limits = stats.get("limits", "")
         return self
+
+    def kept(self) -> Corpus:
+        """The sentences the corpus options keep, with this reading's counts; ``everything`` = all of them
+        (a corpus read without ``keep_outside``: itself)."""
+        if not any(s.outside for s in self):
+            self.everything = list(self)
+            return self
+        out = Corpus(s for s in self if not s.outside)
+        for k in ("left_out", "format", "wordless", "multiword", "duplicates", "no_words", "punct_only", "limits"):
+            setattr(out, k, getattr(self, k))
+        out.everything = list(self)
+        return out
 
 
 def left_out(sents, what: str = "not written") -> str | None:
@@ -189,7 +227,10 @@ def left_out(sents, what: str = "not written") -> str | None:
     sentences than its input."""
     n, w = getattr(sents, "left_out", 0), getattr(sents, "wordless", 0)
     m, d, e = getattr(sents, "multiword", 0), getattr(sents, "duplicates", 0), getattr(sents, "no_words", 0)
-    parts = ([f"{n} sentences outside the length limits ({what})"] if n else []) + \
+    p, limits = getattr(sents, "punct_only", 0), getattr(sents, "limits", "")
+    parts = ([f"{n - p} sentences outside the length limits{' ' + limits if limits else ''} ({what})"]
+             if n - p else []) + \
+        ([f"{p} sentences of punctuation only, no token left after its removal ({what})"] if p else []) + \
         ([f"{w} trees without words, only -NONE- elements ({what})"] if w else []) + \
         ([f"{e} CoNLL sentences without a word row, only empty nodes or multiword ranges ({what})"] if e else []) + \
         ([f"{m} SIGMORPHON rows of more than one word ({what})"] if m else []) + \
@@ -209,8 +250,8 @@ def read_corpus_tokens(path: str, spec: CorpusSpec | None = None) -> Corpus:
     if is_stream(path):
         whole = read_corpus(path, spec)
         sents = iter(whole)
-        stats.update((k, getattr(whole, k))
-                     for k in ("left_out", "format", "wordless", "multiword", "duplicates", "no_words"))
+        stats.update((k, getattr(whole, k)) for k in ("left_out", "format", "wordless", "multiword", "duplicates",
+                                                       "no_words", "punct_only", "limits"))
     else:
         for _ in read_lines(path):
             pass
@@ -234,9 +275,11 @@ def iter_corpus(path: str, spec: CorpusSpec | None = None, stats: dict | None = 
     return _sentences(path, spec or CorpusSpec(), read_lines(path), stats)
 
 
-def _sentences(path, spec, lines, stats=None):
+def _sentences(path, spec, lines, stats=None, keep_outside=False):
     """Generator behind read_corpus / iter_corpus over (lineno, line) pairs.  Sentences outside the
-    length limits are left out, counted on stderr and in ``stats["left_out"]``."""
+    length limits are left out, counted on stderr and in ``stats["left_out"]`` (those that punctuation
+    removal emptied also in ``stats["punct_only"]``); ``keep_outside``: yielded too, with their
+    ``outside`` reason, as are --types repeats."""
     name = "<stdin>" if path == "-" else path
     fmt, lines = _format(path, spec.format, lines, spec.chars)
     if spec.format == "auto" and fmt not in ("text", "sigmorphon") and not format_from_name(path):
@@ -263,12 +306,16 @@ def _sentences(path, spec, lines, stats=None):
         sents = _read_ptb(lines, name, spec, stats)
     else:
         sents = _read_treebank(lines, name, fmt, spec, stats)
-    kept, left_out, seen, repeats = 0, 0, set(), 0
+    kept, left_out, seen, repeats, punct_only = 0, 0, set(), 0, 0
+    limits = spec.limits()
     for s in sents:
         if spec.types:
             key = tuple(s.tokens)
             if key in seen:
                 repeats += 1
+                if keep_outside:
+                    s.outside = "a repeat (--types)"
+                    yield s
                 continue
             seen.add(key)
         if spec.min_length <= len(s) and (spec.max_length is None or len(s) <= spec.max_length):
@@ -276,20 +323,32 @@ def _sentences(path, spec, lines, stats=None):
             yield s
         else:
             left_out += 1
+            empty = not s.tokens and spec.punct != "none"
+            punct_only += empty
+            if keep_outside:
+                s.outside = (f"punctuation only (no token left after --punct {spec.punct})" if empty else
+                             f"{len(s)} tokens, outside the length limits {limits}")
+                yield s
     if not kept:
-        why = (f": {left_out} read, every one outside the length limits {spec.min_length}.."
-               f"{spec.max_length or 'inf'} (after punctuation removal)" if left_out else "")
+        why = ""
+        if left_out:
+            why = f": {left_out} read, every one outside the length limits {limits} (after punctuation removal)"
+            if punct_only == left_out:
+                why = f": {left_out} read, every one punctuation only (no token left after --punct {spec.punct})"
         raise InputError(f"{name}: no sentences ({spec.describe()}){why}")
     if stats is not None:
-        stats["left_out"], stats["format"] = left_out, fmt
+        stats["left_out"], stats["format"], stats["punct_only"] = left_out, fmt, punct_only
+        stats["limits"] = limits if spec.min_length > 1 or spec.max_length is not None else ""
         if spec.types:
             stats["duplicates"] = repeats
     if repeats:
         log.info(f"{name}: --types: {repeats} repeated {'words' if spec.chars else 'sentences'} dropped "
                  f"({len(seen)} distinct)")
     if left_out:
-        log.info(f"{name}: {kept} sentences kept, {left_out} left out by the length limits "
-                 f"{spec.min_length}..{spec.max_length or 'inf'} (after punctuation removal)")
+        parts = ([f"{left_out - punct_only} outside the length limits {limits} (after punctuation removal)"]
+                 if left_out > punct_only else []) + \
+            ([f"{punct_only} of punctuation only (no token left after --punct {spec.punct})"] if punct_only else [])
+        log.info(f"{name}: {kept} sentences kept; left out: {', '.join(parts)}")
 
 
 def _has_ext(path, ext):
@@ -304,6 +363,39 @@ def _nfc_word(word, name, lineno, what="word"):
         raise InputError(f"{name}:{lineno}: {what} {quote_line(word)} has whitespace in it "
                          "(--chars reads one word a line: a word must be one token)")
     return unicodedata.normalize("NFC", word)
+
+
+#: The comment line that marks a sentence grind wrote without a parse (UD's ``# key = value`` style, never
+#: one of grind's ``# key: value`` header lines), followed by why: its HEAD column is filler (attach-right,
+#: DEPREL ``_``), so that the file is valid CoNLL-U and keeps every input sentence; grind's readers read
+#: such a sentence without heads (``Sentence.mark``), so ``grind eval`` scores its words 0.
+UNPARSED_MARK = "# grind_unparsed = "
+#: ... a sentence the corpus options left out (length limits, --types repeats), written with filler heads
+#: so that the file keeps every input sentence; ``grind eval`` refuses to score one.
+LEFT_OUT_MARK = "# grind_left_out = "
+MARKS = {UNPARSED_MARK: "unparsed", LEFT_OUT_MARK: "left out"}
+_HEADER_KEY = re.compile(r"# [^\s:]+: ")
+
+
+def split_header(comments: list[str]) -> tuple[list[str], list[str]]:
+    """``(grind's header lines, the sentence's own comment lines)`` of a file's first sentence: grind
+    writes its header (``# grind VERSION`` and the ``# key: value`` lines after it) as comments of the
+    first sentence, as CoNLL-U allows; they are the file's, not the sentence's."""
+    if not comments or not comments[0].startswith("# grind "):
+        return [], comments
+    k = 1
+    while k < len(comments) and _HEADER_KEY.match(comments[k]):
+        k += 1
+    return comments[:k], comments[k:]
+
+
+def mark_of(comments: list[str]) -> str | None:
+    """``"unparsed"`` or ``"left out"`` for a sentence grind marked so (:data:`UNPARSED_MARK`), else None."""
+    for c in comments:
+        for prefix, mark in MARKS.items():
+            if c.startswith(prefix):
+                return mark
+    return None
 
 
 #: The ``# key: value`` header lines of the files read last, by display name (``<stdin>`` for ``-``):
@@ -509,7 +601,8 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
     no_words = []                    # blocks with rows but no word row (only empty nodes / multiword ranges)
     for number, (start, comments, rows) in enumerate(_blocks(lines, heads), 1):
         if number == 1:
-            HEADERS_READ[name] = header_keys(heads or comments)
+            own, comments = split_header(comments) if not heads else ([], comments)
+            HEADERS_READ[name] = header_keys(heads or own or comments)
         toks = [_parse_row(ln, s, name, fmt) for ln, s in rows]
         raw = None
         if fmt != "malt":
@@ -525,6 +618,9 @@ def _read_treebank(lines, name, fmt, spec, stats=None):
             _tally_punct(tally, kept_tags, toks, spec.punct)
             s = _make_sentence(toks, number, start, comments, column, spec.punct, name)
             s.raw = raw
+            s.mark = mark_of(comments)
+            if s.mark:                       # grind's filler heads, not a tree of the sentence
+                s.heads = None
             if not several and s.heads is not None and sum(h == 0 for h in s.heads) > 1:
                 punct_roots.append(start)
             yield s
@@ -555,7 +651,9 @@ def conll_trees(lines, name: str, fmt: str):
     empty nodes included) as its 10 columns plus its line number, IDs checked;
     ``heads`` the HEAD column of the word rows as ints (None when it is ``_``
     on every word: no tree), checked to be a tree.  Errors name file:line."""
-    for _, comments, block in _blocks(lines):
+    for number, (_, comments, block) in enumerate(_blocks(lines), 1):
+        if number == 1:
+            comments = split_header(comments)[1]
         rows = [_parse_row(ln, s, name, fmt) for ln, s in block]
         _check_ids(rows, block, name)
         words = [r for r in rows if r[0].isascii() and r[0].isdigit()]
@@ -741,7 +839,7 @@ def _is_punct(row, punct):
     return row[4] in tags or (row[4] == "_" and row[3] in tags)
 
 
-def conll_block(sentence: Sentence, heads, fmt: str = "conllu") -> str:
+def conll_block(sentence: Sentence, heads, fmt: str = "conllu", header=(), mark: str | None = None) -> str:
     """The sentence as a CoNLL block with HEAD set to ``heads`` (1-based, 0 = root).
 
     A CoNLL-U/CoNLL-X sentence (``sentence.raw``; ``fmt`` the format it was
@@ -749,23 +847,38 @@ def conll_block(sentence: Sentence, heads, fmt: str = "conllu") -> str:
     multiword-token ranges and empty nodes, see :func:`_conll_passthrough`.
     Other sentences (Malt-TAB, PTB, plain text):
     the kept rows with IDs renumbered 1..n.  DEPREL becomes ``root``/``dep``
-    and DEPS ``_``.  ``heads=None`` (no parse) writes HEAD and DEPREL ``_``,
-    which :func:`read_corpus` reads back as a sentence without heads.  A
-    plain-text sentence gets FORM = token and ``_`` elsewhere.
+    and DEPS ``_``.  ``heads=None`` (no parse, or a sentence the corpus
+    options left out) writes filler heads, attach-right with DEPREL ``_``,
+    after the comment ``mark`` (:data:`UNPARSED_MARK` or :data:`LEFT_OUT_MARK`
+    and the reason; default: unparsed), which :func:`read_corpus` reads back
+    as a sentence without heads.  ``header``: the file's header lines, written
+    as the first comments of its first sentence (a comment-only block
+    followed by a blank line would be a sentence without words, which
+    CoNLL-U does not allow).  A plain-text sentence gets FORM = token and
+    ``_`` elsewhere.
     """
-    if sentence.raw is not None and sentence.rows:
-        return _conll_passthrough(sentence, heads, fmt == "conllx")
+    comments = [c + "\n" for c in sentence.comments if not mark_of([c])]
+    if heads is None:
+        comments.append(one_line_mark(mark or UNPARSED_MARK + "no parse") + "\n")
+    top = "".join(header) + "".join(comments)
+    if sentence.raw is not None and sentence.rows is not None:
+        return top + _conll_passthrough(sentence, heads, fmt == "conllx")
     rows = sentence.rows or [[str(i), t] + ["_"] * 8 for i, t in enumerate(sentence.tokens, 1)]
-    out = [c + "\n" for c in sentence.comments]
+    out = []
     for i, row in enumerate(rows, 1):
         r = list(row)
         if heads is None:
-            r[0], r[6], r[7], r[8] = str(i), "_", "_", "_"
+            r[0], r[6], r[7], r[8] = str(i), str(i + 1 if i < len(rows) else 0), "_", "_"
         else:
             h = heads[i - 1]
             r[0], r[6], r[7], r[8] = str(i), str(int(h)), "root" if h == 0 else "dep", "_"
         out.append("\t".join(r) + "\n")
-    return "".join(out) + "\n"
+    return top + "".join(out) + "\n"
+
+
+def one_line_mark(text: str) -> str:
+    """A mark comment on one line."""
+    return text.replace("\r", " ").replace("\n", " ")
 
 
 #: DEPREL of the tokens punctuation removal left out, in ``grind parse`` output.
@@ -773,20 +886,23 @@ REMOVED_DEPREL = "punct"
 
 
 def _conll_passthrough(sentence: Sentence, heads, conllx: bool = False) -> str:
-    """A CoNLL-U/CoNLL-X sentence written back line for line (comments, IDs,
+    """A CoNLL-U/CoNLL-X sentence's rows written back line for line (IDs,
     multiword-token ranges unchanged; empty nodes with DEPS ``_``).  Kept
     tokens get HEAD = the original ID of their head in ``heads`` and DEPREL
     ``root``/``dep``; tokens punctuation removal left out get HEAD = the root
     word's ID and DEPREL ``punct`` (not a prediction); DEPS (CoNLL-X: PHEAD and
     PDEPREL) becomes ``_`` on every token: no gold arc is written back.
-    ``heads=None``: HEAD, DEPREL and DEPS ``_`` on every token."""
+    ``heads=None``: filler, every word attached to the next word (the last
+    one the root), DEPREL and DEPS ``_``."""
     assert sentence.rows is not None and sentence.raw is not None     # checked by the caller
     ids = [r[0] for r in sentence.rows]
     pos = {x: k for k, x in enumerate(ids)}
+    words = [r[0] for r in sentence.raw if r[0].isascii() and r[0].isdigit()]
+    filler = {w: (words[k + 1] if k + 1 < len(words) else "0") for k, w in enumerate(words)}
     root = "0"
     if heads is not None:
         root = next((ids[k] for k, h in enumerate(heads) if int(h) == 0), "0")
-    out = [c + "\n" for c in sentence.comments]
+    out = []
     for row in sentence.raw:
         r = list(row)
         if not (r[0].isascii() and r[0].isdigit()):
@@ -798,7 +914,7 @@ def _conll_passthrough(sentence: Sentence, heads, conllx: bool = False) -> str:
             r[9] = "_"                                  # PDEPREL (PHEAD is column 8, set below)
         k = pos.get(r[0])
         if heads is None:
-            r[6], r[7], r[8] = "_", "_", "_"
+            r[6], r[7], r[8] = filler[r[0]], "_", "_"
         elif k is None:
             r[6], r[7], r[8] = root, REMOVED_DEPREL, "_"
         else:
@@ -938,7 +1054,9 @@ def iter_blocks(path: str, spec: CorpusSpec, fmt: str, pairs):
                 yield Block([t for _, t in comments + group], sents)
                 comments, group, depth = [], [], 0
     else:
-        for start, comment_lines, rows in _blocks(iter(pairs), orphans=True):
+        for number, (start, comment_lines, rows) in enumerate(_blocks(iter(pairs), orphans=True), 1):
+            if number == 1:                      # a header grind wrote is the file's, not the sentence's
+                comment_lines = split_header(comment_lines)[1]
             if not rows:                         # comments on their own between sentences: kept, no sentence
                 yield Block(comment_lines, [])
                 continue

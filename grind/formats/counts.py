@@ -23,6 +23,9 @@ from grind.formats.rules import COUNTS_HEADER, RuleSet, RuleTable, _parse_file, 
 from grind.formats.textio import header_lines, open_out
 
 STATS = ("sentences", "parsed", "words", "loglik")
+#: How far above 0 a count file's ``# loglik:`` (a sum of log probabilities, each <= 0) may be by rounding,
+#: per sentence: a sentence of probability 1 can have a log Z of a few 1e-16.
+LOGLIK_SLACK = 1e-9
 #: Statistics a count file has only when they are not 0 (absent = 0 when files are added):
 #: ``left_out``, sentences of the corpus read but not counted (outside the length limits,
 #: trees or CoNLL blocks without words, SIGMORPHON rows of several words).
@@ -154,6 +157,12 @@ def read_counts(path: str) -> Counts:
             if not math.isfinite(stats[k]) or (k != "loglik" and stats[k] < 0):
                 raise InputError(f"{name}: header '# {k}: {meta[k]}' must be a finite"
                                  f"{'' if k == 'loglik' else ' non-negative'} number")
+            if k != "loglik" and stats[k] != int(stats[k]):
+                raise InputError(f"{name}: header '# {k}: {meta[k]}' is not a whole number: it counts sentences "
+                                 "or words (an edited or corrupt count file?)")
+    if stats.get("loglik", 0.0) > LOGLIK_SLACK * max(1.0, stats.get("sentences", 1.0)):
+        raise InputError(f"{name}: header '# loglik: {meta['loglik']}' is positive, but it is a sum of log "
+                         "probabilities, each at most 0 (an edited or corrupt count file?)")
     if stats.get("parsed", 0) > stats.get("sentences", math.inf):
         raise InputError(f"{name}: the header says '# parsed: {meta['parsed']}' of '# sentences: "
                          f"{meta['sentences']}': more sentences parsed than there are")

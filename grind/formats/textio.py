@@ -23,7 +23,7 @@ import tempfile
 from grind import __version__
 from grind.errors import InputError
 
-_run_info: dict = {"argv": None, "seed": None, "call": None}
+_run_info: dict = {"argv": None, "seed": None, "call": None, "notes": {}}
 
 
 def set_run_info(argv=None, seed=None, call=None) -> None:
@@ -33,9 +33,17 @@ def set_run_info(argv=None, seed=None, call=None) -> None:
     as ``argv`` replaces a recorded call); and the seed."""
     if argv is not None:
         _run_info["argv"], _run_info["call"] = list(argv), None
+        _run_info["notes"] = {}
     if call is not None:
         _run_info["argv"], _run_info["call"] = None, str(call)
+        _run_info["notes"] = {}
     _run_info["seed"] = seed
+
+
+def add_run_note(key: str, value: str) -> None:
+    """A ``# key: value`` line for the header of every file the running command (or call) writes from now
+    on: something it did to an input that its outputs depend on (a grammar renormalised on reading)."""
+    _run_info["notes"][key] = value
 
 
 def header_lines(**extra) -> list[str]:
@@ -53,7 +61,7 @@ def header_lines(**extra) -> list[str]:
 
 def clear_run_info() -> None:
     """Forget the recorded command or call (a Python call that has returned: files written later are not its)."""
-    _run_info.update(argv=None, seed=None, call=None)
+    _run_info.update(argv=None, seed=None, call=None, notes={})
 
 
 def call_header_lines(call: str, seed, **extra) -> list[str]:
@@ -63,6 +71,7 @@ def call_header_lines(call: str, seed, **extra) -> list[str]:
 
 def _header(run: str, seed, extra: dict) -> list[str]:
     lines = [f"# grind {__version__}", run, f"# seed: {seed}"]
+    extra = {**extra, **{k: v for k, v in _run_info["notes"].items() if k not in extra}}
     lines += [f"# {k}: {one_line(str(v))}" for k, v in extra.items() if v is not None]
     return [ln + "\n" for ln in lines]
 
@@ -129,10 +138,13 @@ def read_lines(path: str):
     name = "<stdin>" if path == "-" else path
     f = open_binary(path)
     lineno = 0
+    boms: list[int] = []
     try:
         for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]                      # a UTF-8 byte-order mark
+            if raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]                      # a UTF-8 byte-order mark: the file's, or one of files joined
+                if lineno > 1:
+                    boms.append(lineno)
             try:
                 yield lineno, raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -147,6 +159,15 @@ def read_lines(path: str):
     finally:
         if path != "-":
             f.close()
+        if boms and (name, len(boms)) not in _BOMS_SAID:      # once a file (several readers may pass over it)
+            _BOMS_SAID.add((name, len(boms)))
+            from grind import log
+            log.info(f"{name}: a byte-order mark (U+FEFF) began line(s) {shown(boms)} (files joined?): removed, as "
+                     "at the start of a file")
+
+
+#: (file, how many) of the byte-order marks inside files said already.
+_BOMS_SAID: set = set()
 
 
 def header_keys(lines) -> dict[str, str]:

@@ -157,7 +157,7 @@ class Grammar(RuleSet):
         ``unnormalised``, ``counts`` or ``probabilities`` (also when there is no header),
         or ``unknown`` for a header that says none of these."""
         w = self.meta.get("weights", "")
-        if not w or w.startswith("probabilities"):
+        if not w or w.startswith("probabilities") or w.startswith(AS_READ):
             return "probabilities"
         if w.startswith(PSEUDO_COUNTS):
             return "pseudo-counts"
@@ -258,12 +258,55 @@ class Grammar(RuleSet):
         return out
 
 
-def require_probabilities(grammar: Grammar, path: str, command: str = "this command") -> None:
+#: The ``# weights:`` of a grammar written as read, its weights' kind unknown (make-grammar from-file before
+#: issue 38): read as a file without the line (probabilities, checked as such).
+AS_READ = "as read"
+#: Weights printed with this many significant digits or more are full-precision numbers, and a file whose
+#: weights all have fewer than FEW_DIGITS (0.5, 0.25, 0.3) may be exact numbers written by hand: in both the
+#: sums are held to the 1e-6 tolerance, not to the rounding of the printed digits (:func:`printed_precision`).
+FULL_PRECISION = 12
+FEW_DIGITS = 4
+
+
+def printed_precision(weights) -> int:
+    """The most significant digits any of ``weights`` is printed with: the largest, over the weights, of the
+    fewest digits that give the weight back (0.166667 has 6, 0.5 has 1, 1/3 printed in full 16 or 17)."""
+    w = np.abs(np.asarray(weights, dtype=np.float64))
+    w = w[(w > 0) & np.isfinite(w)]
+    if not w.size:
+        return 1
+    exp = np.floor(np.log10(w))
+    left = np.ones(w.size, dtype=bool)
+    for k in range(1, 18):
+        scale = 10.0 ** (k - 1 - exp[left])
+        exact = np.abs(np.round(w[left] * scale) / scale - w[left]) <= 4e-16 * w[left]
+        idx = np.flatnonzero(left)
+        left[idx[exact]] = False
+        if not left.any():
+            return k
+    return 17
+
+
+def rounding_tolerance(grammar: Grammar, digits: int) -> np.ndarray:
+    """Per LHS: how far from 1 the sum of its weights may be when each was rounded to ``digits``
+    significant digits (half a unit in the last printed place, summed over the LHS's rules)."""
+    w = np.asarray(grammar.weights, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        half_ulp = np.where(w > 0, 0.5 * 10.0 ** (np.floor(np.log10(np.where(w > 0, w, 1.0))) - digits + 1), 0.0)
+    return grammar.lhs_sums(half_ulp) * (1 + 1e-9) + 1e-15
+
+
+def require_probabilities(grammar: Grammar, path: str, command: str = "this command") -> str | None:
     """InputError unless ``grammar.probabilities()`` are rule probabilities: the
-    weights sum to 1 for every LHS (within 1e-6; an LHS of all-0 weights is
-    unused and allowed), or the file holds Dirichlet pseudo-counts (their
-    posterior mean is used).  A file whose header says its weights are
-    unnormalised, or are counts, is refused even where they happen to sum to 1."""
+    weights sum to 1 for every LHS (within 1e-6, or within the rounding of the
+    digits the file prints them with, :func:`printed_precision`, for weights
+    printed to fewer than :data:`FULL_PRECISION` digits as other tools print
+    them: six 0.166667 sum to 1.000002; an LHS of all-0 weights is unused and
+    allowed), or the file holds Dirichlet pseudo-counts (their posterior mean
+    is used).  A file whose header says its weights are unnormalised, or are
+    counts, is refused even where they happen to sum to 1; the message's fix
+    depends on what the weights are.  Returns a note when the sums are 1 only
+    within the printed precision (the caller renormalises), else None."""
     name = "<stdin>" if path == "-" else path
     w = np.asarray(grammar.weights, dtype=np.float64)
     bad_w = np.flatnonzero(~(np.isfinite(w) & (w >= 0)))
@@ -273,21 +316,29 @@ def require_probabilities(grammar: Grammar, path: str, command: str = "this comm
                          "weights must be finite and non-negative")
     kind = grammar.weight_kind()
     if kind == "pseudo-counts":
-        return
-    fix = (f"run 'grind init' to normalise them, or if they are Dirichlet pseudo-counts give the file "
-           f"the header line '# weights: {PSEUDO_COUNTS}'")
+        return None
     if kind == "unknown":
         raise InputError(f"{name}: its header says '# weights: {grammar.meta['weights']}', which is none of "
                          f"'probabilities', 'unnormalised', '{PSEUDO_COUNTS}' or '{COUNTS_HEADER}': say what the "
                          "weights are, or remove the line (weights are then read as probabilities)")
     if kind in ("unnormalised", "counts"):
         raise InputError(f"{name}: its header says '# weights: {grammar.meta['weights']}', but {command} "
-                         f"needs rule probabilities: {fix}")
+                         f"needs rule probabilities: {_probabilities_fix(grammar, name, kind)}")
+    note = None
     bad = grammar.unnormalised_lhs()
     if bad is not None:
-        lhs, tot = bad
-        raise InputError(f"{name}: the weights of the rules of {lhs} sum to {tot!r}, not 1, so they are not "
-                         f"probabilities ({command} needs them): {fix}")
+        digits = printed_precision(w)
+        tot = grammar.lhs_sums(w)
+        off = np.abs(tot - 1.0)
+        if FEW_DIGITS <= digits < FULL_PRECISION and np.all((tot == 0) | (off <= rounding_tolerance(grammar, digits))):
+            n = int(np.count_nonzero((tot > 0) & (off > 1e-6)))
+            note = (f"{name}'s weights are printed to {digits} significant digits and {n} left-hand side(s) sum "
+                    f"to 1 only within their rounding (at most {float(off[tot > 0].max()):.3g} off): renormalised "
+                    "per left-hand side")
+        else:
+            lhs, total = bad
+            raise InputError(f"{name}: the weights of the rules of {lhs} sum to {total!r}, not 1, so they are not "
+                             f"probabilities ({command} needs them): {_probabilities_fix(grammar, name, kind)}")
     dead = np.flatnonzero(grammar.lhs_sums(w) == 0)
     if len(dead):
         from grind import log
@@ -295,6 +346,30 @@ def require_probabilities(grammar: Grammar, path: str, command: str = "this comm
         log.warn(f"{name}: every rule of {grammar.nonterminals[int(dead[0])]!r}{more} has probability 0: such a "
                  "nonterminal derives nothing (a tree through it has probability 0), and training keeps its rules "
                  "at 0")
+    return note
+
+
+def _probabilities_fix(grammar: Grammar, name: str, kind: str) -> str:
+    """What to do with weights that are not probabilities, by what they are: counts of grind estep ->
+    grind mstep; weights equal within every left-hand side (a grammar to initialise) -> grind init;
+    other weights -> grind init --normalise (their ratios kept), or the pseudo-count header."""
+    if kind == "counts":
+        return (f"it holds expected rule counts of grind estep, which grind mstep turns into a grammar: "
+                f"'grind mstep --grammar GRAMMAR {name}', GRAMMAR the grammar grind estep made them with (without "
+                "it, a left-hand side no sentence used has no probabilities)")
+    w = np.asarray(grammar.weights, dtype=np.float64)
+    lo = np.full(len(grammar.nonterminals), np.inf)
+    hi = np.zeros(len(grammar.nonterminals))
+    np.minimum.at(lo, grammar.lhs, w)
+    np.maximum.at(hi, grammar.lhs, w)
+    used = np.isfinite(lo)
+    pseudo = (f"; if they are Dirichlet pseudo-counts, say so in its header: the line '# weights: {PSEUDO_COUNTS}' "
+              "(in place of any other '# weights:' line)")
+    if np.all(lo[used] == hi[used]):
+        return (f"its weights are equal within every left-hand side (a grammar to initialise): "
+                f"'grind init --random --seed 1 {name}' (or --uniform; --harmonic for a DMV grammar){pseudo}")
+    return (f"'grind init --normalise {name}' divides each weight by its left-hand side's sum, keeping their "
+            f"ratios{pseudo}")
 
 
 def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
@@ -303,17 +378,23 @@ def as_probabilities(grammar: Grammar, name: str, command: str = "this command",
     (training, which only needs a starting point) weights that are not
     probabilities are normalised per LHS instead, with a warning naming ``name``."""
     try:
-        require_probabilities(grammar, name, command)
+        note = require_probabilities(grammar, name, command)
     except InputError:
         if not normalise or grammar.weight_kind() in ("counts", "unknown"):
             raise
         from grind import log
         log.warn(f"{'<stdin>' if name == '-' else name}: the weights are not probabilities (some left-hand "
-                 "side's do not sum to 1); training starts from them normalised per left-hand side (run "
-                 "'grind init' first to choose the start yourself)")
+                 "side's do not sum to 1); training starts from them normalised per left-hand side ('grind init' "
+                 "chooses another start)")
         return grammar._sharing(grammar.normalize(grammar.weights), grammar.pseudocounts,
                                 dict(grammar.meta, weights="probabilities (normalised by grind train)"))
-    return grammar
+    if note is None:
+        return grammar
+    from grind import log
+    from grind.formats.textio import add_run_note
+    log.info(note)
+    add_run_note("renormalised", note)
+    return grammar._sharing(grammar.normalize(grammar.weights), grammar.pseudocounts, grammar.meta)
 
 
 def read_grammar(path: str, start: str | None = None) -> Grammar:
@@ -328,3 +409,73 @@ def read_grammar(path: str, start: str | None = None) -> Grammar:
         return Grammar._from_table(t, p.made, p.weights, start, p.pseudo, p.meta)
     except InputError as e:
         raise InputError(f"{path}: {e}") from None
+
+
+def derives_one_word(grammar: Grammar) -> bool:
+    """Whether the grammar's start symbol reaches a word through unary rules alone (so that some one-word
+    sentence has a derivation; a CNF grammar's ROOT --> X, X --> A B derives none)."""
+    unary = [(a, rhs[0]) for a, rhs in grammar.rules if len(rhs) == 1]
+    reach = {a for a, b in unary if not grammar.is_nonterminal(b)}
+    grown = True
+    while grown:
+        new = {a for a, b in unary if b in reach and a not in reach}
+        reach |= new
+        grown = bool(new)
+    return grammar.start in reach
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each entry (splitmix64's finaliser), wrapping on overflow."""
+    x = np.asarray(x, dtype=np.uint64).copy()
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def interchangeable(grammar: Grammar, weights) -> list[list[str]]:
+    """Classes (two or more) of nonterminals that no deterministic training can tell apart from these
+    ``weights``: after colour refinement (terminals and the start symbol fixed; a nonterminal's colour
+    refined by the multiset of its rules -- weight and the colours of the right-hand side in order -- and of
+    its occurrences in other rules, until the number of colours stops growing) they have one colour.  Such
+    nonterminals have equal inside and outside scores on every span, so equal expected counts, so EM, VB and
+    their kin keep them equal for ever: a symmetric start (a CNF grammar under ``grind init --uniform``)."""
+    t = grammar.table()
+    n_sym = len(t.symbols)
+    is_nt = np.zeros(n_sym, dtype=bool)
+    is_nt[np.unique(t.lhs)] = True
+    colour = np.where(is_nt, np.uint64(1), _mix(np.arange(n_sym, dtype=np.uint64) + np.uint64(7)))
+    start = t.symbols.index(grammar.start) if grammar.start in t.symbols else -1
+    if start >= 0:
+        colour[start] = np.uint64(2)
+    w = np.asarray(weights, dtype=np.float64)
+    wq = _mix(np.round(w, 12).view(np.uint64))                # weights equal to 12 decimals are alike
+    lens = np.diff(t.rhs_off)
+    rule_of_tok = np.repeat(np.arange(len(t.lhs)), lens)
+    pos = (np.arange(len(t.rhs)) - np.repeat(t.rhs_off[:-1], lens)).astype(np.uint64)
+    n_colours = len(np.unique(colour[is_nt]))
+    with np.errstate(over="ignore"):
+        for _ in range(n_sym):
+            tok = _mix(colour[t.rhs] + _mix(pos + np.uint64(11)))
+            sig = np.zeros(len(t.lhs), dtype=np.uint64)
+            np.add.at(sig, rule_of_tok, tok)
+            sig = _mix(sig + wq)
+            out = np.zeros(n_sym, dtype=np.uint64)
+            np.add.at(out, t.lhs, _mix(sig + np.uint64(3)))
+            inn = np.zeros(n_sym, dtype=np.uint64)
+            np.add.at(inn, t.rhs, _mix(sig[rule_of_tok] + _mix(colour[t.lhs[rule_of_tok]]) + _mix(pos + np.uint64(5))))
+            new = np.where(is_nt, _mix(colour + _mix(out) + _mix(inn + np.uint64(13))), colour)
+            if start >= 0:
+                new[start] = _mix(new[start] + np.uint64(17))
+            count = len(np.unique(new[is_nt]))
+            colour = new
+            if count == n_colours:
+                break
+            n_colours = count
+    classes: dict[int, list[str]] = {}
+    for i in np.flatnonzero(is_nt):
+        classes.setdefault(int(colour[i]), []).append(t.symbols[i])
+    return [c for c in classes.values() if len(c) > 1]

@@ -4,7 +4,7 @@ training driver."""
 
 #: The algorithm names (``grind train --algo``), in the order of
 #: :data:`grind.infer.registry.ALGORITHMS` (the classes; importing them loads SciPy).
-NAMES = ("em", "vb", "cvb", "streaming", "stochastic", "gibbs", "hastings", "mixture", "ln")
+from grind.infer.options import NAMES  # noqa: E402,F401
 #: Algorithms that make random choices (samplers, CVB's sweep order, stochastic VB's epoch order): a run of
 #: one without a seed draws one and records it (``grind train``, ``grind.fit``).
 RANDOM_ALGOS = ("cvb", "gibbs", "hastings", "stochastic")

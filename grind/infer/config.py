@@ -1,37 +1,26 @@
-"""Typed training configuration: every algorithm declares its options once, as
-a dataclass extending :class:`TrainConfig` (the options all batch algorithms
-share).  Each field has its type, its default (the algorithm's; ``grind
-train`` passes None for an option left out, meaning this default) and
-``metadata``: ``help`` and, for numbers, ``range`` = ``(lo, hi)`` (None: open).
+"""Typed training configuration: each algorithm's options as a dataclass
+extending :class:`TrainConfig` (the options all algorithms share), made by
+:func:`config_class` from the option table :data:`grind.infer.options.OPTIONS`,
+where every option is declared once.  Each field has its type, its default
+(the algorithm's; ``grind train`` passes None for an option left out, meaning
+this default) and ``metadata``: ``help``, the :class:`~grind.infer.options.Opt`
+(``option``) and, for numbers, ``range`` = ``(lo, hi)`` (None: open) or ``choices``.
 """
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from grind.errors import InputError
+from grind.infer.options import ALL, readers
 
 
-def option(default, help: str, range: tuple | None = None, choices: tuple | None = None):
-    """A config field: ``default``, ``metadata={"help": help, "range": range, "choices": choices}``
-    (range and choices only when given)."""
-    meta = {"help": help}
-    if range is not None:
-        meta["range"] = range
-    if choices is not None:
-        meta["choices"] = tuple(choices)
-    return field(default=default, metadata=meta)
+def _field(opt, algo=None):
+    return field(default=opt.default_for(algo), metadata=opt.metadata())
 
 
-@dataclass
-class TrainConfig:
-    """Options every algorithm reads (the batch ones: the iteration cap and
-    the relative-change tolerance of :meth:`grind.infer.base.Algorithm.converged`)."""
-
-    iterations: int = option(50, "Iterations (a cap: the run may converge earlier).", (1, None))
-    tolerance: float = option(1e-6, "Stop when the objective's relative change is at most this.", (0, None))
-    jobs: int = option(1, "Threads for the E-step (results do not depend on it).", (1, None))
-    kernel: str = option("auto", "Chart kernel (streaming builds its own parsers).")
+class _Config:
+    """What every configuration does: check its fields, name them, build itself from options."""
 
     def __post_init__(self):
         """Every field within its ``range`` and ``choices`` (the command line checks them too; this is for
@@ -67,10 +56,39 @@ class TrainConfig:
     @classmethod
     def from_options(cls, params: dict):
         """The config from ``grind train``'s click parameters (``ctx.params``):
-        the fields' values, None meaning the algorithm's default."""
-        return cls._build({n: params[n] for n in cls.names() if n in params})
+        the fields' values, None meaning the algorithm's default (or the one an
+        option's ``default_with`` gives: ``tie_warmup`` 5 with ``tie``)."""
+        cfg = cls._build({n: params[n] for n in cls.names() if n in params})
+        for f in dataclasses.fields(cfg):
+            opt = f.metadata.get("option")
+            if opt is not None and opt.default_with and getattr(cfg, f.name) is None \
+                    and getattr(cfg, opt.default_with[0], None):
+                setattr(cfg, f.name, opt.default_with[1])
+        return cfg
 
     @classmethod
     def _build(cls, values: dict):
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if v is not None or defaults[k] is None})
+
+
+#: Options every algorithm reads (the batch ones: the iteration cap and the relative-change tolerance of
+#: :meth:`grind.infer.base.Algorithm.converged`; the E-step's threads and kernel).
+TrainConfig = dataclasses.make_dataclass(
+    "TrainConfig", [(o.name, o.type, _field(o)) for o in readers("em") if o.algos == ALL], bases=(_Config,),
+    namespace={"__doc__": "Options every algorithm reads: the iteration cap, the relative-change tolerance, "
+                          "the E-step's threads and kernel.", "__module__": __name__})
+
+
+def config_class(name: str, algo: str, doc: str):
+    """The configuration dataclass of ``algo``: a :class:`TrainConfig` with the fields of every option of the
+    table it reads (:func:`grind.infer.options.readers`), at ``algo``'s defaults."""
+    own = [(o.name, o.type, _field(o, algo)) for o in readers(algo)
+           if o.algos != ALL or o.default_for(algo) != o.default]
+    return dataclasses.make_dataclass(name, own, bases=(TrainConfig,),
+                                      namespace={"__doc__": doc, "__module__": _caller_module()})
+
+
+def _caller_module() -> str:
+    import sys
+    return sys._getframe(2).f_globals.get("__name__", __name__)

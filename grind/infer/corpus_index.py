@@ -121,6 +121,7 @@ class CorpusIndex:
         self.left_out, self.wordless = stats["left_out"], stats.get("wordless", 0)    # as grind.formats.corpus.Corpus
         self.multiword, self.duplicates = stats.get("multiword", 0), stats.get("duplicates", 0)
         self.no_words = stats.get("no_words", 0)
+        self.punct_only, self.limits = stats.get("punct_only", 0), stats.get("limits", "")
         self.fingerprint = fp.text()
         dtype = np.int32 if n < 2 ** 31 else np.int64
         self.pool = np.delete(np.arange(n, dtype=dtype), np.asarray(bad, dtype=np.int64))

@@ -17,14 +17,12 @@ out, so the objective falls when MAP zeroes a rule (an audit measured
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from grind import log
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig
+from grind.infer.config import config_class
 from grind.infer.training import Step
 
 
@@ -47,9 +45,7 @@ def log_dirichlet_prior(grammar, theta: np.ndarray, alpha) -> float:
     return float(np.sum((a[use] - 1.0) * np.log(theta[use])))
 
 
-@dataclass
-class EMConfig(TrainConfig):
-    """EM reads only the shared options (--iterations, --tolerance)."""
+EMConfig = config_class("EMConfig", "em", "EM reads only the shared options (--iterations, --tolerance).")
 
 
 class EM(Algorithm):

@@ -41,14 +41,12 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from grind import log
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig, option
+from grind.infer.config import config_class
 from grind.infer.dirichlet import log_rising
 from grind.infer.training import Step
 
@@ -139,14 +137,8 @@ def sample_log_dirichlet(grammar, a, rng) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- the sampler
 
-@dataclass
-class SamplerConfig(TrainConfig):
-    """The samplers (gibbs, hastings): --iterations sweeps (``tolerance`` unused), annealed from ``temp_start``."""
-
-    temp_start: float = option(1.0, "Annealing: initial temperature, lowered linearly to 1 (hastings, gibbs).",
-                               (1.0, None))
-    anneal_sweeps: int | None = option(None, "Sweeps over which the temperature falls to 1 "
-                                       "(default: all --iterations).", (1, None))
+SamplerConfig = config_class("SamplerConfig", "gibbs", "The samplers (gibbs, hastings): --iterations sweeps "
+                             "(``tolerance`` unused), annealed from ``temp_start``.")
 
 
 class TreeSampler(Algorithm):

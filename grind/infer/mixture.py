@@ -77,7 +77,6 @@ the same numbers, summed in the same order, as the single-process run.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,21 +84,15 @@ from grind.infer.constraints import constrained_parser, parse_mixture_spec
 from grind.errors import InputError, NumericalError
 from grind.kernels.contract import ChartParser
 from grind.infer.base import Algorithm
-from grind.infer.config import option
-from grind.infer.ln import LNConfig
+from grind.infer.config import config_class
+from grind.infer.options import (BASES, DEFAULT_BASE, MIX_END, MIX_ITERATIONS, MIX_RATE,  # noqa: F401 (re-exported)
+                                 MIX_START, SCHEDULES, fixed_coef as _fixed_coef, schedule_name)
 from grind.infer.training import SHARD, ShardedEstep, shard_counts
 
-#: --base name -> "module:Class" of the algorithm run over the mixture parser.
-BASES = {"ln": "grind.infer.ln:LogisticNormal", "vb": "grind.infer.vb:VB", "em": "grind.infer.em:EM"}
-DEFAULT_BASE = "ln"
-#: Schedule names (case-insensitive) -> I, II, III.
-SCHEDULES = {"I": "I", "ANNEALED": "I", "II": "II", "FIXED-0.85": "II", "III": "III", "FIXED-0.95": "III"}
+# BASES, DEFAULT_BASE, SCHEDULES (schedule_name), MIX_START, MIX_END, MIX_RATE, MIX_ITERATIONS: declared with
+# the options (grind.infer.options).
 #: Fixed mean-field coefficients of schedules II and III.
 FIXED_COEF = {"II": 0.85, "III": 0.95}
-#: Schedule I defaults: the cap on beta_0 rises from MIX_START by MIX_RATE a step to MIX_END.
-MIX_START, MIX_END, MIX_RATE = 0.85, 0.95, 0.01
-#: The paper's number of iterations (CTB10, Table 1).
-MIX_ITERATIONS = 20
 
 
 def c_step(L, lo=0.0, hi=1.0, min_other=0.0):
@@ -127,28 +120,6 @@ def c_step(L, lo=0.0, hi=1.0, min_other=0.0):
         raise NumericalError(f"C-step linear program failed: {res.message}")
     beta = np.clip(res.x, 0.0, 1.0)
     return beta / beta.sum()
-
-
-def schedule_name(s) -> str:
-    """'I' | 'II' | 'III' from a schedule name (I/annealed, II/fixed-0.85, III/fixed-0.95)."""
-    key = str(s or "I").strip().upper()
-    if key not in SCHEDULES:
-        raise InputError(f"unknown mixture schedule {s!r} (I|annealed, II|fixed-0.85, III|fixed-0.95)")
-    return SCHEDULES[key]
-
-
-def _fixed_coef(v, K):
-    if v is None:
-        return None
-    if isinstance(v, str):
-        try:
-            v = [float(x) for x in v.split(",")]
-        except ValueError:
-            raise InputError(f"mix_coef: not a list of numbers: {v!r}") from None
-    b = np.asarray(v, dtype=np.float64)
-    if b.shape != (K + 1,) or not np.all(np.isfinite(b)) or np.any(b < 0) or abs(b.sum() - 1.0) > 1e-9:
-        raise InputError(f"mix_coef: need {K + 1} non-negative numbers summing to 1 (mean-field first)")
-    return b
 
 
 class MixtureParser(ChartParser):
@@ -290,27 +261,9 @@ class RemoteMixtureEstep(ShardedEstep):
         return out
 
 
-@dataclass
-class MixtureConfig(LNConfig):
-    """Posterior-mixture options; the rest (``iterations``, ``tolerance``, the
-    ``ln`` options, ``jobs``) go to the base algorithm.  The paper ran
-    :data:`MIX_ITERATIONS`; the tolerance is the batch algorithms' (not ln's)."""
-
-    iterations: int = option(MIX_ITERATIONS, "Iterations (the paper's 20).", (1, None))
-    tolerance: float = option(1e-6, "Stop when the base's objective's relative change is at most this "
-                              "(while the schedule still moves, never).", (0, None))
-    mix_base: str = option(DEFAULT_BASE, "mixture: the model the components are added to.", choices=tuple(BASES))
-    mix_constraints: str = option("RA+VAR+SD", "mixture: prior-knowledge components ('+' intersects, ',' "
-                                  "separates components).")
-    mix_schedule: str = option("I", "mixture: the polytope of coefficients (I, II, III).",
-                               choices=("I", "II", "III", "annealed", "fixed-0.85", "fixed-0.95"))
-    mix_start: float = option(MIX_START, "mixture, schedule I: the cap on the mean-field coefficient at step 0.",
-                              (0, 1))
-    mix_end: float = option(MIX_END, "mixture, schedule I: the cap rises by mix_rate a step up to this.", (0, 1))
-    mix_rate: float = option(MIX_RATE, "mixture, schedule I: the rise of the cap per step.", (0, 1))
-    mix_min: float = option(0.0, "mixture: least weight of each constrained component.", (0, 1))
-    mix_coef: object = option(None, "mixture: fixed coefficients instead of a schedule (no C-step), mean-field "
-                              "first (a comma-separated string or a sequence).")
+MixtureConfig = config_class("MixtureConfig", "mixture", "Posterior-mixture options; the rest (``iterations``, "
+                             "``tolerance``, the ``ln`` options, ``jobs``) go to the base algorithm.  The paper ran "
+                             ":data:`MIX_ITERATIONS`; the tolerance is the batch algorithms' (not ln's).")
 
 
 class Mixture(Algorithm):

@@ -35,6 +35,7 @@ import numpy as np
 from grind import log
 from grind.errors import InputError, NumericalError
 from grind.formats.textio import read_lines
+from grind.infer.options import RULE_FRACTION
 
 ROOT = "ROOT"
 #: ``--universal-rules`` names of the shipped rule files (grind/data/).
@@ -42,7 +43,7 @@ RULE_FILES = {"naseem": "universal-rules-naseem.txt", "ud": "universal-rules-ud.
 #: The rule set of ``--universal-rules`` without a value.
 DEFAULT_RULES = "ud"
 #: The default --rule-fraction.
-DEFAULT_FRACTION = 0.8
+DEFAULT_FRACTION = RULE_FRACTION
 #: The largest dual variable tried: rule-following arcs weigh e^30 (about 1e13) times more.
 LAMBDA_MAX = 30.0
 #: The dual is solved to |E_q[phi] - F N| <= this * N.

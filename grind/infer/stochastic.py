@@ -79,15 +79,13 @@ local iteration; the scale s is not changed for them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from grind import log
 from grind.grammars.dmv import CHOOSE_L, CHOOSE_R, SLOT, dmv_index, is_dmv_grammar
 from grind.errors import InputError
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig, option
+from grind.infer.config import config_class
 from grind.infer.corpus_index import mark_underivable
 from grind.infer.training import ShuffledBatches, Step
 from grind.infer.vb import kl_dirichlet, posterior_mean, underflow_message, vb_estep
@@ -100,17 +98,8 @@ _WORD_KINDS = [SLOT[k] for k in ("Y", "stopL0", "nostopL0", "stopR0", "nostopR0"
 _DEP_KINDS = [SLOT[k] for k in ("stopL1", "nostopL1", "stopR1", "nostopR1")] + [CHOOSE_L, CHOOSE_R]
 
 
-@dataclass
-class StochasticConfig(TrainConfig):
-    """Stochastic VB (``iterations`` and ``tolerance`` are unused: ``epochs`` passes)."""
-
-    epochs: int = option(1, "Passes over the corpus (stochastic).", (1, None))
-    batch: int = option(1000, "Minibatch size (streaming, stochastic).", (1, None))
-    batch_iterations: int = option(5, "VB iterations per minibatch (streaming, stochastic).", (1, None))
-    tau: float = option(1.0, "Step size delay: eta_t = (tau + t)^-kappa (stochastic).", (0, None))
-    kappa: float = option(0.7, "Step size decay (stochastic).", (0.5, 1.0))
-    update: str = option("hoffman", "Stochastic VB update: Hoffman et al. (prior inside the step) or "
-                         "Pate & Johnson (prior outside).", choices=("hoffman", "pate-johnson"))
+StochasticConfig = config_class("StochasticConfig", "stochastic", "Stochastic VB (``iterations`` and ``tolerance`` "
+                                "are unused: ``epochs`` passes).")
 
 
 class StochasticVB(Algorithm):

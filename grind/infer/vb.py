@@ -16,15 +16,13 @@ sum_s log Z_s(pi) because E_q[log theta_r] = log pi_r).  It never decreases.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.special import digamma
 
 from grind import log
 from grind.errors import NumericalError
 from grind.infer.base import Algorithm
-from grind.infer.config import TrainConfig
+from grind.infer.config import config_class
 from grind.infer.dirichlet import log_rising
 from grind.infer.training import Step
 
@@ -170,9 +168,7 @@ def posterior_mean(grammar, alpha_hat: np.ndarray) -> np.ndarray:
     return grammar.normalize(alpha_hat)
 
 
-@dataclass
-class VBConfig(TrainConfig):
-    """Batch VB reads only the shared options (--iterations, --tolerance)."""
+VBConfig = config_class("VBConfig", "vb", "Batch VB reads only the shared options (--iterations, --tolerance).")
 
 
 class VB(Algorithm):
