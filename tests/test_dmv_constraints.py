@@ -116,6 +116,8 @@ def test_tag_sets_and_files(tmp_path):
     f.write_text("root VERB\n")
     with pytest.raises(InputError, match="no tag to be the root"):     # --root-tags and the file's: both must allow
         constraints_of_options(set(TAGS), root_tags="NOUN", path=str(f))
+    with pytest.raises(InputError, match="every tag a leaf"):
+        constraints_of_options({"ADP", "DET"}, leaf_tags="udfunc")
 
 
 @pytest.mark.parametrize("seed", [0, 1])

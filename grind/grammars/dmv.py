@@ -424,6 +424,8 @@ def _missing_rule(ix: DMVIndex) -> str | None:
     for col, side in enumerate("LR"):
         slots = list(_SIDE_SLOTS[side])
         need[:, slots] |= (chose[:, col] | has[:, slots].any(axis=1))[:, None]
+    if not need[:, [q for side in "LR" for q in _SIDE_SLOTS[side]]].any():
+        need[0, list(_SIDE_SLOTS["L"])] = True      # no head takes a dependent: DMV names, a general grammar
     missing = np.argwhere(need & ~has)
     if not len(missing):
         return None

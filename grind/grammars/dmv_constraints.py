@@ -156,6 +156,8 @@ def constraints_of_options(tagset, leaf_tags=None, root_tags=None, forbid=None, 
     if path:
         c = c.merged(read_constraint_file(path, tagset))
     c = DMVConstraints(c.leaf, c.roots, c.forbid, tuple(said) + c.said)
+    if c.leaf >= frozenset(tagset):
+        raise InputError("the constraints make every tag a leaf: no sentence of two or more words would have a tree")
     if c.roots is not None and not c.roots:
         raise InputError("the constraints allow no tag to be the root: every sentence would be unparseable")
     return c
