@@ -341,7 +341,13 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         log.info(f"{name}: {'; '.join(parts)} (the counts' '# left_out:' / '# repeats:' lines)")
     write_grammar(output, g, weights, kind, algorithm=name_of, alpha=alpha, steps=steps,
                   objective=None if objective is None else repr(objective), corpus=c.meta.get("corpus"),
-                  **extra, **(treebank_meta(g) if grammar_path else tb_meta))
+                  **extra, **(treebank_meta(g) if grammar_path else tb_meta), **_constraints_line(g, grammar_path))
+
+
+def _constraints_line(g, grammar_path) -> dict:
+    """The grammar's '# constraints:' line (a constrained DMV's), carried to the next step's grammar."""
+    from grind.grammars.dmv_constraints import header_constraints
+    return header_constraints(g) if grammar_path else {}
 
 
 def _made_with(c: Counts, g: Grammar, name: str, grammar_path: str, algo: str) -> bool:

@@ -234,6 +234,15 @@ class RuleTable:
         off = self.rhs_off[lo:hi + 1]
         return RuleTable(self.symbols, self.lhs[lo:hi], off - off[0], self.rhs[off[0]:off[-1]])
 
+    def take(self, rows) -> RuleTable:
+        """The rules ``rows`` (indices, in that order) over the same symbols."""
+        rows = np.asarray(rows, dtype=np.int64)
+        k = np.diff(self.rhs_off)[rows]
+        off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(k, out=off[1:])
+        at = np.repeat(self.rhs_off[rows] - off[:-1], k) + np.arange(int(off[-1]), dtype=np.int64)
+        return RuleTable(self.symbols, self.lhs[rows], off, self.rhs[at])
+
     def same(self, other: RuleTable) -> bool:
         """Whether ``other`` holds the same rules in the same order (its symbol
         table may list the symbols in another order: two files of the same
