@@ -200,12 +200,36 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, se
     report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)", limit=max_unparsed)
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     escaped = _escaped_words(sents)
+    lines, failed = _tree_lines(sents, lambda k, s: format_tree(("NOPARSE", *s.tokens) if derivs[k] is None
+                                                                else derivation_tree(g, derivs[k], s.tokens)))
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=unparsed, escaped_words=escaped, grammar_made_by=made_by(g)))
-        for s, d in zip(sents, derivs):
-            t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
-            f.write(format_tree(t) + "\n")
+                                  unparsed=unparsed, failed=failed, escaped_words=escaped,
+                                  grammar_made_by=made_by(g)))
+        f.writelines(lines)
+
+
+def _tree_lines(sents, tree_text):
+    """``tree_text(k, sentence)`` + newline for every sentence, in order; a sentence whose tree alone
+    cannot be built or written (too deep for Python's recursion, or too large for memory) is written as
+    (NOPARSE w1 ... wn) and reported, so that the others' trees are not lost.  Returns ``(lines,
+    failed)``: ``failed`` the ``# failed:`` header value (None when every tree was written)."""
+    from grind.formats.trees import format_tree
+    lines, bad = [], []
+    for k, s in enumerate(sents):
+        try:
+            lines.append(tree_text(k, s) + "\n")
+        except (RecursionError, MemoryError) as e:
+            bad.append(s)
+            if len(bad) <= 10:
+                log.warn(f"sentence {s.number} (line {s.line}): its tree could not be written "
+                         f"({type(e).__name__}: {e}); written as (NOPARSE w1 ... wn)")
+            lines.append(format_tree(("NOPARSE", *s.tokens)) + "\n")
+    if not bad:
+        return lines, None
+    note = f"{len(bad)} of {len(sents)} sentences whose tree could not be written, written as (NOPARSE w1 ... wn)"
+    log.warn(note)
+    return lines, note
 
 
 def _back_off(g, parser, sents, theta, heads, decoder):
@@ -369,22 +393,25 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     results = parser.parse(toks, method=decoder)
     seconds = time.perf_counter() - t0
     unparsed = 0
-    lines, reasons = [], []
+    reasons = []
     escaped = _escaped_words(sents)
-    for k, (s, res) in enumerate(zip(sents, results)):
-        tree = res.tree
+
+    def tree_text(k, s):
+        nonlocal unparsed
+        tree = results[k].tree
         if tree is None:
             unparsed += 1
-            why = unknown["failures"].get(k) or res.reason or NO_DERIVATION
+            why = unknown["failures"].get(k) or results[k].reason or NO_DERIVATION
             if k in unknown["backed"]:
                 why += f" (unknown words backed off to a coarser signature: {', '.join(unknown['backed'][k])})"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
             reasons.append(why)
-            lines.append(format_tree(("NOPARSE", *s.tokens)))
-            continue
+            return format_tree(("NOPARSE", *s.tokens))
         words = iter(s.tokens)
-        lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
+        return format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words)))
+
+    lines, failed = _tree_lines(sents, tree_text)
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")
     if limit is not None:
@@ -400,9 +427,9 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
                                            "without pruning") if prune else "none (exhaustive)",
-                                  output="unsplit symbols, unbinarised", escaped_words=escaped,
+                                  output="unsplit symbols, unbinarised", failed=failed, escaped_words=escaped,
                                   grammar_made_by=made_by(g)))
-        f.writelines(ln + "\n" for ln in lines)
+        f.writelines(lines)
 
 
 def _escaped_words(sents) -> str | None:

@@ -1003,6 +1003,10 @@ class RuleSet:
     def keys(self) -> list[str]:
         return [k for part in self.key_chunks() for k in part]
 
+    def key_at(self, i: int) -> str:
+        """The key of rule ``i`` (for a message: no list of all the keys is made)."""
+        return self._rt.keys(i, i + 1)[0] if self._rt is not None else rule_key(*self.rules[i])
+
     def fingerprint(self) -> str:
         """16 hex digits of the SHA-256 of the rule keys in order, each followed
         by a newline (:func:`fingerprint_keys`): two files with the same
@@ -1027,8 +1031,7 @@ class RuleSet:
             bad = np.flatnonzero(~(np.isfinite(a) & (a >= 0)))
             if len(bad):
                 i = int(bad[0])
-                key = self._rt.keys(i, i + 1)[0] if self._rt is not None else rule_key(*self.rules[i])
-                raise NumericalError(f"the {what} of rule '{key}' is {float(a[i])!r}"
+                raise NumericalError(f"the {what} of rule '{self.key_at(i)}' is {float(a[i])!r}"
                                      f"{f' (and {len(bad) - 1} more are not finite and >= 0)' if len(bad) > 1 else ''}"
                                      ": nothing written")
         if self._rt is not None:

@@ -727,28 +727,34 @@ def heads_derivation(grammar: Grammar, tokens, heads) -> np.ndarray:
         rows.append((g.index[f"{lhs} --> {' '.join(rhs)}"], a, b))
 
     def emit(h):
-        t = tokens[h]
-        row("Y_" + t, ("L0_" + t, "R0_" + t), 2 * lo[h], 2 * hi[h] + 2)
+        """Token h's subtree in pre-order: its rows, and (an int) each dependent whose subtree goes there."""
+        t, out = tokens[h], []
+        out.append(("Y_" + t, ("L0_" + t, "R0_" + t), 2 * lo[h], 2 * hi[h] + 2))
         start, lhs = 2 * lo[h], "L0_" + t
         for d in (j for j in kids[h] if j < h):
-            row(lhs, ("L'_" + t,), start, 2 * h + 1)
-            row(*choose_rule(t, tokens[d], False), start, 2 * h + 1)
-            emit(d)
+            out.append((lhs, ("L'_" + t,), start, 2 * h + 1))
+            out.append((*choose_rule(t, tokens[d], False), start, 2 * h + 1))
+            out.append(d)
             start, lhs = 2 * hi[d] + 2, "L_" + t
-        row(lhs, (t + "_l",), start, 2 * h + 1)
+        out.append((lhs, (t + "_l",), start, 2 * h + 1))
         right = [j for j in kids[h] if j > h]
         end, lhs = 2 * hi[h] + 2, "R0_" + t
         for d in reversed(right):
-            row(lhs, ("R'_" + t,), 2 * h + 1, end)
-            row(*choose_rule(t, tokens[d], True), 2 * h + 1, end)
+            out.append((lhs, ("R'_" + t,), 2 * h + 1, end))
+            out.append((*choose_rule(t, tokens[d], True), 2 * h + 1, end))
             end, lhs = 2 * lo[d], "R_" + t
-        row(lhs, (t + "_r",), 2 * h + 1, end)
-        for d in right:
-            emit(d)
+        out.append((lhs, (t + "_r",), 2 * h + 1, end))
+        return out + right
 
     root = heads.index(0)
     row(START, ("Y_" + tokens[root],), 0, 2 * len(heads))
-    emit(root)
+    todo: list = [root]                  # a stack, not recursion: a chain of dependents may be 1000s deep
+    while todo:
+        x = todo.pop()
+        if isinstance(x, int):
+            todo.extend(reversed(emit(x)))
+        else:
+            row(*x)
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 

@@ -399,7 +399,9 @@ OPTIONS: tuple[Opt, ...] = (
             "cluster.scheduler_address here.  For em, vb, stochastic, ln (--model 1: cold starts, plain M-step; "
             "each shard's posteriors are fitted and summed on its worker), mixture (each worker runs the "
             "constrained components too) and --trees; needs pip install 'grind[dask]' here and the same grind on "
-            "the workers."),
+            "the workers.  A lost worker's shards run again on the others; when none finishes for "
+            "GRIND_DASK_PATIENCE seconds (default 60) after a loss, the run stops (resume it from its "
+            "--checkpoint)."),
 )
 
 #: name -> :class:`Opt`.
