@@ -92,7 +92,7 @@ def test_train_config_file(files):
      ValueError),
     (["--epochs", "2"], dict(epochs=2), "--epochs is an option of --algo stochastic, not of --algo em",
      "epochs= is an option of algo stochastic, not of algo='em'", TypeError),
-    (["--early-stop"], dict(early_stop=True), "--early-stop needs --eval-every N --dev FILE",
+    (["--early-stop"], dict(early_stop=True), "--early-stop needs --eval-every N (or --eval-at) --dev FILE",
      "early_stop needs eval_every dev", ValueError),
     (["--constraints", "RA"], dict(constraints="RA"), "--constraints is for --algo mixture",
      "constraints is for algo='mixture'", ValueError),
