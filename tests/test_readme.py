@@ -27,17 +27,33 @@ README = REPO / "README.md"
 TUTORIALS = REPO / "docs" / "tutorials"
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 SETUP = "<!-- set-up"
+OUTPUT = "<!-- output -->"      # before a ```text block: lines the runnable block before it prints, in order
+RUNS = ("sh", "bash", "python")
 
 
-def blocks(path: Path, langs=("sh", "bash", "python")) -> list[tuple[int, str, str]]:
-    """(line, language, text) of each fenced block of PATH in LANGS, but the set-up block."""
+def fenced(path: Path) -> list[tuple[int, str, str, str]]:
+    """(line, language, text, the line before the fence) of each fenced block of PATH."""
     text = path.read_text(encoding="utf-8")
-    out = []
-    for m in FENCE.finditer(text):
-        before = text[:m.start()].rstrip().rsplit("\n", 1)[-1]
-        if m.group(1) in langs and not before.startswith(SETUP):
-            out.append((text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)))
-    return out
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2),
+             text[:m.start()].rstrip().rsplit("\n", 1)[-1]) for m in FENCE.finditer(text)]
+
+
+def blocks(path: Path) -> list[tuple[int, str, str]]:
+    """(line, language, text) of each block of PATH that runs: sh, bash, python; not the set-up block."""
+    return [(line, lang, text) for line, lang, text, before in fenced(path)
+            if lang in RUNS and not before.startswith(SETUP)]
+
+
+def in_order(excerpt: str, printed: str) -> str | None:
+    """None when every line of EXCERPT (whitespace aside) is a line of PRINTED, in that order; else the first
+    line that is not."""
+    lines = [ln.split() for ln in printed.splitlines()]
+    at = 0
+    for want in (ln.split() for ln in excerpt.splitlines() if ln.strip()):
+        if want not in lines[at:]:
+            return " ".join(want)
+        at = lines.index(want, at) + 1
+    return None
 
 
 def workdir(tmp: Path) -> Path:
@@ -64,16 +80,26 @@ def environment() -> dict[str, str]:
     return env
 
 
-def run_block(lang: str, text: str, cwd: Path, where: str) -> None:
+def run_block(lang: str, text: str, cwd: Path, where: str) -> str:
+    """Run one block; its standard output."""
     cmd = ["bash", "-euo", "pipefail", "-c", text] if lang != "python" else [sys.executable, "-c", text]
     r = subprocess.run(cmd, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"{where} exits {r.returncode}:\n{text}\n--- stderr (end) ---\n{r.stderr[-3000:]}"
+    return r.stdout
 
 
 def run_page(path: Path, tmp: Path) -> None:
+    """Every runnable block of PATH in order, in one copy of the repository; each ``<!-- output -->`` text
+    block checked against the output of the block before it."""
     cwd = workdir(tmp)
-    for line, lang, text in blocks(path):
-        run_block(lang, text, cwd, f"{path.relative_to(REPO)}:{line}")
+    printed = ""
+    for line, lang, text, before in fenced(path):
+        where = f"{path.relative_to(REPO)}:{line}"
+        if lang in RUNS and not before.startswith(SETUP):
+            printed = run_block(lang, text, cwd, where)
+        elif before == OUTPUT:
+            missing = in_order(text, printed)
+            assert missing is None, f"{where}: {missing!r} is not what the block before prints:\n{printed}"
 
 
 # ----------------------------------------------------------------------------- the README
@@ -110,12 +136,11 @@ def test_every_tutorial_block_runs_as_written(page, tmp_path):
     run_page(TUTORIALS / page, tmp_path)
 
 
-def excerpts() -> list[list[list[str]]]:
-    """The README's ```text blocks under 'What the demo prints', as lists of whitespace-split lines."""
+def excerpts() -> list[str]:
+    """The README's ```text blocks under 'What the demo prints'."""
     text = README.read_text(encoding="utf-8")
     section = text.split("## What the demo prints", 1)[1].split("\n## ", 1)[0]
-    return [[ln.split() for ln in m.group(2).splitlines() if ln.strip()]
-            for m in FENCE.finditer(section) if m.group(1) == "text"]
+    return [m.group(2) for m in FENCE.finditer(section) if m.group(1) == "text"]
 
 
 @pytest.mark.slow
@@ -123,15 +148,10 @@ def test_the_demo_excerpts_are_what_the_demo_prints(tmp_path):
     env = dict(environment(), DEMO_OUT=str(tmp_path / "demo-out"))
     r = subprocess.run(["bash", str(REPO / "bin" / "demo")], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    printed = [ln.split() for ln in r.stdout.splitlines()]
     found = excerpts()
     assert len(found) >= 2
-    at = 0
-    for excerpt in found:
-        for line in excerpt:
-            assert line in printed[at:], f"README's demo line {' '.join(line)!r} is not in bin/demo's output " \
-                                         f"(after line {at}):\n{r.stdout}"
-            at = printed.index(line, at) + 1
+    missing = in_order("\n".join(found), r.stdout)
+    assert missing is None, f"README's demo line {missing!r} is not in bin/demo's output (in order):\n{r.stdout}"
 
 
 # ----------------------------------------------------------------------------- options named in the docs
