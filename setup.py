@@ -1,4 +1,4 @@
-"""Build grind's Cython chart kernels (csrc/*.pyx -> grind.kernels._cky, _dmv, _segment, _latent_tree, _latent_parse).
+"""Build grind's Cython chart kernels (csrc/*.pyx -> grind.kernels._cky, _dmv, _segment, _latent_tree, _latent_parse, _ln).
 
 GRIND_KERNELS=cky builds only the named kernels (comma-separated).  Set GRIND_NATIVE=0 to build without -march=native (for a binary moved to
 another machine); the default optimises for the building machine.
@@ -25,7 +25,7 @@ def kernel(name):
     )
 
 
-KERNELS = [k for k in os.environ.get("GRIND_KERNELS", "cky,dmv,segment,latent_tree,latent_parse").split(",")
+KERNELS = [k for k in os.environ.get("GRIND_KERNELS", "cky,dmv,segment,latent_tree,latent_parse,ln").split(",")
            if os.path.exists(f"csrc/{k}.pyx")]
 
 setup(

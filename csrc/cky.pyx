@@ -42,8 +42,25 @@ from rng cimport grind_rng, grind_rng_seed, grind_uniform
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
-from libc.math cimport log, floor, INFINITY
-from scipy.linalg.cython_blas cimport dgemm
+from libc.math cimport log, log1p, exp, pow, floor, INFINITY
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetName
+
+ctypedef void (*dgemm_t)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a, int *lda,
+                         double *b, int *ldb, double *beta, double *c, int *ldc) noexcept nogil
+
+# BLAS dgemm from SciPy (scipy.linalg.cython_blas), fetched when the first kernel that needs it is
+# built (need_blas): importing SciPy costs ~0.1-0.2 s that a DMV or segmentation run never needs.
+cdef dgemm_t dgemm = NULL
+
+
+def need_blas():
+    """Make the dense path's dgemm available (imports scipy.linalg once)."""
+    global dgemm
+    if dgemm != NULL:
+        return
+    from scipy.linalg import cython_blas
+    cap = cython_blas.__pyx_capi__["dgemm"]
+    dgemm = <dgemm_t> PyCapsule_GetPointer(cap, PyCapsule_GetName(cap))
 
 import numpy as np
 
@@ -1093,6 +1110,93 @@ cdef int sample(Gram *g, Corpus *c, Weights *w, int64_t *idx, int n_idx, int64_t
 
 
 # ---------------------------------------------------------------------------
+# collapsed Metropolis-Hastings sweep (grind/infer/hastings.py)
+# ---------------------------------------------------------------------------
+
+cdef struct Slots:
+    # where original rule r's weight lives in the kernel's arrays (-1: not there)
+    const int64_t *bin          # w.bin (and wk.binL at binl[bin], W at W[r])
+    const int64_t *un
+    const int64_t *lex
+    const int64_t *W            # the dense W
+    const int64_t *binl         # binary rule -> its position in left-child order (wk.binL)
+    int64_t tot                 # columns of W (coff[4])
+
+
+cdef inline void set_weight(Gram *g, Weights *w, Work *wk, const Slots *sl, int64_t r, double x) noexcept nogil:
+    """Rule r's proposal weight x into every array the inside pass reads (copies included)."""
+    cdef int64_t b = sl.bin[r], p
+    if x > 0.0 and x < 2.2250738585072014e-308:
+        x = 0.0                 # subnormal: read as 0, as CKYParser._weights does
+    if b >= 0:
+        w.bin[b] = x
+        wk.binL[sl.binl[b]] = x
+    p = sl.W[r]
+    if p >= 0:
+        w.W[p] = x
+        if g.dense and 0 < wk.R <= SMALL_R:
+            wk.RT[(p % sl.tot) * wk.R + p // sl.tot] = x
+    if sl.un[r] >= 0:
+        w.un[sl.un[r]] = x
+    if sl.lex[r] >= 0:
+        w.lex[sl.lex[r]] = x
+
+
+cdef inline double theta(const int64_t *cnt, const double *a, const int64_t *lhs_at, int64_t r,
+                         double inv) noexcept nogil:
+    """theta'_r^(1/T) = ((f_r + alpha_r) / (f_A + alpha_A))^inv."""
+    cdef int64_t A = lhs_at[r]
+    cdef double x = (cnt[r] + a[r]) / (cnt[A] + a[A])
+    return x if inv == 1.0 else pow(x, inv)
+
+
+cdef double tree_excess(const int64_t *rows, int64_t m, const int64_t *cnt, const double *a,
+                        const int64_t *lhs_at, int *seen) noexcept nogil:
+    """excess(t) of grind.infer.hastings (Hastings._excess) over the counts cnt of t_{-i}:
+    sum over the tree's uses u (each node's rule, +, and its LHS, -) of log1p(j / (cnt_u + a_u)),
+    j the equal uses before it.  ``seen`` (an int a use, all 0) is left all 0."""
+    cdef int64_t k, u, j
+    cdef int q
+    cdef double ex = 0.0, t
+    for k in range(m):
+        u = rows[3 * k]
+        for q in range(2):
+            if q:
+                u = lhs_at[u]
+            j = seen[u]
+            seen[u] = <int> (j + 1)
+            if j:
+                t = log1p(j / (cnt[u] + a[u]))
+                ex += -t if q else t
+    for k in range(m):
+        u = rows[3 * k]
+        seen[u] = 0
+        seen[lhs_at[u]] = 0
+    return ex
+
+
+cdef inline void move_tree(const int64_t *rows, int64_t m, const int64_t *lhs_at, int64_t *cnt,
+                           int64_t d) noexcept nogil:
+    cdef int64_t k, r
+    for k in range(m):
+        r = rows[3 * k]
+        cnt[r] += d
+        cnt[lhs_at[r]] += d
+
+
+cdef inline void touch_lhs(const int64_t *rows, int64_t m, const int64_t *lhs_at, int64_t R, char *mark,
+                           int64_t *lst, int64_t *nl) noexcept nogil:
+    """Append to lst the LHSs (R + A) of the tree's rules not yet marked."""
+    cdef int64_t k, A
+    for k in range(m):
+        A = lhs_at[rows[3 * k]] - R
+        if not mark[A]:
+            mark[A] = 1
+            lst[nl[0]] = A
+            nl[0] += 1
+
+
+# ---------------------------------------------------------------------------
 # Python interface
 # ---------------------------------------------------------------------------
 
@@ -1116,6 +1220,8 @@ cdef class Kernel:
         g.n_un = len(gram["un_parent"])
         g.n_lex = len(gram["lex_lhs"])
         g.dense = gram["dense"]
+        if g.dense:
+            need_blas()
         g.max_lex = gram["max_lex"]
         g.gemm_doubles = gram["gemm_doubles"]
         g.bin_lhs = self._int(gram, "bin_lhs")
@@ -1197,6 +1303,119 @@ cdef class Kernel:
                 inside_outside(&self.g, &self.c, &w, &ix[0], n_idx, budget,
                                &vcb[0], &vcu[0], &vcl[0], &vG[0], &vlz[0])
         return cb, cu, cl, G, lz[:n_idx]
+
+    def hastings(self, list weights, int64_t[::1] cnt, const double[::1] a, const int64_t[::1] lhs_at,
+                 const int64_t[::1] lhs_ptr, const int64_t[::1] lhs_rules, dict slots, const int64_t[::1] order,
+                 double inv, int64_t[::1] rows, const int64_t[::1] row_off, int64_t[::1] lens,
+                 const int64_t[::1] caps, uint64_t seed, int64_t budget):
+        """One sweep of the collapsed Metropolis-Hastings sampler (grind.infer.hastings,
+        --proposal-batch 1) over the sentences ``order``, in that order, in one nogil call.
+
+        cnt (int64, modified): rule counts of the current trees at [r], per-LHS totals at
+        lhs_at[r] = R + A (the sampler's joint index space); a: the hyperparameters there;
+        inv = 1/T.  The rules of LHS A are lhs_rules[lhs_ptr[A]:lhs_ptr[A+1]]; ``slots``
+        says where each rule's weight lives in ``weights`` (kernel_weights' arrays, which
+        this changes).  rows (modified): the current tree of sentence s as lens[s] rows
+        (rule, start, end) from row row_off[s], room for caps[s].  For each sentence:
+        its tree is taken out of cnt, the weights of the rules of every LHS whose counts
+        changed since they were computed are set to theta'^(1/T), a tree is drawn from
+        the inside chart, accepted with probability min{1, exp((excess(t') - excess(t)) inv)},
+        and the kept tree's counts go back.  One xoshiro256** stream seeded with ``seed``.
+        Returns (accepted, failed): failed = -1, or the sentence whose chart was not finite
+        (its counts restored, the sweep stopped there)."""
+        cdef Weights w = self._weights(weights)
+        cdef Gram *g = &self.g
+        cdef Corpus *c = &self.c
+        cdef Slots sl
+        cdef int64_t[::1] sbin = np.ascontiguousarray(slots["bin"], dtype=np.int64)
+        cdef int64_t[::1] sun = np.ascontiguousarray(slots["un"], dtype=np.int64)
+        cdef int64_t[::1] slex = np.ascontiguousarray(slots["lex"], dtype=np.int64)
+        cdef int64_t[::1] sW = np.ascontiguousarray(slots["W"], dtype=np.int64)
+        cdef int64_t[::1] sbinl = np.ascontiguousarray(slots["binl"], dtype=np.int64)
+        cdef int64_t K = order.shape[0], U = cnt.shape[0], R = lhs_at.shape[0], nA = lhs_ptr.shape[0] - 1
+        cdef int64_t k, s, m, r, A, q, j, nd = 0, nn, cap = 1, acc = 0, fail = -1
+        cdef int64_t one[1]
+        cdef double logz, logr
+        cdef Chunk ch
+        cdef Work wk
+        cdef Deriv d
+        cdef grind_rng rng
+        cdef int *stack = NULL
+        cdef int *seen = NULL
+        cdef char *mark = NULL
+        cdef int64_t *dirty = NULL
+        cdef int64_t *prop = NULL
+        cdef int64_t doff[2]
+        cdef int64_t dn[1]
+        if a.shape[0] != U or U != R + nA or sbin.shape[0] != R or sW.shape[0] != R or sun.shape[0] != R \
+                or slex.shape[0] != R or row_off.shape[0] != self.c.n_sent or lens.shape[0] != self.c.n_sent:
+            raise ValueError("Kernel.hastings: inconsistent sizes")
+        for k in range(K):
+            s = order[k]
+            if s < 0 or s >= self.c.n_sent or lens[s] < 0 or lens[s] > caps[s]:
+                raise ValueError(f"Kernel.hastings: sentence {s} has no tree to update")
+            cap = max(cap, caps[s])
+        if K == 0:
+            return 0, -1
+        sl.bin, sl.un, sl.lex, sl.W, sl.binl = &sbin[0], &sun[0], &slex[0], &sW[0], &sbinl[0]
+        sl.tot = g.coff[4]
+        memset(&ch, 0, sizeof(Chunk))
+        memset(&wk, 0, sizeof(Work))
+        grind_rng_seed(&rng, seed)
+        try:
+            alloc_chunk(g, c, <int64_t *> &order[0], <int> K, budget, &ch)
+            alloc_work(g, &w, ch.maxlen, &wk)
+            stack = <int *> xcalloc(3 * (cap + 2), sizeof(int))
+            seen = <int *> xcalloc(U, sizeof(int))
+            mark = <char *> xcalloc(nA + 1, sizeof(char))
+            dirty = <int64_t *> xcalloc(2 * nA + 1, sizeof(int64_t))
+            prop = <int64_t *> xcalloc(3 * cap, sizeof(int64_t))
+            d.off, d.rows, d.n_rows = doff, prop, dn
+            doff[0], doff[1] = 0, cap
+            with nogil:
+                for r in range(R):                    # theta' of the counts as they are
+                    set_weight(g, &w, &wk, &sl, r, theta(&cnt[0], &a[0], &lhs_at[0], r, inv))
+                for k in range(K):
+                    s = order[k]
+                    m = lens[s]
+                    cur = &rows[3 * row_off[s]]
+                    move_tree(cur, m, &lhs_at[0], &cnt[0], -1)          # cnt = f(t_{-i})
+                    touch_lhs(cur, m, &lhs_at[0], R, mark, dirty, &nd)
+                    for q in range(nd):                                  # theta' where counts moved
+                        A = dirty[q]
+                        mark[A] = 0
+                        for j in range(lhs_ptr[A], lhs_ptr[A + 1]):
+                            r = lhs_rules[j]
+                            set_weight(g, &w, &wk, &sl, r, theta(&cnt[0], &a[0], &lhs_at[0], r, inv))
+                    nd = 0
+                    one[0] = s
+                    fill_chunk(c, one, 0, 1, &ch)
+                    inside_chunk(g, c, &w, &ch, &wk)
+                    logz = chunk_logz(g, &ch, 0)
+                    if logz != logz:
+                        move_tree(cur, m, &lhs_at[0], &cnt[0], 1)
+                        fail = s
+                        break
+                    if logz > NEG_INF:
+                        dn[0] = -1
+                        if not sample_one(g, c, &w, &ch, 0, &rng, stack, cap + 2, &d, 0):
+                            move_tree(cur, m, &lhs_at[0], &cnt[0], 1)
+                            fail = s
+                            break
+                        nn = dn[0]
+                        logr = (tree_excess(prop, nn, &cnt[0], &a[0], &lhs_at[0], seen)
+                                - tree_excess(cur, m, &cnt[0], &a[0], &lhs_at[0], seen)) * inv
+                        if logr >= 0.0 or grind_uniform(&rng) < exp(logr):
+                            memcpy(cur, prop, 3 * nn * sizeof(int64_t))
+                            lens[s] = m = nn
+                            acc += 1
+                    move_tree(cur, m, &lhs_at[0], &cnt[0], 1)
+                    touch_lhs(cur, m, &lhs_at[0], R, mark, dirty, &nd)   # their theta' next time
+        finally:
+            free_chunk(&ch)
+            free_work(&wk)
+            free(stack); free(seen); free(mark); free(dirty); free(prop)
+        return acc, fail
 
     def viterbi(self, list weights, idx, caps):
         return self._derive(weights, idx, caps, None, 0)

@@ -905,6 +905,81 @@ cdef class Corpus:
                     c += 1
         return 0, rules, vals, logz
 
+    def local_tables(self, const i64[::1] idx):
+        """For the sentences ``idx``: ``(rule_off, rules, tab_off, tabs)``, the rules sentence
+        idx[k] reads (``local``) at rules[rule_off[k]:rule_off[k+1]] and its tables as indices
+        into them at tabs[tab_off[k]:] (10 n token entries, then n*n arc entries; -1: none),
+        for ``inside_outside_local``.  Empty for a skipped sentence."""
+        cdef Py_ssize_t K = idx.shape[0], k, s, n, c
+        rule_off = np.zeros(K + 1, dtype=np.int64)
+        tab_off = np.zeros(K + 1, dtype=np.int64)
+        rules, tabs = [], []
+        for k in range(K):
+            s = idx[k]
+            n = self._one(s)
+            c = self._local(s, n) if n else 0
+            rule_off[k + 1] = rule_off[k] + c
+            tab_off[k + 1] = tab_off[k] + (10 * n + n * n if n else 0)
+            if n:
+                rules.append(np.asarray(<i64[:c]> self.loc).copy() if c else np.zeros(0, np.int64))
+                tabs.append(np.asarray(<int[:10 * n + n * n]> self.ltab).copy())
+        cat = lambda xs, t: np.concatenate(xs).astype(t) if xs else np.zeros(0, t)   # noqa: E731
+        return rule_off, cat(rules, np.int64), tab_off, cat(tabs, np.int32)
+
+    def inside_outside_local(self, const i64[::1] idx, const i64[::1] rule_off, const double[::1] lw,
+                             const i64[::1] tab_off, const int[::1] tabs, double[::1] lc, double[::1] logz):
+        """Sentence idx[k] under the weights lw[rule_off[k]:rule_off[k+1]] of its local rules
+        (``local_tables``): its expected counts into lc at the same places (overwritten) and
+        log Z into logz[k] (-inf: no tree, NaN: numerical failure).  Weights below FLUSH are
+        read as 0.  The same loops and additions as ``inside_outside`` on [idx[k]] with
+        those weights: bit-identical.  Returns -1, or the first k with a local weight
+        negative or not finite (nothing computed from there on)."""
+        cdef Py_ssize_t K = idx.shape[0], k, s, n, j, top = 1, bad = -1
+        cdef Work *w
+        cdef double *scr
+        cdef double Z, x
+        cdef i64 E
+        cdef int ok
+        cdef const int *lt
+        if rule_off.shape[0] != K + 1 or tab_off.shape[0] != K + 1 or logz.shape[0] != K \
+                or lw.shape[0] < rule_off[K] or lc.shape[0] < rule_off[K]:
+            raise ValueError("inside_outside_local: inconsistent sizes")
+        for k in range(K):
+            top = max(top, rule_off[k + 1] - rule_off[k])
+        w = work_new(self.nmax(idx))
+        scr = <double *> malloc(top * sizeof(double))
+        if scr == NULL:
+            work_free(w)
+            raise MemoryError()
+        with nogil:
+            for k in range(K):
+                s = idx[k]
+                n = self.sent_off[s + 1] - self.sent_off[s]
+                for j in range(rule_off[k], rule_off[k + 1]):
+                    lc[j] = 0.0
+                if self.bad[s] or n == 0 or tab_off[k + 1] - tab_off[k] != 10 * n + n * n:
+                    logz[k] = -INFINITY
+                    continue
+                for j in range(rule_off[k + 1] - rule_off[k]):
+                    x = lw[rule_off[k] + j]
+                    if not (x >= 0.0 and x < INFINITY):
+                        bad = k
+                        break
+                    scr[j] = 0.0 if (x > 0.0 and x < FLUSH) else x
+                if bad >= 0:
+                    break
+                lt = &tabs[tab_off[k]]
+                ok = prepare(w, lt, lt + 10 * n, scr, NULL, n, &Z, &E)
+                if ok <= 0:
+                    logz[k] = -INFINITY if ok == 0 else NAN
+                    continue
+                logz[k] = log(Z) + E * LN2
+                outside(w, n)
+                scatter(w, lt, lt + 10 * n, n, 1.0 / Z, &lc[rule_off[k]])
+        work_free(w)
+        free(scr)
+        return bad
+
     cdef Py_ssize_t nmax(self, const i64[::1] idx):
         cdef Py_ssize_t k, s, m = 1
         for k in range(idx.shape[0]):

@@ -185,9 +185,9 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
     ValueError.  ``iterations``: None = the algorithm's default
     (50; ``ln`` 1000 with tolerance 1e-5; ``mixture`` 20).  ``seed``: of the
     one random generator.  ``jobs``: E-step threads (results do not depend
-    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience``: held-out
-    evaluation as ``--dev/--eval-every/--early-stop/--patience``.  ``on_step(step)`` is
-    called after every step.  ``options``: the other ``grind train``
+    on it).  ``dev`` (a corpus), ``eval_every``, ``early_stop``, ``patience`` (and the option
+    ``eval_at``): held-out evaluation as ``--dev/--eval-every/--early-stop/--patience`` (``--eval-at``).
+    ``on_step(step)`` is called after every step.  ``options``: the other ``grind train``
     options, underscored (``tolerance``, ``batch``, ``kappa``, ``model``,
     ``tie``, ...).  ``streaming`` reads ``corpus`` as a stream and needs a path
     (``spec=CorpusSpec(...)`` gives its reading options); ``stochastic`` given a

@@ -517,7 +517,7 @@ class TrainingRun:
 
     def evaluation(self, dev):
         """The held-out evaluation of ``dev`` (a path read with the corpus options; from Python also
-        Sentences or token lists) every --eval-every steps: a function of the algorithm."""
+        Sentences or token lists) every --eval-every steps or at --eval-at points: a function of the algorithm."""
         from grind.infer.training import heldout
         if dev is None:
             return None
@@ -539,12 +539,14 @@ class TrainingRun:
     def train(self, rng, on_step=None, **driver):
         """Build the algorithm (unless built) and run the training driver (:func:`grind.infer.training.train`;
         ``driver``: checkpoint, checkpoint_every, resume, meta); the trace."""
-        from grind.infer.training import train
+        from grind.infer.training import EvalPoints, train
         if self.algorithm is None:
             self.build(rng)
         v = self.values
+        at = v.get("eval_at")
         self.trace = train(self.algorithm, rng, eval_fn=self.evaluation(v.get("dev_path")),
                            eval_every=v.get("eval_every") or 0, on_step=on_step,
+                           eval_at=None if at is None else EvalPoints.parse(at),
                            early_stop=bool(v.get("early_stop")), patience=v.get("patience") or 1, **driver)
         return self.trace
 

@@ -686,6 +686,8 @@ OPTION_CASES = [
     ("cnf-without-n", ["make-grammar", "cnf", "{B}/c.txt"], (2,), (("-n", "--nonterminals"),)),
     ("lexicalized-with-tags", ["make-grammar", "dmv", "--lexicalized", *XPOS, "--tags", "{B}/tags.txt",
                                "{B}/t.conllu"], (2,), ("--tags",)),
+    ("words-from-unlexicalized", ["make-grammar", "dmv", *XPOS, "--words-from", "{B}/t.conllu", "{B}/t.conllu"], (2,),
+     ("--words-from",)),
     ("tie-what-unknown", ["make-structure", "--tie", "V", "--tie-what", "stop", "{B}/dmv.txt"], (2,),
      ("--tie-what",)),
     ("tie-unknown-make-structure", ["make-structure", "--tie", "Z", "{B}/dmv.txt"], (2,), ("--tie",)),

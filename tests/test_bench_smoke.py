@@ -1,23 +1,37 @@
-"""The LN benchmark runs end to end on a tiny corpus."""
+"""The benchmarks run end to end on tiny inputs, and every one of them answers --help without running."""
+import importlib
+
 import pytest
 
 from grind.bench import ln as bench
+from grind.bench.__main__ import BENCHES
+
+
+@pytest.mark.parametrize("name", BENCHES + ("fisher",))
+def test_every_bench_takes_help(name, capsys):
+    mod = importlib.import_module(f"grind.bench.{name}")
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: python -m grind.bench.{name}") and "--help" in out
 
 
 @pytest.mark.slow
 def test_ln_bench_runs(capsys):
-    r = bench.main(["--sentences", "40", "--large", "60"])
+    r = bench.main(["--sentences", "40", "--large", "60", "--numpy-sentences", "10"])
     names = [name for name, _, _ in r["rows"]]
-    assert names[:4] == ["EM (reference)", "LN-I identity", "LN-I identity, 1 cycle", "SLN TieA, reduced solves"]
-    assert names[4] == "SLN TieA, full-expert solves (first 40 sentences, scaled)"
-    assert all(t > 0 for _, _, t in r["rows"])
+    assert names == ["EM (reference)", "LN-I identity", "LN-I families", "SLN TieA families",
+                     "LN-I identity, the numpy E-step (first 10 sentences, scaled)"]
+    assert all(t > 0 for _, _, t in r["rows"]) and r["goal_ratio"] > 0
     assert [m["n"] for m in r["model2"]] == [40, 60]
     assert [name for name, _, _ in r["model2"][1]["rows"]] == [
         "EM (reference)", "LN-II identity, 5 cycles from the prior",
         "LN-II identity, 1 cycle, warm start (first parse reused)"]
     assert all(t > 0 for m in r["model2"] for _, _, t in m["rows"])
     out = capsys.readouterr().out
-    assert "| SLN TieA, reduced solves |" in out and "Model II (theta drawn once for the corpus), 60 sentences" in out
+    assert "| SLN TieA families |" in out and "Model II (theta drawn once for the corpus), 60 sentences" in out
+    assert "Goal: an LN-I iteration <= 100 EM iterations:" in out
 
 
 def test_morph_bench_runs_on_the_shipped_sample(monkeypatch, capsys):
@@ -69,3 +83,12 @@ def test_dmv_bench_cky_column_keeps_to_its_time_budget(monkeypatch):
     assert "| < 3.3 (no sentence finished in the 0.3 s budget) | > 30,000x |" in dmv.table([row])
     row.update(cky=0.5, note="1 sentence, best of 1 call", bound=False)
     assert "| 0.5 (1 sentence, best of 1 call) | 200,000x |" in dmv.table([row])
+
+
+def test_streaming_bench_runs_and_prints_the_ratio_to_batch_vb(capsys):
+    from grind.bench import streaming
+    r = streaming.main(["--sentences", "300", "--types", "200", "--first", "50", "--stream", "40", "--dense", "5",
+                        "--vb-iterations", "1"])
+    assert all(r[k] > 0 for k in ("vb", "sparse", "dense"))
+    out = capsys.readouterr().out
+    assert "| streaming VB, sparse update | 40 |" in out and "cost per sentence / batch VB's" in out

@@ -243,3 +243,22 @@ def test_per_lhs_refresh_updates_the_lhs_the_previous_visit_added_to():
         trace = train(algo, rng_)
         np.testing.assert_allclose([s.objective for s in trace], objectives, rtol=1e-6)
         np.testing.assert_allclose(algo.alpha_hat, ah, rtol=1e-5, atol=1e-6)
+
+
+def test_random_init_of_a_large_grammar_draws_noise_for_each_sentences_rules_only(monkeypatch):
+    """On the local-theta path (a large grammar) sentence i's random initial counts are its
+    posterior under theta0 * exp(z) with z drawn for the rules it can read only (in the order
+    of ``local_rules``): O(n^2) numbers a sentence, not one per rule of the grammar."""
+    monkeypatch.setattr(CVB, "full_refresh_rules", 0)
+    g, sents, theta0 = make_case("dmv", n=6, seed=8)
+    algo, _ = make_cvb(g, sents, theta0, init="random")
+    assert algo.lhs_tot is not None
+    rng, parser = np.random.default_rng(7), make_parser(g, sents)
+    for i in range(len(sents)):
+        r = parser.local_rules(i)
+        w = theta0.copy()
+        w[r] = theta0[r] * np.exp(rng.standard_normal(len(r)))
+        c = parser.inside_outside(w, [i])[0]
+        rules, vals = algo.pool.get(i)
+        assert np.array_equal(rules, np.flatnonzero(c))
+        np.testing.assert_array_equal(vals, c[rules].astype(np.float32))

@@ -629,3 +629,42 @@ def test_head_types_whose_symbols_coincide_are_refused():
     with pytest.raises(InputError, match="'Y_B_l' belongs to both head type 'B_l' and head type 'Y_B'"):
         dmv_grammar([["B_l", "Y_B"], ["Y_B", "B_l"]])
     assert len(dmv_grammar([["B", "C_x"]]))                  # other underscores are fine
+
+
+def test_a_one_sentence_parser_has_the_corpus_parsers_tables():
+    """A parser of one sentence (a streaming minibatch) builds its stored tables by a shorter
+    path: the same log Z, counts and Viterbi trees as the corpus's parser, with and without a mask."""
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(300)]                 # > 256 types: every sentence's tables stored
+    sents = [list(rng.choice(words, size=n)) for n in (1, 2, 5, 9)]
+    g = dmv_grammar(sents + [[w] for w in words], lexicalized=True)
+    w = random_weights(g, rng)
+
+    def no_root_first(tokens, n):
+        return np.ones((n, n), dtype=bool), np.arange(n) > 0 if n > 1 else np.ones(1, dtype=bool)
+    for mask in (None, no_root_first):
+        whole = DMVParser(g, sents, masks=mask)
+        for i, s in enumerate(sents):
+            one = DMVParser(g, [s], masks=mask)
+            c1, z1 = one.inside_outside(w)
+            c2, z2 = whole.inside_outside(w, [i])
+            assert np.array_equal(c1, c2) and np.array_equal(z1, z2)
+            assert np.array_equal(one.viterbi_heads(w)[0][0], whole.viterbi_heads(w, [i])[0][0])
+
+
+def test_words_from_adds_another_corpus_words_and_pairs(tmp_path):
+    """make-grammar dmv --lexicalized --words-from TEST: TEST's words and the (head, dependent,
+    direction) pairs of its sentences get rules too (read with the same length filter), so TEST parses."""
+    from conftest import grind
+    from grind.grammars.grammar import read_grammar
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    train.write_text("the dog barks\ndog\n")
+    test.write_text("a cat sleeps\nthe cat\nwhat a very long one\n")
+    grind("make-grammar", "dmv", "--lexicalized", "--max-length", "3", "--words-from", test, "-o",
+          tmp_path / "g.txt", train)
+    g = read_grammar(str(tmp_path / "g.txt"))
+    alone = dmv_grammar([["the", "dog", "barks"], ["dog"]], lexicalized=True)
+    both = dmv_grammar([["the", "dog", "barks"], ["dog"], ["a", "cat", "sleeps"], ["the", "cat"]], lexicalized=True)
+    assert set(g.keys()) == set(both.keys()) > set(alone.keys())
+    assert "R'_the --> R_the Y_cat" in g.index and "Y_very" not in " ".join(g.keys())
+    assert "--words-from corpora" in (tmp_path / "g.txt").read_text()

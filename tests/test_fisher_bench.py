@@ -135,3 +135,13 @@ def test_tiny_bench_run_prints_the_table(tmp_path, capsys):
     assert all(r.rss > 0 for r in bench.runs)
     scored = [r for r in bench.runs if r.accuracy is not None]
     assert len(scored) == 4 and all(0 <= r.accuracy <= 1 for r in scored)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grind.kernels._dmv") is None, reason="DMV kernel not built")
+def test_bench_streams_one_sentence_minibatches_after_a_first_batch(tmp_path, capsys):
+    from grind.bench import fisher
+    bench = fisher.main(["--sentences", "200", "--types", "200", "--eval", "0", "--batch", "1", "--first-batch", "150",
+                         "--methods", "streaming", "--workdir", str(tmp_path / "w")])
+    assert "| streaming | one pass |" in capsys.readouterr().out
+    (run,) = [r for r in bench.runs if r.method == "streaming"]
+    assert run.note == "first minibatch 150, then batch 1, 1 VB iteration" and run.rss > 0

@@ -48,14 +48,14 @@ def make(sents, alpha, sweeps, seed=0, batch=1, temp_start=1.0, anneal=None, mas
     return algo
 
 
-def exact_posterior(g, sents, alpha, power=1.0):
+def exact_posterior(g, sents, alpha, power=1.0, tokens=split_heads):
     """{joint key: P} with P ∝ (prod_A B(f_A(t) + alpha_A) / B(alpha_A))^power over
-    every joint assignment of derivations (enumerated by tests/oracle.py)."""
+    every joint assignment of derivations of ``tokens(s)`` (enumerated by tests/oracle.py)."""
     def log_beta(a):
         return math.fsum(math.lgamma(x) for x in a) - math.lgamma(math.fsum(a))
     lhs_sets = [np.flatnonzero(g.lhs == A) for A in set(g.lhs.tolist())]
     per = [[(oracle.derivation_key(d), np.bincount(d[:, 0], minlength=len(g)))
-            for d, _ in oracle.enumerate_derivations(g, np.ones(len(g)), split_heads(s))] for s in sents]
+            for d, _ in oracle.enumerate_derivations(g, np.ones(len(g)), tokens(s))] for s in sents]
     logp = {}
     for combo in itertools.product(*per):
         f = sum(c for _, c in combo)

@@ -157,3 +157,33 @@ def test_plot_refuses_to_write_an_image_to_a_terminal(tmp_path, capsys, monkeypa
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     status, _, err = run(capsys, "plot", tmp_path / "em.trace")
     assert status == 2 and "give -o FILE.png" in err
+
+
+def test_traces_sharing_a_label_are_one_curve_with_a_band():
+    """Runs of one setting (seeds, shuffles) given one label: the mean at each x they all reached, a
+    band of +- one standard deviation; --columns picks the panels, --log-x the scale."""
+    pytest.importorskip("matplotlib")
+    from grind.eval.plot import mean_band, trace_figure
+    a = {"step": [1.0, 2.0], "sentences": [10.0, 100.0], "objective": [-3.0, -2.0], "dev_directed": [0.2, 0.4]}
+    b = {"step": [1.0, 2.0], "sentences": [10.0, 100.0], "objective": [-3.0, -2.0], "dev_directed": [0.4, 0.4]}
+    c = {"step": [1.0], "sentences": [10.0], "objective": [-1.0], "dev_directed": [0.3]}
+    assert mean_band([a, b, c], "sentences", "dev_directed") == [(10.0, pytest.approx(0.3), pytest.approx(0.1), 3)]
+    sd = pytest.approx(0.1 * 2 ** 0.5)
+    assert mean_band([a, b], "sentences", "dev_directed") == [(10.0, pytest.approx(0.3), sd, 2),
+                                                              (100.0, 0.4, 0.0, 2)]    # only where all runs have one
+    fig = trace_figure([a, b, c], ["vb", "vb", "em"], "sentences", [("dev_directed", 0.25, "attach-right")],
+                       columns=["dev_directed"], log_x=True)
+    (dev,) = fig.axes
+    assert [ln.get_label() for ln in dev.get_lines()] == ["vb (mean of 2)", "em", "attach-right"]
+    assert list(dev.get_lines()[0].get_ydata()) == pytest.approx([0.3, 0.4])
+    assert len(dev.collections) == 1 and dev.get_xscale() == "log"
+
+
+def test_plot_columns_option(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "em.trace").write_text(TRACE_EM)
+    status, _, err = run(capsys, "plot", "--columns", "dev_logprob", "--log-x", "--label", "em", "--label", "em",
+                         tmp_path / "em.trace", tmp_path / "em.trace", "-o", tmp_path / "c.png")
+    assert status == 0, err
+    status, _, err = run(capsys, "plot", "--columns", "dev_f1", tmp_path / "em.trace", "-o", tmp_path / "d.png")
+    assert status == 2 and "'dev_f1' is not a column to plot of these traces" in err

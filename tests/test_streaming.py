@@ -225,3 +225,92 @@ def test_cli_streaming_on_ewt(tmp_path, ewt_train):
     parsed = grind("parse", *C, out, ewt_train).stdout
     assert parsed.count("\n\n") == 2000            # every sentence (1331 outside <= 10, marked); the header: comments
     assert parsed.count("\n# grind_left_out = ") == 1331
+
+
+# -- the sparse update (one-sentence minibatches touch only their rules) ------------------------------
+
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def word_corpus(seed=5, n=40, lo=2, hi=7):
+    """Sentences of words from a Zipf-like vocabulary: a lexicalized DMV where a sentence reads few rules."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, len(WORDS) + 1)
+    return [list(rng.choice(WORDS, size=rng.integers(lo, hi + 1), p=p / p.sum())) for _ in range(n)]
+
+
+def run_streaming(monkeypatch, g, path, share, **kw):
+    """A streaming run with the sparse update always (share inf) or never (share 0) taken."""
+    import grind.infer.streaming as streaming_mod
+    monkeypatch.setattr(streaming_mod, "SPARSE_SHARE", share)
+    algo = streaming(g, path, **kw)
+    trace = train(algo, np.random.default_rng(0))
+    return algo, trace
+
+
+@pytest.mark.parametrize("first,batch,k,alpha", [(6, 1, 1, 1.0), (1, 1, 3, 0.5), (10, 3, 2, 1.0), (5, 1, 1, 0.05)])
+def test_sparse_update_equals_the_dense_one(tmp_path, monkeypatch, first, batch, k, alpha):
+    """The sparse update (only the minibatch's rules and their LHSs' sums) gives the dense
+    update's alpha_hat, per-LHS sums and bound at every step, to rounding."""
+    sents = word_corpus()
+    g = dmv_grammar(sents, lexicalized=True)
+    path = write(tmp_path, sents)
+    kw = dict(alpha=alpha, batch=batch, first=first, k=k)
+    sparse, ts = run_streaming(monkeypatch, g, path, np.inf, **kw)
+    dense, td = run_streaming(monkeypatch, g, path, 0.0, **kw)
+    assert len(ts) == len(td) > 10
+    np.testing.assert_allclose(sparse.alpha_hat, dense.alpha_hat, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(sparse.lhs_tot, g.lhs_sums(dense.alpha_hat), rtol=1e-12, atol=0)
+    for a, b in zip(ts, td):
+        assert (a.sentences, a.extra["parsed"]) == (b.sentences, b.extra["parsed"])
+        assert a.objective == pytest.approx(b.objective, rel=1e-12, abs=1e-12)
+
+
+def test_one_sentence_minibatches_touch_no_vector_over_all_rules(tmp_path, monkeypatch):
+    """After the first minibatch, a one-sentence minibatch of a lexicalized DMV never computes
+    the VB weights, the E-step or the KL term over the whole grammar (what made it slow)."""
+    import grind.infer.streaming as streaming_mod
+    sents = word_corpus(n=80, hi=5)
+    g = dmv_grammar(sents, lexicalized=True)
+    assert 10 * 5 + 5 * 5 <= streaming_mod.SPARSE_SHARE * len(g)
+    algo = streaming(g, write(tmp_path, sents), batch=1, first=10, k=1)
+    algo.step()
+
+    def whole(*a, **k):
+        raise AssertionError("a pass over all the rules for a one-sentence minibatch")
+    for name in ("vb_estep", "kl_dirichlet"):
+        monkeypatch.setattr(streaming_mod, name, whole)
+    monkeypatch.setattr(type(g), "lhs_sums", whole)
+    steps = 0
+    while algo.step() is not None and steps < 40:
+        steps += 1
+    assert steps == 40
+
+
+def test_sparse_update_falls_back_to_the_dense_one_on_underflow(tmp_path, monkeypatch):
+    """At a tiny alpha the VB weights of unseen rules underflow: those minibatches take the dense
+    update (which accounts for them), with the same results as a dense run."""
+    sents = word_corpus(n=20)
+    g = dmv_grammar(sents, lexicalized=True)
+    path = write(tmp_path, sents)
+    kw = dict(alpha=1e-5, batch=1, first=3, k=2)
+    sparse, ts = run_streaming(monkeypatch, g, path, np.inf, **kw)
+    dense, td = run_streaming(monkeypatch, g, path, 0.0, **kw)
+    np.testing.assert_allclose(sparse.alpha_hat, dense.alpha_hat, rtol=1e-12)
+    assert [s.objective for s in ts] == pytest.approx([s.objective for s in td], rel=1e-12)
+
+
+def test_sparse_update_resumes_bit_identically(tmp_path, monkeypatch):
+    import grind.infer.streaming as streaming_mod
+    monkeypatch.setattr(streaming_mod, "RESUM", 4)          # a fresh sum of the LHS totals inside the run
+    sents = word_corpus(n=30)
+    g, path, ck = dmv_grammar(sents, lexicalized=True), write(tmp_path, sents), str(tmp_path / "ck.npz")
+    full, ref = run_streaming(monkeypatch, g, path, np.inf, batch=1, first=5, k=1)
+    meta = {"algorithm": "streaming", "rules": len(g), "corpus": path}
+    with pytest.raises(Interrupt):
+        train(interrupted(streaming(g, path, batch=1, first=5, k=1), 7), np.random.default_rng(0),
+              checkpoint=ck, checkpoint_every=3, meta=meta)
+    resumed = streaming(g, path, batch=1, first=5, k=1)
+    trace = train(resumed, np.random.default_rng(0), checkpoint=ck, resume=True, meta=meta)
+    assert np.array_equal(resumed.alpha_hat, full.alpha_hat) and np.array_equal(resumed.lhs_tot, full.lhs_tot)
+    assert [(s.objective, s.sentences) for s in trace] == [(s.objective, s.sentences) for s in ref]

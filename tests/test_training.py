@@ -93,14 +93,18 @@ def test_resume_warns_only_when_no_step_runs(dmv):
     assert "no step run" in r.stderr
 
 
-def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
-    d, train = dmv
+def dev_trace(dmv, iterations, *evaluation):
+    """The rows of the trace of VB on the sample with --dev (the dev sample) and ``evaluation`` options."""
     from conftest import SAMPLE
-    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    d, train = dmv
     tr = d / "trace.tsv"
-    grind("train", "--algo", "vb", "--iterations", "4", "--eval-every", "2", "--dev", dev, "--trace", tr,
-          *C, d / "g1.txt", train)
-    rows = [ln.split("\t") for ln in body(tr.read_text())]
+    grind("train", "--algo", "vb", "--iterations", str(iterations), *evaluation, "--dev",
+          str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz"), "--trace", tr, *C, d / "g1.txt", train)
+    return [ln.split("\t") for ln in body(tr.read_text())]
+
+
+def test_eval_every_puts_heldout_figures_in_the_trace(dmv):
+    rows = dev_trace(dmv, 4, "--eval-every", "2")
     head = rows[0]
     for k in ("objective", "sentences", "seconds", "dev_logprob", "dev_perplexity", "dev_directed"):
         assert k in head
@@ -383,3 +387,64 @@ def test_a_nonterminal_whose_rules_are_all_0_is_warned(tmp_path):
     r = grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt")
     (tmp_path / "g.txt").write_text("1 S --> A B\n0 S --> B A\n1 A --> a\n1 B --> b\n")
     assert "probability 0" not in grind("train", "--iterations", "1", tmp_path / "g.txt", tmp_path / "c.txt").stderr
+
+
+def test_eval_points_log_and_list():
+    from grind.infer.training import EvalPoints
+    log4 = EvalPoints.parse("log:4")
+    assert log4.between(0, 100) == [1, 2, 3, 6, 10, 18, 32, 56, 100]
+    assert log4.between(10, 56) == [18, 32, 56] and not log4.due(57, 99) and log4.due(99, 100)
+    assert EvalPoints.parse("log:1").between(0, 10 ** 6) == [1, 10, 100, 1000, 10 ** 4, 10 ** 5, 10 ** 6]
+    assert EvalPoints.parse("500,20,1000").between(20, 1000) == [500, 1000]
+    assert EvalPoints.parse("log:1,15,1000").between(1, 1000) == [10, 15, 100, 1000]
+    for bad in ("log:0", "log:x", "log:", "10,-1", "ten"):
+        with pytest.raises(ValueError):
+            EvalPoints.parse(bad)
+
+
+class Sentences(Counter):
+    """A :class:`Counter` whose step k has parsed 7 k sentences."""
+
+    def step(self):
+        st = super().step()
+        if st is not None:
+            st.sentences = 7 * st.step
+        return st
+
+
+def test_eval_at_evaluates_where_the_sentences_pass_a_point_and_at_the_end(tmp_path):
+    """A step is evaluated when its sentences reach a point its predecessor had not; the last
+    step too (the curve's end); a resumed run evaluates the same steps."""
+    from grind.infer.training import EvalPoints, train
+    dev = lambda a: {"dev_logprob": -float(a.x[0])}  # noqa: E731
+    pts = EvalPoints.parse("log:2")                    # 1, 3, 10, 32, 100
+    trace = train(Sentences(steps=12), np.random.default_rng(0), eval_fn=dev, eval_at=pts)
+    assert [s.step for s in trace if "dev_logprob" in s.extra] == [1, 2, 5, 12]
+    assert trace[-1].extra["dev_logprob"] == -12.0
+    assert [s.step for s in train(Sentences(steps=12), np.random.default_rng(0), eval_fn=dev, eval_every=4,
+                                  eval_at=EvalPoints.parse("50"))
+            if "dev_logprob" in s.extra] == [4, 8, 12]
+
+    class Cut(Sentences):
+        def step(self):
+            return None if self.x[0] >= 6 else super().step()
+    ck = str(tmp_path / "ck.npz")
+    train(Cut(steps=12), np.random.default_rng(0), eval_fn=dev, eval_at=pts, checkpoint=ck, checkpoint_every=1)
+    resumed = train(Sentences(steps=12), np.random.default_rng(0), eval_fn=dev, eval_at=pts, checkpoint=ck,
+                    resume=True)
+    assert [s.step for s in resumed if "dev_logprob" in s.extra] == [1, 2, 5, 6, 12]      # 6: the cut run's end
+
+
+def test_eval_at_on_the_command_line(dmv):
+    from conftest import SAMPLE
+    d, train = dmv
+    dev = str(SAMPLE / "en_ewt-ud-dev-sample.conllu.gz")
+    rows = dev_trace(dmv, 5, "--eval-at", "log:1")
+    col, n = rows[0].index("dev_directed"), int(rows[1][rows[0].index("sentences")])
+    assert 100 < n < 1000                                  # steps pass 100 (step 1), 1000 (step 2 or 3), end
+    evaluated = [int(r[0]) for r in rows[1:] if r[col] != ""]
+    assert evaluated == [1, -(-1000 // n), 5]
+    r = grind("train", "--eval-at", "log:4", *C, d / "g1.txt", train, check=False)
+    assert r.returncode == 2 and "--eval-at needs --dev" in r.stderr
+    r = grind("train", "--eval-at", "log:0", "--dev", dev, *C, d / "g1.txt", train, check=False)
+    assert r.returncode == 2 and "log:N needs a whole number N >= 1" in r.stderr

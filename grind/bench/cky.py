@@ -14,6 +14,13 @@ from its loop structure); multiply-adds/s; their fraction of this machine's
 single-thread double-precision matrix-multiply rate (numpy, 2000 x 2000,
 measured in the same run); and the limit sentences/s = that rate / the
 multiply-adds per sentence.
+
+Collapsed Metropolis-Hastings on the same cells (``--hastings``, default on): one
+sweep (--proposal-batch 1, T = 1, alpha 0.1; the CKY kernel's sweep,
+``CKYParser.hastings_sweep``) over the first sentences of the cell against an
+E-step of the same sentences, both best of 3 after a warm-up, under the glibc
+malloc settings of the command line (grind.heap.fix_mmap_threshold); goal: a
+sweep <= 2x the E-step on every cell.
 """
 from __future__ import annotations
 
@@ -22,7 +29,9 @@ import os
 for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = "1"
 
+import argparse  # noqa: E402
 import time  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -94,17 +103,56 @@ def run_cell(grammar, length, rng, path="auto"):
     return {"path": parser.path, "n": n, "sps": n / dt, "macs": macs}
 
 
-def main(argv=None) -> None:
+HASTINGS_GOAL = 2.0     # a Hastings sweep <= this many E-steps of the same sentences
+
+
+def _cpu(fn) -> float:
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
+
+
+def hastings_cell(grammar, length, rng, seconds=0.4, most=200):
+    """(sentences, E-step s, Hastings sweep s) on sentences of one length: as many as one
+    E-step covers in about ``seconds`` / 4 (at most ``most``), each the best of 3 after a
+    warm-up, in CPU time (the ratio holds on a loaded machine)."""
+    from grind.heap import fix_mmap_threshold
+    from grind.infer.hastings import Hastings
+    fix_mmap_threshold()                    # as the command line runs (grind train --algo hastings)
+    probe = CKYParser(grammar, corpus(grammar, length, 4, rng))
+    probe.inside_outside(grammar.weights)
+    t = _timed(lambda: probe.inside_outside(grammar.weights)) / 4
+    n = int(np.clip(seconds / 4 / max(t, 1e-6), 8, most))
+    parser = CKYParser(grammar, corpus(grammar, length, n, rng))
+    parser.inside_outside(grammar.weights)
+    estep = min(_cpu(lambda: parser.inside_outside(grammar.weights)) for _ in range(3))
+    cfg = SimpleNamespace(iterations=10, tolerance=0.0, temp_start=1.0, anneal_sweeps=None, proposal_batch=1)
+    algo = Hastings(grammar, parser, np.full(len(grammar), 0.1), grammar.weights, cfg, np.random.default_rng(1))
+    algo.update()
+    assert algo._flat is not None, "the Hastings sweep did not run in the kernel"
+    sweep = min(_cpu(algo.update) for _ in range(3))
+    return n, estep, sweep
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m grind.bench.cky", description=__doc__.split("\n")[0])
+    ap.add_argument("--no-hastings", dest="hastings", action="store_false",
+                    help="leave out the Metropolis-Hastings sweep against the E-step")
+    args = ap.parse_args(argv)
     rng = np.random.default_rng(12345)
     rate = matmul_rate()
-    rows = []
+    rows, hrows = [], []
     for n in (10, 20, 40):
         g = dense_grammar(n, rng)
         for length in (10, 20, 40):
             rows.append((f"dense N={n}", length, run_cell(g, length, rng)))
+            if args.hastings:
+                hrows.append((f"dense N={n}", length, *hastings_cell(g, length, rng)))
     g = sparse_grammar(200, 20, rng)
     for length in (10, 20):
         rows.append(("sparse 200 NT x 20", length, run_cell(g, length, rng)))
+        if args.hastings:
+            hrows.append(("sparse 200 NT x 20", length, *hastings_cell(g, length, rng)))
     rate = max(rate, matmul_rate(reps=3))
     print(f"CKY inside-outside E-step, 1 thread, float64; numpy matmul rate "
           f"{rate / 1e9:.2f} G multiply-adds/s (best of 8)\n")
@@ -114,6 +162,17 @@ def main(argv=None) -> None:
         achieved = r["sps"] * r["macs"]
         print(f"| {name} | {length} | {r['path']} | {r['n']} | {r['sps']:.1f} | {r['macs'] / 1e6:.2f}M "
               f"| {achieved / 1e9:.2f} | {100 * achieved / rate:.1f}% | {rate / r['macs']:.0f} |")
+    if hrows:
+        print("\nCollapsed Metropolis-Hastings (--proposal-batch 1, T = 1, alpha 0.1) against the E-step of the "
+              "same sentences, best of 3, CPU time:\n")
+        print("| grammar | L | sentences | E-step ms | Hastings sweep ms | sweep / E-step |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, length, n, e, h in hrows:
+            print(f"| {name} | {length} | {n} | {1e3 * e:.2f} | {1e3 * h:.2f} | {h / e:.2f} |")
+        worst = max(h / e for *_, e, h in hrows)
+        ok = "met" if worst <= HASTINGS_GOAL else "NOT met"
+        print(f"\nGoal: a Hastings sweep <= {HASTINGS_GOAL:g}x an E-step on every cell: {ok} (worst {worst:.2f}x)")
+    return {"rows": rows, "hastings": hrows}
 
 
 if __name__ == "__main__":

@@ -119,9 +119,9 @@ def directed_accuracy(eval_output: str) -> float | None:
 
 
 class Bench:
-    def __init__(self, workdir, sentences, types, seed, batch, eval_n, methods):
+    def __init__(self, workdir, sentences, types, seed, batch, eval_n, methods, first_batch=None):
         self.dir, self.n, self.types, self.seed = workdir, sentences, types, seed
-        self.batch, self.eval_n, self.methods = batch, eval_n, methods
+        self.batch, self.eval_n, self.methods, self.first_batch = batch, eval_n, methods, first_batch
         self.env = dict(os.environ, GRIND_CACHE_DIR=os.path.join(workdir, "cache"), OMP_NUM_THREADS="1",
                         OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.corpus = self.path("corpus.conllu")
@@ -212,7 +212,10 @@ class Bench:
         self.build_grammar()
         b = str(self.batch)
         if "streaming" in self.methods:
-            self.train("streaming", ["--batch", b, "--batch-iterations", "1"], f"batch {self.batch:,}, 1 VB iteration")
+            first = ["--first-batch", str(self.first_batch)] if self.first_batch else []
+            self.train("streaming", ["--batch", b, *first, "--batch-iterations", "1"],
+                       (f"first minibatch {self.first_batch:,}, then " if first else "")
+                       + f"batch {self.batch:,}, 1 VB iteration")
         if "stochastic" in self.methods:
             self.train("stochastic", ["--epochs", "1", "--batch", b, "--batch-iterations", "1"],
                        f"batch {self.batch:,}, 1 local iteration")
@@ -245,6 +248,7 @@ def main(argv=None):
     ap.add_argument("--types", type=int, default=FISHER_TYPES)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=10_000, help="minibatch size (streaming, stochastic)")
+    ap.add_argument("--first-batch", type=int, default=None, help="streaming VB's first minibatch (default --batch)")
     ap.add_argument("--eval", type=int, default=2000, dest="eval_n",
                     help="sentences scored for accuracy (0: no scoring)")
     ap.add_argument("--methods", default="streaming,stochastic,cvb,sharded")
@@ -264,7 +268,7 @@ def main(argv=None):
     os.makedirs(workdir, exist_ok=True)
     try:
         bench = Bench(workdir, a.sentences, a.types, a.seed, a.batch, min(a.eval_n, a.sentences),
-                      set(a.methods.split(",")))
+                      set(a.methods.split(",")), a.first_batch)
         bench.run()
         print("### Fisher-sized words-alone DMV: one pass per method\n")
         print(table(bench))

@@ -14,6 +14,14 @@ from grind.cli.threads import limit_blas_threads
 limit_blas_threads()
 
 from grind.cli.main import Terminated, _terminate, cli, main  # noqa: E402
-from grind.cli.train import ALGORITHMS  # noqa: E402
 
 __all__ = ["cli", "main", "ALGORITHMS", "Terminated", "_terminate"]
+
+
+def __getattr__(name):
+    """``ALGORITHMS`` (grind.cli.train's), imported when asked for: the command line imports
+    a command's module only when it runs."""
+    if name == "ALGORITHMS":
+        from grind.cli.train import ALGORITHMS
+        return ALGORITHMS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,8 +35,9 @@ def contexts(cmd=None, path=("grind",), parent=None):
         cmd = cli
     ctx = click.Context(cmd, info_name=path[-1], parent=parent, **(cmd.context_settings if parent is None else {}))
     yield path, cmd, ctx
-    for name in sorted(getattr(cmd, "commands", {})):
-        yield from contexts(cmd.commands[name], path + (name,), ctx)
+    if isinstance(cmd, click.Group):            # (list / get: the grind group imports its commands when asked)
+        for name in sorted(cmd.list_commands(ctx)):
+            yield from contexts(cmd.get_command(ctx, name), path + (name,), ctx)
 
 
 def page_name(path) -> str:
@@ -113,7 +114,8 @@ def sections(cmd, ctx) -> list[tuple[str, list]]:
 
 def page_data(path, cmd, ctx) -> dict:
     short, long = texts(cmd)
-    subs = [(name, c.get_short_help_str(80)) for name, c in sorted(getattr(cmd, "commands", {}).items())]
+    subs = [(name, cmd.get_command(ctx, name).get_short_help_str(80))
+            for name in sorted(cmd.list_commands(ctx))] if isinstance(cmd, click.Group) else []
     return dict(path=path, name=page_name(path), usage=usage(ctx, cmd), short=short, long=long,
                 sections=sections(cmd, ctx), args=[p.human_readable_name for p in cmd.params
                                                    if isinstance(p, click.Argument)],

@@ -437,9 +437,9 @@ def _normalised(command: str, keep_arguments: bool, corpus: bool = True) -> tupl
         return (command,)
     words = [w for w in words[1:] if w not in ("-q", "--quiet")]
     cmd, path = cli, []
-    while isinstance(cmd, click.Group) and words and words[0] in cmd.commands:
+    while isinstance(cmd, click.Group) and words and cmd.get_command(ctx, words[0]) is not None:
         path.append(words[0])
-        cmd = cmd.commands[words.pop(0)]
+        cmd = cmd.get_command(ctx, words.pop(0))       # (the grind group imports a command when asked)
     if isinstance(cmd, click.Group):
         return (command,)
     try:                                       # the raw values: no conversion, no checks of the files named

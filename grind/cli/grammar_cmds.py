@@ -96,19 +96,24 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, 
         help="Also cover the tags of this corpus.",
         doc="Unlexicalized: also cover every tag of this corpus, read with the same --column/--punct "
             "and no length filter (repeatable: e.g. dev and test).")
+@option("--words-from", "words_from", multiple=True, metavar="CORPUS", group=G,
+        help="Lexicalized: also the words and pairs of this corpus.",
+        doc="Lexicalized: also the words of this corpus and choose rules for the pairs that co-occur in its "
+            "sentences, read with the same corpus options (repeatable: e.g. the test set, so that it parses).")
 @option("--max-rules", type=click.IntRange(1), default=5_000_000, show_default=True, metavar="N", group=G,
         help="Refuse a grammar of more rules.",
         doc="Refuse to build an unlexicalized DMV of more rules than this (10 |V| + 2 |V|^2 for "
             "|V| head types; FORM over a corpus gives tens of millions).")
 @output_option
 @click.argument("corpus")
-def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output):
+def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_rules, output):
     """The DMV (Klein & Manning 2004) as a split-head PCFG over a tag set.
 
     \b
     Examples:
       grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
       grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
+      grind make-grammar dmv --lexicalized --column LFORM --punct ud --words-from test.conllu train.conllu > lex.txt
     \f
     \b
     S --> Y_h;  Y_h --> L0_h R0_h;  L0_h / L_h --> h_l (STOP) | L'_h (not STOP),
@@ -125,7 +130,8 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
       and in both cases the tags of --tags FILE and --tags-from CORPUS2.
     The header's '# tagset:' line says how it was made.  --lexicalized:
     the words of the (length-filtered) CORPUS, choose rules only for pairs
-    seen in one sentence.
+    seen in one sentence; --words-from adds another corpus's words and pairs
+    (a test set's, so that it parses).
 
     \b
     Example:
@@ -138,9 +144,17 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, max_rules, output)
         c = read_corpus_tokens(corpus, spec)
         check_symbols(c, corpus)
         sents, read_as = [s.tokens for s in c], c.format
+        for other in words_from:
+            more = read_corpus_tokens(other, spec)
+            check_symbols(more, other)
+            sents += [s.tokens for s in more]
         g = dmv_grammar(sents, lexicalized=True)
-        tagset = f"{spec.column or 'tokens'} of the length-filtered corpus ({len({t for s in sents for t in s})} types)"
+        also = f" and {len(words_from)} --words-from corpora" if words_from else ""
+        tagset = (f"{spec.column or 'tokens'} of the length-filtered corpus{also} "
+                  f"({len({t for s in sents for t in s})} types)")
     else:
+        if words_from:
+            raise click.UsageError("--words-from is for the lexicalized DMV (--lexicalized)")
         read: dict = {}
         vocab, tagset = dmv_tagset(corpus, spec, tags_path, tags_from, read)
         read_as = read.get("format")

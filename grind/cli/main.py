@@ -3,6 +3,7 @@ signals, broken pipes, exit status) and the registration of every command."""
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 
 import click
@@ -10,16 +11,7 @@ import click
 from grind import __version__, log
 from grind.errors import GrindError, Interrupted, Terminated, termination
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
-from grind.cli.common import check_outputs_are_not_inputs
 from grind.cli.options import GroupedGroup, OutputPath
-from grind.cli.convert_cmd import convert, function_heads_cmd
-from grind.cli.count_cmds import estep, mstep, sum_
-from grind.cli.decode_cmds import baseline, loglik, parse
-from grind.cli.eval_cmd import eval_
-from grind.cli.grammar_cmds import init, make_grammar, make_structure
-from grind.cli.plot_cmds import plot, show
-from grind.cli.split_cmd import split
-from grind.cli.train import train
 
 EPILOG_PIPELINE = """\b
 A whole pipeline on a CoNLL-U file (UPOS tags, punctuation removed, 2..10 words: a
@@ -59,7 +51,34 @@ def _version(ctx, value) -> None:
     ctx.exit()
 
 
-@click.group(cls=GroupedGroup, epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
+#: Every command: name -> (module of grind.cli, attribute), in the order of ``grind --help``.  A command's
+#: module is imported when the command runs (or is listed), so that a command pays only for its own imports.
+COMMANDS = {"make-grammar": ("grammar_cmds", "make_grammar"), "make-structure": ("grammar_cmds", "make_structure"),
+            "init": ("grammar_cmds", "init"), "split": ("split_cmd", "split"), "estep": ("count_cmds", "estep"),
+            "sum": ("count_cmds", "sum_"), "mstep": ("count_cmds", "mstep"), "train": ("train", "train"),
+            "parse": ("decode_cmds", "parse"), "baseline": ("decode_cmds", "baseline"),
+            "function-heads": ("convert_cmd", "function_heads_cmd"), "convert": ("convert_cmd", "convert"),
+            "loglik": ("decode_cmds", "loglik"),
+            "eval": ("eval_cmd", "eval_"), "plot": ("plot_cmds", "plot"), "show": ("plot_cmds", "show")}
+
+
+class LazyGroup(GroupedGroup):
+    """The ``grind`` group (its help points to its reference page, :class:`grind.cli.options.GroupedGroup`);
+    its commands (:data:`COMMANDS`) are imported when first asked for."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            cmd = getattr(importlib.import_module(f"grind.cli.{module}"), attr)
+            _guard(cmd)
+            self.add_command(cmd, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG_PIPELINE, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: _version(c, v),
               help="Show the version and the build, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or log messages (warnings still shown).")
@@ -103,24 +122,6 @@ def cli(quiet, verbose, log_file):
 
 # ----------------------------------------------------------------------------- the commands
 
-cli.add_command(make_grammar)
-cli.add_command(make_structure)
-cli.add_command(init)
-cli.add_command(split)
-cli.add_command(estep)
-cli.add_command(sum_)
-cli.add_command(mstep)
-cli.add_command(train)
-cli.add_command(parse)
-cli.add_command(baseline)
-cli.add_command(function_heads_cmd)
-cli.add_command(convert)
-cli.add_command(loglik)
-cli.add_command(eval_)
-cli.add_command(plot)
-cli.add_command(show)
-
-
 def _guard(cmd) -> None:
     """Every command first checks that it writes none of the files it reads."""
     if isinstance(cmd, click.Group):
@@ -128,15 +129,16 @@ def _guard(cmd) -> None:
             _guard(sub)
         return
     callback = cmd.callback
+    if getattr(callback, "_grind_guarded", False):
+        return
 
     @functools.wraps(callback)
     def checked(*args, **kwargs):
+        from grind.cli.common import check_outputs_are_not_inputs
         check_outputs_are_not_inputs(click.get_current_context())
         return callback(*args, **kwargs)
+    checked._grind_guarded = True          # type: ignore[attr-defined]
     cmd.callback = checked
-
-
-_guard(cli)
 
 
 # ----------------------------------------------------------------------------- entry point

@@ -21,14 +21,19 @@ from grind.cli.common import output_option
         doc="The x axis: the trace column to plot against (sentences: cumulative, counted per algorithm "
             "as grind train --trace says; parsed ones for cvb/gibbs/hastings, all for em/vb/ln).")
 @option("--label", "labels", multiple=True, metavar="TEXT", help="Legend label of each TRACE, in order.",
-        doc="Legend label of a TRACE, once per TRACE in order (default: the file names).")
+        doc="Legend label of a TRACE, once per TRACE in order (default: the file names); TRACEs sharing a label "
+            "are drawn as one curve: their mean where all have a value, in a band of +- one standard deviation.")
+@option("--columns", default=None, metavar="COL,COL", help="The panels to draw.",
+        doc="The panels to draw, e.g. dev_directed,dev_logprob [default: objective and every dev_* column].")
+@option("--log-x", is_flag=True, help="A logarithmic x axis.",
+        doc="A logarithmic x axis (learning curves against sentences parsed).")
 @option("--reference", "references", multiple=True, metavar="COL=VALUE[:LABEL]",
         help="A dashed line in COL's panel (a baseline).",
         doc="A dashed horizontal line in COLUMN's panel, e.g. a baseline: "
             "--reference dev_directed=0.331:attach-right (repeatable).")
 @output_option
 @click.argument("traces", nargs=-1, required=True)
-def plot(traces, x, labels, references, output):
+def plot(traces, x, labels, columns, log_x, references, output):
     """Learning curves (PNG) of 'grind train --trace' files: one panel for the
     objective per step, one per dev column present (dev log probability,
     directed accuracy, perplexity...), every TRACE overlaid.  Needs matplotlib
@@ -38,6 +43,7 @@ def plot(traces, x, labels, references, output):
     Example:
       grind plot --label em --label vb em.trace vb.trace -o curves.png
       grind plot --reference dev_directed=0.331:attach-right em.trace -o em.png
+      grind plot --x sentences --log-x --columns dev_directed --label vb --label vb vb1.tsv vb2.tsv -o vb.png
     """
     if output == "-" and sys.stdout.isatty():
         raise click.UsageError("grind plot writes a PNG image: give -o FILE.png (standard output is a terminal)")
@@ -50,6 +56,14 @@ def plot(traces, x, labels, references, output):
         raise click.BadParameter(str(e), param_hint="'--reference'") from None
     data = [read_trace(t) for t in traces]
     panels = plotted_columns(data)
+    if columns is not None:
+        asked = [c.strip() for c in columns.split(",") if c.strip()]
+        present = {k for t in data for k in t}
+        missing = [c for c in asked if c not in present or c in ("step", "sentences", "seconds")]
+        if missing or not asked:
+            raise click.BadParameter(f"{missing[0] if missing else columns!r} is not a column to plot of these "
+                                     f"traces ({', '.join(panels)})", param_hint="'--columns'")
+        panels = asked
     for col, _, _ in refs:                    # a mistyped column drew no line, silently
         if col not in panels:
             raise click.BadParameter(f"{col!r} is not a plotted column of these traces ({', '.join(panels)})",
@@ -60,7 +74,7 @@ def plot(traces, x, labels, references, output):
         raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
     matplotlib.use("Agg")
     fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,
-                       refs)
+                       refs, panels, log_x)
     made_by = [ln.rstrip("\n") for ln in header_lines()]       # the header every text output starts with
     with open_out(output, binary=True) as f:
         fig.savefig(f, format="png", dpi=100, metadata={"Software": made_by[0][2:], "Comment": "\n".join(made_by)})

@@ -141,8 +141,10 @@ def train(grammar, corpus, spec, output, **values):
     if algo == "ln" or (algo == "mixture" and cfg.mix_base == "ln"):
         from grind.cli.threads import keep_freed_blocks
         keep_freed_blocks()
-    trace = run.train(rng, on_step=lambda s: log.info(format_step(s)), checkpoint=ckpt,
-                      checkpoint_every=values["checkpoint_every"], resume=resume, meta=meta)
+    step_log = StepLog()
+    trace = run.train(rng, on_step=step_log, checkpoint=ckpt, checkpoint_every=values["checkpoint_every"],
+                      resume=resume, meta=meta)
+    step_log.close(trace[-1] if trace else None)
     _check_last_step(trace, run.algorithm, run.n, values["max_unparsed"])
     info = run.header()
     info["config"] = config_header(ctx)
@@ -267,6 +269,38 @@ def _check_last_step(trace, algorithm, n, limit) -> None:
         check_unparsed(n - int(parsed), n, limit, "sentences in the last step")
     elif getattr(algorithm, "consumed", 0):
         check_unparsed(int(getattr(algorithm, "unparsed", 0)), int(algorithm.consumed), limit, "sentences")
+
+
+class StepLog:
+    """The step lines on stderr: every one of the first :attr:`EVERY` steps, then those
+    with held-out figures or a stop note and at most one a second (a streaming run of
+    one-sentence minibatches makes hundreds of steps a second; --trace has them all)."""
+
+    EVERY = 100
+
+    def __init__(self):
+        import time
+        self.clock, self.last, self.n, self.hidden = time.monotonic, 0.0, 0, 0
+        self.shown = None               # the last step shown, and whether with held-out figures
+
+    def __call__(self, st):
+        self.n += 1
+        now = self.clock()
+        dev = any(k.startswith("dev_") for k in st.extra)
+        if self.n <= self.EVERY or now - self.last >= 1.0 or "stopped" in st.extra or dev:
+            log.info(format_step(st))
+            self.last, self.shown = now, (st, dev)
+        else:
+            self.hidden += 1
+
+    def close(self, last=None):
+        """The run's last step again when held-out figures were added to it after it was shown (--eval-at's
+        evaluation at the end), and how many lines were not shown."""
+        if last is not None and any(k.startswith("dev_") for k in last.extra) and self.shown != (last, True):
+            log.info(format_step(last))
+        if self.hidden:
+            log.info(f"({self.hidden} of {self.n} step lines not shown: at most one a second after the first "
+                     f"{self.EVERY}; --trace FILE has every step)")
 
 
 def format_step(s) -> str:

@@ -200,7 +200,9 @@ class CVB(Algorithm):
     expected counts of sentence i under the initial grammar theta0;
     ``"random"``: under theta0 * exp(z_i) with z_i ~ N(0, 1) per rule, drawn
     for each sentence from ``rng`` (sentence-specific random counts, each a
-    valid posterior over sentence i's trees).  Output: alpha_hat
+    valid posterior over sentence i's trees); on the local-theta path (a large
+    grammar) z_i is drawn only for the rules sentence i can read, the only
+    weights its counts depend on (the same distribution, O(n^2) a sentence).  Output: alpha_hat
     (pseudo-counts).
     """
 
@@ -239,10 +241,18 @@ class CVB(Algorithm):
         if how not in ("grammar", "random"):
             raise ValueError(f"cvb_init must be 'grammar' or 'random', not {how!r}")
         logz = np.zeros(self.n)
+        noisy = None if how == "grammar" or self.lhs_tot is None else theta0.copy()
         for i in range(self.n):
             if i in self.parser.failures:
                 continue
-            w = theta0 if how == "grammar" else theta0 * np.exp(self.rng.standard_normal(len(theta0)))
+            if how == "grammar":
+                w = theta0
+            elif noisy is not None:         # a large grammar: noise on the rules sentence i can read, the rest unread
+                r = self.parser.local_rules(i)
+                noisy[r] = theta0[r] * np.exp(self.rng.standard_normal(len(r)))
+                w = noisy
+            else:
+                w = theta0 * np.exp(self.rng.standard_normal(len(theta0)))
             rules, values, logz[i] = self._expected_counts(w, i)
             self.pool.put(i, rules, values, growth=2)
         if on_first is not None:

@@ -94,9 +94,14 @@ probabilities, so the same stationary distribution.  Its random numbers are one
 xoshiro256** stream per sweep seeded by ``rng.integers(2**63)`` after the
 visiting order ``rng.permutation``, so a run is reproducible from ``--seed``
 and resumes bit-identically, but its draws differ from the Python path's
-(``Hastings.fast = False`` forces that path, the reference; other kernels
-always take it).  The trees are then kept as one int64 array of derivation rows
-(5n-1 a sentence); ``self.trees`` is rebuilt from it when read.
+(``Hastings.fast = False`` forces that path, the reference).  The general CKY
+kernel (:class:`~grind.kernels.cky.CKYParser`) has the same sweep for N = 1
+(csrc/cky.pyx, Kernel.hastings: the proposal weights set in the kernel's own
+arrays for the rules of the LHSs whose counts moved; batches take the Python
+path); the segmentation kernel always takes the Python path.  The trees are then
+kept as one int64 array of derivation rows, each sentence's from its offset with
+room for the parser's ``tree_capacity()`` rows (the DMV's: exactly its 5n-1);
+``self.trees`` is rebuilt from it when read.
 
 Sentences are visited in a fresh random order each sweep.  Per sentence only
 the LHSs of the two trees change, so the counts f, the per-LHS totals and the
@@ -176,31 +181,46 @@ class Hastings(TreeSampler):
 
     # -- the two representations of the trees -----------------------------------
     # Python path: self._trees (list of derivations) and self.uses; kernel path:
-    # self._flat = (rows, row_off, tree_len), pack_trees' layout.  At least one
+    # self._flat = (rows, row_off, tree_len): each tree at its row_off with room for the
+    # parser's tree_capacity() rows (pack_trees' layout when they are all full).  At least one
     # is current; the other is None until it is needed.
 
     @property
     def trees(self) -> list:
         """The current derivation of every sentence (None: skipped)."""
         if self._trees is None:
-            rows, _, lens = self._flat
-            self._trees = unpack_trees({"tree_rows": rows, "tree_len": lens})
+            self._trees = unpack_trees(self._packed())
         return self._trees
+
+    def _packed(self) -> dict:
+        """The kernel path's trees in :func:`pack_trees`' layout (tree_rows, tree_len)."""
+        rows, off, lens = self._flat
+        if np.array_equal(np.diff(off), np.maximum(lens, 0)):          # no spare room (the DMV's trees)
+            return {"tree_rows": rows, "tree_len": lens}
+        keep = np.flatnonzero(lens > 0)
+        idx = np.concatenate([np.arange(off[k], off[k] + lens[k]) for k in keep]) if keep.size else np.zeros(0, int)
+        return {"tree_rows": rows[idx], "tree_len": lens}
 
     def _kernel_ready(self) -> bool:
         """Whether this sweep runs in the parser's kernel (building its state if so)."""
         if not (self.fast and callable(getattr(self.parser, "hastings_sweep", None))):
             return False
+        if self.proposal_batch > 1 and not getattr(self.parser, "hastings_batch", True):
+            return False
         if self._flat is None:
             trees = self._trees
             lens = np.array([-1 if d is None else len(d) for d in trees], dtype=np.int64)
-            want = 5 * np.asarray(self.parser.lengths, dtype=np.int64) - 1     # a split-head DMV tree's rows
-            if len(want) != len(lens) or np.any((lens >= 0) & (lens != want)):
+            caps = np.asarray(self.parser.tree_capacity(), dtype=np.int64)
+            if len(caps) != len(lens) or np.any(lens > caps):
                 return False
-            rows = np.ascontiguousarray(pack_trees(trees)["tree_rows"], dtype=np.int64).reshape(-1, 3)
+            room = np.where(lens >= 0, caps, 0)
+            off = np.concatenate([[0], np.cumsum(room)[:-1]]).astype(np.int64)
+            rows = np.zeros((int(room.sum()), 3), dtype=np.int64)
+            for k, d in enumerate(trees):
+                if d is not None:
+                    rows[off[k]:off[k] + len(d)] = d
             if rows.size and (rows[:, 0].min() < 0 or rows[:, 0].max() >= len(self.g)):
                 return False
-            off = np.concatenate([[0], np.cumsum(np.maximum(lens, 0))[:-1]]).astype(np.int64)
             self._flat = (rows, off, lens)
         return True
 
@@ -221,10 +241,10 @@ class Hastings(TreeSampler):
         if self._kernel_ready():
             order = self.rng.permutation(self.ok)
             seed = int(self.rng.integers(2 ** 63))
-            rows, off, _ = self._flat
+            rows, off, lens = self._flat
             try:
                 accepted = self.parser.hastings_sweep(self.n, self.a, self.lhs_at, order, self.proposal_batch,
-                                                      self._inv, rows, off, seed)
+                                                      self._inv, rows, off, seed, lens=lens)
             finally:                                     # rows changed in place (also on NumericalError)
                 self._trees = self.uses = None
         elif self.proposal_batch == 1:
@@ -342,9 +362,8 @@ class Hastings(TreeSampler):
         return self.n[:len(self.g)]
 
     def get_state(self):
-        if self._trees is None:                          # kernel path: already packed
-            rows, _, lens = self._flat
-            packed = {"tree_rows": rows.copy(), "tree_len": lens.copy()}
+        if self._trees is None:                          # kernel path
+            packed = {k: v.copy() for k, v in self._packed().items()}
         else:
             packed = pack_trees(self._trees)
         return {**packed, "counts": self.counts.copy(), "it": self.it}

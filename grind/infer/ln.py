@@ -42,7 +42,10 @@ E-step (Appendix B), cycles of block coordinate ascent, each increasing B:
    method per (sentence, multinomial) block with the exact Hessian (the
    problem separates and each block is small); ``cfg.ln_optimizer = "lbfgs"``
    uses scipy's L-BFGS-B on the summed objective, as the paper uses a
-   quasi-Newton method (same optimum, slower).
+   quasi-Newton method (same optimum, slower).  Model I with Newton's method
+   runs compiled (:mod:`grind.infer.ln_estep`, csrc/ln.pyx): the same updates,
+   held only where a sentence's parses read the grammar; the numpy code below
+   is Model II's, L-BFGS-B's and the tests' reference.
 3. sigma~^2: per coordinate, Newton's method on s = log sigma~^2 (concave):
    J(s) = -(N_k/zeta~) exp(mu~_i + e^s/2) - 1/2 (Sigma^-1)_{ii} e^s + s/2.
 4. zeta~ = sum_i exp(mu~_i + sigma~^2_i / 2) (closed form), then psi~.
@@ -757,9 +760,11 @@ def pack_ln(grammar, experts):
 
 def ln_bytes(st, n: int) -> int:
     """About the logistic normal's peak memory (bytes): per group of experts of L outcomes,
-    Sigma and its inverse (E L^2 numbers each), and the E-step's Newton step, which holds an
-    L x L precision for every (sentence, expert) of a shard of up to SHARD sentences
-    (:func:`_newton`; the group with the largest E L^2)."""
+    Sigma and its inverse (E L^2 numbers each), and the numpy E-step's Newton step, which holds
+    an L x L precision for every (sentence, expert) of a shard of up to SHARD sentences
+    (:func:`_newton`; the group with the largest E L^2).  An upper bound for model I's compiled
+    E-step (:mod:`grind.infer.ln_estep`), which holds a sentence's blocks only and one Sigma_UU
+    a partial pattern."""
     big = max((gr.E * gr.L ** 2 for gr in st.groups), default=0)
     return 8 * (2 * sum(gr.E * gr.L ** 2 for gr in st.groups) + min(n, SHARD) * big)
 
@@ -790,6 +795,19 @@ def check_size(grammar, st, n: int) -> None:
 
 LNConfig = config_class("LNConfig", "ln", "The logistic-normal prior's options: it runs to convergence of the bound "
                         "(:data:`LN_TOLERANCE`), at most :data:`LN_ITERATIONS` iterations.")
+
+
+def _warm_state(name: str, doc: str) -> property:
+    """A property over the dense warm-start array ``name`` of :class:`LogisticNormal`, made
+    from the compiled E-step's shards when read or replaced (``_densify``)."""
+    def get(self):
+        self._densify()
+        return getattr(self, name)
+
+    def put(self, value):
+        self._densify()
+        setattr(self, name, value)
+    return property(get, put, doc=doc)
 
 
 class LogisticNormal(Algorithm):
@@ -874,8 +892,12 @@ class LogisticNormal(Algorithm):
         #: workers (:func:`model1_shard`); needs cold starts and the plain M-step, which keep no
         #: per-sentence state here.
         self.remote = bool(getattr(estep, "remote", False)) and self.model == 1
-        self._vmu = self._vs2 = None
+        self._dmu = self._ds2 = None  # warm starts: q(eta) as dense arrays (the numpy E-step's; _vmu / _vs2)
+        self._shards = None          # ... or as the compiled E-step's shards, {lo: (layout, shard, prior)}
+        self._layouts = {}           # the compiled E-step's shard layouts, {(lo, size): Layout}
         self._warm_ready = False     # _vmu / _vs2 hold a whole E-step's q(eta) (not one half-way through)
+        #: Model I with Newton's mu~ step runs the compiled E-step (grind.infer.ln_estep); False: the numpy one
+        self.compiled = self.model == 1 and self.optimizer == "newton"
         self._parsed = None          # Model II, warm: (q(eta), structure, F, logz) of the last parse
         self.mstep = cfg.ln_mstep
         if self.mstep not in LN_MSTEPS:
@@ -1033,10 +1055,21 @@ class LogisticNormal(Algorithm):
         elif self.remote:
             # on a cluster: each shard's posteriors summed where it ran, added here in shard order
             bound, parsed = 0.0, 0
+            rest = None
             for sums, b_part, p_part in self.estep.map_shards(model1_shard, ShardWork(self, prior)):
+                if self.compiled:
+                    from grind.infer import ln_estep
+                    sums, *more = sums
+                    rest = ln_estep.add_shard_sums(rest, [[], *more])
                 _add_sums(S1, S2, sums)
                 bound += b_part
                 parsed += p_part
+            if self.compiled and rest is not None:
+                ln_estep.finish_sums(S1, S2, rest[1], rest[2],
+                                     ln_estep.Prior(self.st, effective_sigma(self.st, self.Sigma), prior))
+            M = parsed
+        elif self.compiled:
+            bound, parsed = self._compiled_estep(prior, S1, S2, R, kept)
             M = parsed
         else:
             bound, parsed = 0.0, 0
@@ -1157,6 +1190,81 @@ class LogisticNormal(Algorithm):
             return F, logz
         return None
 
+    def _compiled_estep(self, prior, S1, S2, R, kept):
+        """Model I's E-step in the compiled kernel (:mod:`grind.infer.ln_estep`), shard by
+        shard (``jobs`` at once), the sums added in shard order; fills ``kept`` and ``R`` for
+        the Newton M-step and keeps the shards for warm starts.  Returns (bound, parsed)."""
+        from grind.infer import ln_estep
+        pv = ln_estep.Prior(self.st, effective_sigma(self.st, self.Sigma), prior)
+        lays = [self._layout(lo) for lo in range(0, self.n, SHARD)]
+        newton = self.mstep == "newton"
+
+        def one(lay):
+            lo = int(lay.idx[0])
+            sh, logz, b = ln_estep.run_shard(self.parser, lay, pv, self.cycles, self._init_compiled(lo, lay))
+            ok = np.isfinite(logz)
+            return lo, lay, sh, ok, b, ln_estep.shard_sums(lay, sh, ok, pv)
+
+        if self.jobs > 1 and len(lays) > 1:
+            with ThreadPoolExecutor(self.jobs) as ex:
+                done = list(ex.map(one, lays))
+        else:
+            done = [one(lay) for lay in lays]
+        bound, parsed, shards, rest = 0.0, 0, {}, None
+        for lo, lay, sh, ok, b, (sums, *more) in done:
+            bound += float(b[ok].sum())
+            parsed += int(ok.sum())
+            _add_sums(S1, S2, sums)
+            rest = ln_estep.add_shard_sums(rest, [[], *more])
+            if newton:
+                kept.append((lo, ok, lay, sh))
+                g, sent, e, pos = lay.places
+                sel = ok[sent] & ~np.repeat(sh.idle.astype(bool), np.diff(lay.arrays["blk_c0"]))
+                for gi, r in enumerate(R):
+                    m = sel & (g == gi)
+                    np.add.at(r, (e[m], pos[m]), 1.0 - sh.s2[m] * pv.p[gi][e[m], pos[m]])
+            shards[lo] = (lay, sh, pv)
+        ln_estep.finish_sums(S1, S2, rest[1], rest[2], pv)
+        if self.warm:
+            self._shards, self._dmu, self._ds2 = shards, None, None
+        return bound, parsed
+
+    def _layout(self, lo):
+        """The compiled E-step's layout of the shard at ``lo`` (made once per structure)."""
+        from grind.infer import ln_estep
+        idx = np.arange(lo, min(lo + SHARD, self.n))
+        lay = self._layouts.get((lo, len(idx)))
+        if lay is None or lay.st is not self.st:
+            lay = self._layouts[(lo, len(idx))] = ln_estep.Layout(self.parser, idx, self.st)
+        return lay
+
+    def _init_compiled(self, lo, lay):
+        """Warm start of the compiled E-step: (x, s2) per block coordinate of the shard at
+        ``lo`` from the last E-step's q(eta), or None (start at the prior)."""
+        if not (self.warm and self._warm_ready):
+            return None
+        from grind.infer import ln_estep
+        if self._shards is not None and lo in self._shards and self._shards[lo][0] is lay:
+            sh = self._shards[lo][1]
+            return sh.x, sh.s2
+        if self._dmu is None:
+            self._densify()
+        return ln_estep.from_dense(lay, self._dmu, self._ds2, lo) if self._dmu is not None else None
+
+    def _densify(self) -> None:
+        """The compiled E-step's shards as the dense per-group arrays (n, E, L) of _vmu / _vs2."""
+        if self._shards is None:
+            return
+        from grind.infer import ln_estep
+        vmu = [np.zeros((self.n, gr.E, gr.L)) for gr in self.st.groups]
+        vs2 = [np.ones((self.n, gr.E, gr.L)) for gr in self.st.groups]
+        for lo, (lay, sh, pv) in self._shards.items():
+            ln_estep.to_dense(lay, sh, pv, vmu, vs2, lo)
+        self._dmu, self._ds2, self._shards = vmu, vs2, None
+
+    _vmu = _warm_state("_dmu", "Warm starts: every posterior's mu~ per group, (n, E, L) (None before the first one).")
+    _vs2 = _warm_state("_ds2", "Warm starts: every posterior's sigma~^2 per group, (n, E, L).")
+
     def parser_changed(self) -> None:
         """Model II's last parse (:meth:`_reusable`) was made by the parser as it was: drop it."""
         self._parsed = None
@@ -1211,7 +1319,9 @@ class LogisticNormal(Algorithm):
                 best = (s, mus, Sigmas, q)
                 break
         s, self.mu, self.Sigma, q = best
-        if self.warm:
+        if self.warm and self.compiled:
+            self._shards = {entry[0]: got for entry, got in zip(kept, q)}
+        elif self.warm:
             for (lo, ok, _, _, _), (mt, v) in zip(kept, q):
                 rows = lo + np.flatnonzero(ok)
                 for dst, src in zip(self._vmu + self._vs2, mt + v):
@@ -1227,6 +1337,14 @@ class LogisticNormal(Algorithm):
         rounds = NEWTON_ROUNDS if rounds is None else rounds
         prior = self._prior_terms(mus, Sigmas)
         total, out = 0.0, []
+        if self.compiled:
+            from grind.infer import ln_estep
+            pv = ln_estep.Prior(self.st, effective_sigma(self.st, Sigmas), prior)
+            for _, ok, lay, sh in kept:
+                J, new = ln_estep.profile(lay, sh, pv, ok, rounds)
+                total += J
+                out.append((lay, new, pv))
+            return total, out
         for _, _, F, muts, s2s in kept:
             muts, s2s = [x.copy() for x in muts], [x.copy() for x in s2s]
             m, v = self.st.combine(muts), self.st.combine(s2s, 2)
@@ -1271,6 +1389,7 @@ class LogisticNormal(Algorithm):
         return st
 
     def set_state(self, s):
+        self._shards = None
         if self._tied is not None:
             self.st = self._tied if s.get("switched") else self._plain
         elif s.get("switched"):
@@ -1330,7 +1449,7 @@ class ShardWork:
 
     def __init__(self, ln, prior):
         self.st, self.pk, self.cycles, self.optimizer = ln.st, ln.pk, ln.cycles, ln.optimizer
-        self.Sigma, self.prior = ln.Sigma, prior
+        self.Sigma, self.prior, self.compiled = ln.Sigma, prior, ln.compiled
         self.parser, self._cache = None, {}
 
     def __getstate__(self):
@@ -1360,6 +1479,13 @@ def model1_shard(parser, idx, work: ShardWork) -> tuple:
         trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", 128 * 1024))
     except ValueError:
         trim = 128 * 1024
+    if work.compiled:               # as LogisticNormal._compiled_estep does it, shard by shard
+        from grind.infer import ln_estep
+        lay = ln_estep.Layout(parser, np.asarray(idx, dtype=np.int64), work.st)
+        pv = ln_estep.Prior(work.st, effective_sigma(work.st, work.Sigma), work.prior)
+        _, logz, b = ln_estep.run_shard(parser, lay, pv, work.cycles)
+        ok = np.isfinite(logz)
+        return ln_estep.shard_sums(lay, _, ok, pv), float(b[ok].sum()), int(ok.sum())
     with freed_blocks_kept(force=True, trim_after=trim):
         muts, s2s, _, F, logz, b = run.e_step(run._io_sentences(idx), len(idx), run.prior)
     ok = np.isfinite(logz)

@@ -327,6 +327,11 @@ OPTIONS: tuple[Opt, ...] = (
         config=False, metavar="N",
         doc="Every N steps: held-out log probability / perplexity under the posterior mean (and accuracy for "
             "treebanks)."),
+    Opt("eval_at", str, None, "Evaluate --dev at these sentences parsed too.",
+        "heldout", config=False, metavar="log:N|N,N,...",
+        doc="Also evaluate --dev when the sentences parsed (the trace's sentences column) reach log:N (N points a "
+            "decade: round(10^(j/N)), j = 0, 1, ...) and/or listed numbers (1000,5000), and at the end: a learning "
+            "curve in one run (grind plot --x sentences --log-x)."),
     Opt("early_stop", bool, False, "Stop when --dev's log probability falls.", "heldout", config=False,
         doc="With --eval-every: stop when the held-out log probability decreases, keeping the previous parameters "
             "(Cohen & Smith 2010, Algorithm 1)."),
@@ -541,13 +546,21 @@ def check_options(algo: str, values: dict, given, cfg, namer: Namer) -> None:
     configuration.  Raises :class:`OptionError` worded by ``namer``."""
     n = namer
     v = values.get
-    if v("eval_every") and not v("dev_path"):
-        raise OptionError(f"{n.opt('eval_every')} needs {n.arg('dev_path')}")
-    if v("dev_path") is not None and not v("eval_every"):
-        raise OptionError(f"{n.arg('dev_path')} is evaluated every {n.arg('eval_every')} steps: give "
-                          f"{n.opt('eval_every')}")
-    if v("early_stop") and not v("eval_every"):
-        raise OptionError(f"{n.opt('early_stop')} needs {n.arg('eval_every')} {n.arg('dev_path')}")
+    if v("eval_at") is not None:
+        from grind.infer.training import EvalPoints
+        try:
+            EvalPoints.parse(v("eval_at"))
+        except ValueError as e:
+            raise OptionError(str(e), param="eval_at") from None
+    evaluated = v("eval_every") or v("eval_at") is not None
+    if evaluated and not v("dev_path"):
+        raise OptionError(f"{n.opt('eval_every' if v('eval_every') else 'eval_at')} needs {n.arg('dev_path')}")
+    if v("dev_path") is not None and not evaluated:
+        raise OptionError(f"{n.arg('dev_path')} is evaluated every {n.arg('eval_every')} steps or at "
+                          f"{n.opt('eval_at')} points: give one")
+    if v("early_stop") and not evaluated:
+        raise OptionError(f"{n.opt('early_stop')} needs {n.arg('eval_every')} (or {n.opt('eval_at')}) "
+                          f"{n.arg('dev_path')}")
     if (v("patience") or 1) > 1 and not v("early_stop"):
         raise OptionError(f"{n.opt('patience')} needs {n.opt('early_stop')}")
     _check_ln(algo, v, given, n)

@@ -322,6 +322,58 @@ class ShuffledBatches(Minibatches):
         self.order = np.array(s["order"], dtype=getattr(self.pool, "dtype", np.int64))
 
 
+class EvalPoints:
+    """Held-out evaluation at numbers of sentences parsed (a trace's ``sentences`` column):
+    a step is evaluated when it reaches or passes a point its predecessor had not reached.
+
+    ``EvalPoints.parse("log:N")``: N points a decade, round(10^(j/N)) for j = 0, 1, ...
+    (``log:4``: 1, 2, 3, 6, 10, 18, 32, 56, 100, ...); ``"1000,5000,20000"``: those;
+    ``"log:4,10010"``: both.  Stateless (the previous step's count decides), so a resumed
+    run evaluates where an uninterrupted one does."""
+
+    def __init__(self, per_decade: int | None = None, points=()):
+        self.per_decade, self.points = per_decade, sorted(set(int(p) for p in points))
+
+    @classmethod
+    def parse(cls, text: str) -> EvalPoints:
+        """Comma-separated items, each ``log:N`` or a positive whole number; ValueError saying what is wrong."""
+        per_decade, pts = None, []
+        for item in str(text).split(","):
+            t = item.strip()
+            if t.startswith("log:"):
+                try:
+                    per_decade = int(t[4:])
+                except ValueError:
+                    per_decade = 0
+                if per_decade < 1:
+                    raise ValueError(f"{text!r}: log:N needs a whole number N >= 1 of points a decade")
+                continue
+            try:
+                pts.append(int(t))
+            except ValueError:
+                raise ValueError(f"{text!r}: {t!r} is neither log:N nor a number of sentences") from None
+            if pts[-1] < 1:
+                raise ValueError(f"{text!r}: numbers of sentences must be >= 1")
+        return cls(per_decade, pts)
+
+    def between(self, lo: int, hi: int) -> list[int]:
+        """The points p with lo < p <= hi, in order."""
+        out = {p for p in self.points if lo < p <= hi}
+        j = 0
+        while self.per_decade is not None:
+            p = int(round(10 ** (j / self.per_decade)))
+            if p > hi:
+                break
+            if p > lo:
+                out.add(p)
+            j += 1
+        return sorted(out)
+
+    def due(self, before: int, now: int) -> bool:
+        """A step from ``before`` to ``now`` sentences passes a point."""
+        return bool(self.between(before, now))
+
+
 def heldout(parser, theta, sents=None) -> dict:
     """Predictive log probability of held-out sentences under theta (the
     posterior mean for Bayesian runs), per-word perplexity, and directed
@@ -389,7 +441,7 @@ def save_checkpoint(path, algo, rng, trace, meta, best=None):
 #: Everything else is recorded.
 RESUMABLE_OPTIONS = frozenset({"iterations", "tolerance", "epochs", "jobs", "cluster", "output", "trace_path", "ckpt",
                                "checkpoint_every", "resume", "ln_params", "joint_output", "dev_path",
-                               "eval_every", "patience", "config"})
+                               "eval_every", "eval_at", "patience", "config"})
 
 #: Version of the checkpoint's ``meta`` with every result-changing option.
 META_VERSION = 2
@@ -449,7 +501,7 @@ def run_meta(params: dict, flags: dict, *, grammar, theta0, prior, corpus_fp: st
 
     ``params`` are the command's parameters (click's ``ctx.params``), ``flags``
     maps parameter names to option names; options in :data:`RESUMABLE_OPTIONS`
-    are left out (with --early-stop, --dev, --eval-every and --patience are kept).  The
+    are left out (with --early-stop, --dev, --eval-every, --eval-at and --patience are kept).  The
     grammar is recorded by its rule set, start symbol and initial weights, the
     corpus by its sentences, --alpha by its value or (a file) the per-rule
     pseudo-counts it gives; other options naming an existing file by content.
@@ -458,7 +510,7 @@ def run_meta(params: dict, flags: dict, *, grammar, theta0, prior, corpus_fp: st
     opts = {}
     for name, value in params.items():
         if name in ("grammar", "corpus", "alpha", "start") or (name in RESUMABLE_OPTIONS and not (
-                early and name in ("dev_path", "eval_every", "patience"))):
+                early and name in ("dev_path", "eval_every", "eval_at", "patience"))):
             continue
         if isinstance(value, (list, tuple)):
             value = [_file_or_value(v) for v in value]
@@ -622,7 +674,7 @@ def unfinished_annealing(trace):
 # ----------------------------------------------------------------------------- the driver
 
 def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_every=0,
-          resume=False, meta=None, on_step=None, early_stop=False, patience=1):
+          resume=False, meta=None, on_step=None, early_stop=False, patience=1, eval_at=None):
     """Run ``algo`` to the end; returns the trace (list of Step).
 
     Each step is ``algo.step()`` (:meth:`grind.infer.base.Algorithm.step`:
@@ -630,9 +682,11 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
     the algorithm's :class:`Minibatches` handed to its ``update``); the run
     ends when it returns None.  Any object with ``step()`` returning a Step
     or None, ``get_state()`` and ``set_state()`` can be run.
-    Every ``eval_every`` steps ``eval_fn(algo)`` adds held-out figures to the
-    step; every ``checkpoint_every`` steps (and at the end, unless that step's
-    state is there already) the state goes to ``checkpoint``.  Wall time in
+    Every ``eval_every`` steps, and at the steps that reach the numbers of
+    sentences of ``eval_at`` (an :class:`EvalPoints`; then also at the last
+    step), ``eval_fn(algo)`` adds held-out figures to the step; every
+    ``checkpoint_every`` steps (and at the end, unless that step's state is
+    there already) the state goes to ``checkpoint``.  Wall time in
     the trace excludes evaluation.  With
     ``early_stop``, the run ends when the held-out log probability decreases
     and the algorithm goes back to its state at the previous evaluation
@@ -668,7 +722,9 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
             progress.update()
             progress.set_postfix_str(f"objective {st.objective:.6g}")
             st.seconds = time.perf_counter() - t0
-            if eval_fn and eval_every and st.step % eval_every == 0:
+            before = trace[-1].sentences if trace else 0
+            if eval_fn and ((eval_every and st.step % eval_every == 0)
+                            or (eval_at is not None and eval_at.due(before, st.sentences))):
                 e0 = time.perf_counter()
                 st.extra.update(eval_fn(algo))
                 t0 += time.perf_counter() - e0
@@ -700,6 +756,9 @@ def train(algo, rng, *, eval_fn=None, eval_every=0, checkpoint=None, checkpoint_
         log.warn(f"--resume: the checkpoint is at step {trace[-1].step if trace else 0}, where this run ends or past "
                  "it (--iterations, convergence or early stop): no step run; the checkpoint's state, and its trace, "
                  "are the result")
+    if eval_fn and eval_at is not None and trace and "dev_logprob" not in trace[-1].extra:
+        trace[-1].extra.update(eval_fn(algo))        # the curve's last point: the state the run ends with
+        saved = None
     if checkpoint and saved != len(trace):
         save_checkpoint(checkpoint, algo, rng, trace, meta, best)
     return trace

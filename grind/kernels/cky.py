@@ -25,7 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from grind.errors import InputError
+from grind.errors import InputError, NumericalError
 from grind.grammars.grammar import post_order
 from grind.kernels.contract import SUBNORMAL, ChartParser, flushed
 
@@ -113,6 +113,72 @@ class CKYParser(ChartParser):
         rows, off, n_rows, _ = self._kernel.sample(self._weights(weights, log=False), run,
                                                    self._caps[run], seeds[ok], self._budget)
         return self._derivations(len(idx), ok, rows, off, n_rows)
+
+    #: the kernel's Hastings sweep draws one proposal a sentence (--proposal-batch 1); batches of
+    #: proposals take grind.infer.hastings' Python path
+    hastings_batch = False
+
+    def tree_capacity(self) -> np.ndarray:
+        """The most derivation rows a tree of each sentence can have (unary chains included)."""
+        return self._caps.copy()
+
+    def hastings_sweep(self, counts, alpha, lhs_at, order, batch, inv, rows, row_off, seed, lens=None):
+        """One collapsed Metropolis-Hastings sweep (--proposal-batch 1) in one nogil call (the
+        sampler and its math: :mod:`grind.infer.hastings`); returns the number of accepted
+        proposals.  As :meth:`grind.kernels.dmv.DMVParser.hastings_sweep`, except that a tree's
+        rows vary in number: sentence s's tree is ``lens[s]`` rows (updated in place) from row
+        ``row_off[s]``, with room for :meth:`tree_capacity` rows.  The proposal weights are set
+        in the kernel's own arrays, only for the rules whose left-hand side's counts changed."""
+        if batch != 1:
+            raise ValueError("the CKY kernel's Hastings sweep draws one proposal a sentence (batch 1)")
+        if not (isinstance(rows, np.ndarray) and rows.dtype == np.int64 and rows.flags.c_contiguous):
+            raise ValueError("rows must be a C-contiguous int64 array (it is updated in place)")
+        if not (isinstance(lens, np.ndarray) and lens.dtype == np.int64 and lens.flags.c_contiguous):
+            raise ValueError("lens must be a C-contiguous int64 array (it is updated in place)")
+        R = len(self.grammar)
+        if len(lhs_at) != R or (R and (np.min(lhs_at) < R or np.max(lhs_at) >= len(counts))):
+            raise ValueError(f"lhs_at must map the {R} rules into {R}..{len(counts) - 1}")
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        bad = [int(s) for s in order[:100] if int(s) in self.failures]
+        if bad:
+            raise ValueError(f"sentence {bad[0]} cannot be parsed: {self.failures[bad[0]]}")
+        weights, slots, lhs_ptr, lhs_rules = self._hastings_arrays()
+        acc, failed = self._kernel.hastings(weights, counts, np.ascontiguousarray(alpha, dtype=np.float64),
+                                            np.ascontiguousarray(lhs_at, dtype=np.int64), lhs_ptr, lhs_rules,
+                                            slots, order, float(inv), rows.reshape(-1),
+                                            np.ascontiguousarray(row_off, dtype=np.int64), lens, self._caps,
+                                            int(seed), self._budget)
+        if failed >= 0:
+            raise NumericalError(f"CKY kernel: non-finite inside probability for sentence {failed}")
+        return acc
+
+    def _hastings_arrays(self):
+        """The sweep's weight arrays (the kernel's layout) and where each rule's weight lives in
+        them; the rules of each left-hand side.  Made once."""
+        if getattr(self, "_hastings", None) is None:
+            c, R = self._c, len(self.grammar)
+            dense = self.path == "dense"
+
+            def slot(orig):
+                out = np.full(R, -1, dtype=np.int64)
+                keep = orig >= 0
+                out[orig[keep]] = np.flatnonzero(keep)
+                return out
+            W = np.full(R, -1, dtype=np.int64)
+            if dense:
+                top = c.orig[0][c.drule]
+                W[top[top >= 0]] = c.dpos[top >= 0]
+            bins = c.bins[:, :3]
+            binl = np.empty(len(bins), dtype=np.int64)
+            binl[np.lexsort((bins[:, 2], bins[:, 1]))] = np.arange(len(bins))
+            slots = {"bin": slot(c.orig[0]), "un": slot(c.orig[1]), "lex": slot(c.orig[2]), "W": W,
+                     "binl": binl if len(binl) else np.zeros(1, dtype=np.int64)}
+            lhs = np.asarray(self.grammar.lhs, dtype=np.int64)
+            nA = len(self.grammar.nonterminals)
+            lhs_ptr = np.concatenate([[0], np.cumsum(np.bincount(lhs, minlength=nA))]).astype(np.int64)
+            lhs_rules = np.argsort(lhs, kind="stable").astype(np.int64)
+            self._hastings = (c.kernel_weights(np.ones(R), dense, False), slots, lhs_ptr, lhs_rules)
+        return self._hastings
 
     def work_per_sentence(self, length: int) -> int:
         """Multiply-adds of one inside-outside pass over a sentence of ``length``

@@ -16,6 +16,7 @@ vector.
 from __future__ import annotations
 
 import abc
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,6 +56,16 @@ def say_flush(tiny, kernel: str, below: float = FLUSH) -> None:
 
 
 
+class LocalRules(NamedTuple):
+    """The rules each of some sentences can read (:meth:`ChartParser.local_tables`): sentence
+    ``idx[k]`` reads ``rules[off[k]:off[k+1]]`` (sorted); ``tables`` is the kernel's own."""
+
+    idx: np.ndarray
+    off: np.ndarray
+    rules: np.ndarray
+    tables: object = None
+
+
 class ChartParser(abc.ABC):
     """A grammar's rule set compiled for one corpus of tokenised sentences.
 
@@ -92,6 +103,31 @@ class ChartParser(abc.ABC):
         counts, logz = self.inside_outside(weights, idx)
         rules = np.flatnonzero(counts)
         return rules, counts[rules], logz
+
+    def local_tables(self, idx=None) -> LocalRules:
+        """The rules each sentence of ``idx`` can read: its counts and log Z depend on
+        their weights only.  This default says every rule; a kernel that knows its
+        sentences' rules (the DMV's) overrides it and :meth:`inside_outside_local`."""
+        idx = self._idx(idx)
+        R = len(self.grammar)
+        off = np.arange(len(idx) + 1, dtype=np.int64) * R
+        return LocalRules(idx, off, np.tile(np.arange(R, dtype=np.int64), len(idx)))
+
+    def inside_outside_local(self, local: LocalRules, weights: np.ndarray):
+        """Every sentence of ``local`` under its own weights, ``weights[off[k]:off[k+1]]``
+        for the rules it reads (:meth:`local_tables`): ``(counts, logz)``, the expected
+        counts at the same places and log Z per sentence.  This default calls
+        :meth:`inside_outside` once a sentence (the other rules at weight 0)."""
+        weights = np.asarray(weights, dtype=np.float64)
+        counts, logz = np.zeros(len(local.rules)), np.empty(len(local.idx))
+        for k, i in enumerate(local.idx):
+            lo, hi = local.off[k], local.off[k + 1]
+            w = np.zeros(len(self.grammar))
+            w[local.rules[lo:hi]] = weights[lo:hi]
+            c, z = self.inside_outside(w, [int(i)])
+            counts[lo:hi] = c[local.rules[lo:hi]]
+            logz[k] = z[0]
+        return counts, logz
 
     @abc.abstractmethod
     def viterbi(self, weights: np.ndarray, idx=None):

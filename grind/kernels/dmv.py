@@ -36,7 +36,7 @@ from grind.grammars.dmv import (CHOOSE_L, SLOT, DMVIndex, dmv_index, is_dmv_gram
                                 split_token)
 from grind.kernels.eisner import eisner
 from grind.errors import NumericalError
-from grind.kernels.contract import FLUSH, ChartParser, flushed, say_flush  # noqa: F401 (FLUSH re-exported)
+from grind.kernels.contract import FLUSH, ChartParser, LocalRules, flushed, say_flush  # noqa: F401 (FLUSH re-exported)
 
 __all__ = ["DMVParser", "is_dmv_grammar"]
 _CHUNK = 1 << 16          # stored rule-table entries built at once (bounds the temporaries)
@@ -146,6 +146,9 @@ class DMVParser(ChartParser):
         sel = np.flatnonzero(stored)
         if not len(sel):
             return tab_off, pool
+        if len(sel) == 1:                   # one sentence (a streaming minibatch): the same tables, fewer steps
+            self._table_of(int(sel[0]), types, pool[tab_off[sel[0]]:])
+            return tab_off, pool
         cut = np.searchsorted(ends[sel], np.arange(_CHUNK, int(ends[-1]), _CHUNK), side="right")
         roots = self.index.type_rules[:, SLOT["root"]]
         for part in np.split(sel, np.unique(cut)):
@@ -167,6 +170,18 @@ class DMVParser(ChartParser):
                 if self.masks[k] is not None:
                     self._mask(k, pool[tab_off[k]:tab_off[k] + n[k] * n[k] + n[k]])
         return tab_off, pool
+
+    def _table_of(self, k, types, table):
+        """Sentence k's arc rules (row-major h, d) and root rules into ``table``, as :meth:`_tables` makes them."""
+        m, o = int(self.lengths[k]), int(self.tok_off[k])
+        t = types[o:o + m]
+        pos = np.arange(m)
+        r = self.index.arc_rules(np.repeat(t, m), np.tile(t, m), (pos[None, :] > pos[:, None]).ravel())
+        r[::m + 1] = -1
+        table[:m * m] = r
+        table[m * m:m * m + m] = self.index.type_rules[t, SLOT["root"]]
+        if self.masks[k] is not None:
+            self._mask(k, table[:m * m + m])
 
     def _mask(self, k, table):
         """Set the arc and root rules of sentence k that its mask forbids to -1 in ``table`` (n*n arcs, n roots)."""
@@ -287,6 +302,31 @@ class DMVParser(ChartParser):
             self._check(np.array([logz]), [q])
         return rules, values, logz
 
+    def local_tables(self, idx=None) -> LocalRules:
+        """The rules each sentence of ``idx`` reads (:meth:`local_rules`), with its rule
+        tables as indices into them (see :meth:`ChartParser.local_tables`)."""
+        idx = self._idx(idx)
+        off, rules, tab_off, tabs = self._core.local_tables(idx)
+        return LocalRules(idx, off, rules, (tab_off, tabs))
+
+    def inside_outside_local(self, local, weights):
+        """Every sentence of ``local`` under its own weights for the rules it reads, in one
+        nogil call (see :meth:`ChartParser.inside_outside_local`): bit-identical to
+        :meth:`inside_outside` on that sentence with those weights."""
+        if local.tables is None:                  # not made by this kernel (ChartParser.local_tables)
+            return super().inside_outside_local(local, weights)
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        counts, logz = np.empty(len(local.rules)), np.empty(len(local.idx))
+        tab_off, tabs = local.tables
+        bad = self._core.inside_outside_local(local.idx, local.off, w, tab_off, tabs, counts, logz)
+        if bad >= 0:
+            raise NumericalError("rule weights must be finite and non-negative")
+        tiny = (w > 0) & (w < FLUSH)
+        if tiny.any():
+            say_flush(tiny, "DMV")
+        self._check(logz, local.idx)
+        return counts, logz
+
     def arc_posteriors(self, weights, idx=None, failed=None):
         """``P(head of j = i | sentence)`` as (n+1, n) arrays (row 0 = root,
         row i = word i, 1-based); ``None`` where the sentence has no tree.
@@ -345,7 +385,11 @@ class DMVParser(ChartParser):
         seeds = rng.integers(2 ** 63, size=k, dtype=np.int64).astype(np.uint64)
         return self._trees(weights, idx, seeds)
 
-    def hastings_sweep(self, counts, alpha, lhs_at, order, batch, inv, rows, row_off, seed):
+    def tree_capacity(self) -> np.ndarray:
+        """The rows of a tree of each sentence: 5n - 1 (every split-head DMV tree has as many)."""
+        return 5 * np.asarray(self.lengths, dtype=np.int64) - 1
+
+    def hastings_sweep(self, counts, alpha, lhs_at, order, batch, inv, rows, row_off, seed, lens=None):
         """One collapsed Metropolis-Hastings sweep in one nogil call (the
         sampler and its math: :mod:`grind.infer.hastings`); returns the number
         of accepted proposals.
@@ -358,7 +402,8 @@ class DMVParser(ChartParser):
         ``inv`` = 1/T; ``seed`` seeds the kernel's xoshiro256** stream (proposal
         trees and acceptance uniforms).  A sentence whose chart leaves
         floating-point range raises NumericalError (counts stay those of the
-        trees; the trees before it in ``order`` are updated).
+        trees; the trees before it in ``order`` are updated).  (``lens``: every
+        tree's row count, :meth:`tree_capacity`; not read.)
         """
         if not (isinstance(rows, np.ndarray) and rows.dtype == np.int64 and rows.flags.c_contiguous):
             raise ValueError("rows must be a C-contiguous int64 array (it is updated in place)")

@@ -6,10 +6,7 @@ from __future__ import annotations
 from grind import log
 from grind.errors import InputError
 from grind.grammars.dmv import START, classify_rule, dmv_problem, split_heads
-from grind.kernels.cky import CKYParser
 from grind.kernels.contract import ChartParser
-from grind.kernels.dmv import DMVParser
-from grind.kernels.segment import SegmentParser, template_problem
 
 #: The --kernel choices.
 KERNELS = ("auto", "cky", "dmv", "segment")
@@ -28,8 +25,11 @@ def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
 
     ``kernel="cky"`` forces the general kernel; for a DMV grammar the
     sentences are then split (``h -> h_l h_r``), the cross-check of the two.
+    Each kernel's module is imported only when it is chosen (the CKY kernel's
+    dense path imports SciPy for BLAS).
     """
     if kernel in ("auto", "segment"):
+        from grind.kernels.segment import SegmentParser, template_problem
         seg_why = template_problem(grammar)
         if kernel == "segment" and seg_why is not None:
             raise InputError(f"--kernel segment needs a template (morphology) grammar: {seg_why}")
@@ -43,9 +43,11 @@ def make_parser(grammar, sentences, kernel: str = "auto") -> ChartParser:
     if kernel == "auto" and not dmv:
         _note_not_dmv(grammar, why)
     if dmv and kernel in ("auto", "dmv"):
+        from grind.kernels.dmv import DMVParser
         return DMVParser(grammar, sentences)
     if dmv:
         sentences = [split_heads(s) for s in sentences]
+    from grind.kernels.cky import CKYParser
     return CKYParser(grammar, sentences)
 
 

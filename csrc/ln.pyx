@@ -1,0 +1,608 @@
+"""The logistic-normal model I E-step over the sentences of a shard, compiled
+(grind.infer.ln builds the arrays; the math is that module's docstring).
+
+Only what a sentence's parses can read is held: its *instances* (the
+multinomials with >= 2 rules some rule of which it can read, each with its
+mean m~, variance v~, zeta~ and expected counts F) and its *blocks* (the
+experts that cover an instance), each over its coordinates U in that expert
+-- the segments of the instances it covers.  Every other expert of a sentence
+sits at the prior's closed form (mu~ = mu, sigma~^2 = 1 / (Sigma^-1)_ii),
+which this file never touches.  A block is solved in U alone with the
+marginal prior of U (covariance S = Sigma_UU, precision Q = S^-1), its
+uncovered coordinates R following as x_R = mu_R + Sigma_RU y with
+y = Q (x_U - mu_U) kept beside x_U (the KL's quadratic term is
+(x_U - mu_U) . y).  The blocks of one coverage pattern (expert, U) share
+S, Q, mu_U, the precision diagonal p_U and the weights w = 1 / |J_k|.
+
+Per sentence and round (csrc/ln_kernels.h does the solves):
+    c_t = N_t / zeta~_t  (N_t = sum of F_t; 0 for an unused instance),
+    for each group of experts in order, for each block of the group:
+        a = w F,  b = c exp(min(m~ - w x + v~/2, 700))   ->  x, y   (mu~ step)
+        beta = c exp(min(m~ + (v~ - w^2 s)/2, 700))      ->  s      (sigma~^2 step)
+    then m~, v~ and zeta~ = sum exp(m~ + v~/2) afresh.
+"""
+from libc.math cimport log, exp, INFINITY, NAN
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, calloc, free
+
+import numpy as np
+
+cdef extern from "<stdlib.h>" nogil:
+    void *aligned_alloc(size_t alignment, size_t size)
+
+cdef extern from "ln_kernels.h" nogil:
+    ctypedef struct grind_v8d:
+        pass
+    double grind_ln_exp(double x)
+    int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
+                          const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
+                          double gtol, int maxiter, grind_v8d *work)
+    int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
+                       int iters, double *work)
+    void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
+    enum: GRIND_LN_KMAX
+
+ctypedef int64_t i64
+
+cdef double EXP_MAX = 700.0
+#: mu~ solves stop at max |gradient| < GTOL; sigma~^2 solves at |J'| < STOL
+cdef double GTOL = 1e-11
+cdef int MAXITER = 400
+cdef double STOL = 1e-13
+cdef int SITERS = 60
+
+
+cdef int _bases(list pools, const double **base, i64 *size) except -1:
+    """The data pointers and lengths of ``pools`` (C-contiguous float64 arrays)."""
+    cdef const double[::1] v
+    cdef Py_ssize_t i
+    for i in range(len(pools)):
+        v = pools[i]
+        size[i] = v.shape[0]
+        base[i] = &v[0] if v.shape[0] else NULL
+    return 0
+
+
+cdef class Shard:
+    """The layout and state of one shard's variational posteriors (module docstring).
+
+    Layout (int64 arrays of the dict ``layout``): ``inst_off`` (B+1) the instances of
+    sentence b, ``inst_c0`` (T+1) the coordinates of instance t, ``c_inst`` (C) the
+    instance of each coordinate; ``blk_off`` (B+1) the blocks of sentence b in group
+    order, ``blk_pat`` (NB) their pattern, ``blk_c0`` (NB+1) their coordinates,
+    ``bc_f`` (NBC) the instance coordinate of each block coordinate; ``loc_off`` (B+1)
+    and ``loc_f`` (NL): for each rule a sentence reads, its instance coordinate (-1:
+    a multinomial of one rule, weight 1).  State (float64 arrays): x, s2, y per block
+    coordinate; m, v, F per instance coordinate; zeta per instance.
+    """
+    cdef readonly i64 B, T, C, NB, NBC, NL, P
+    cdef const i64[::1] inst_off, inst_c0, c_inst, blk_off, blk_pat, blk_c0, bc_f, loc_off, loc_f, order, chunk_off
+    cdef double[::1] _x, _s2, _y, _m, _v, _F, _zeta
+    cdef double[::1] _ee, _lz          # exp(min(m~ + v~/2, 700)) per coordinate, log zeta~ per instance
+    cdef unsigned char[::1] _idle     # per block: no data in the last round (at the prior's closed form)
+    cdef public object layout
+    cdef object prior
+    # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
+    # coordinate w, mu_U and p_U = (Sigma^-1)_ii
+    cdef const double **sig
+    cdef const double **q
+    cdef const double **pw
+    cdef const double **pmu
+    cdef const double **pp
+    cdef i64 *ld
+    cdef i64 maxn
+
+    def __cinit__(self):
+        self.sig = self.q = self.pw = self.pmu = self.pp = NULL
+        self.ld = NULL
+
+    def __dealloc__(self):
+        self._free_prior()
+
+    cdef void _free_prior(self) noexcept:
+        free(self.sig); free(self.q); free(self.pw); free(self.pmu); free(self.pp); free(self.ld)
+        self.sig = self.q = self.pw = self.pmu = self.pp = NULL
+        self.ld = NULL
+
+    def __init__(self, layout, i64 n_patterns):
+        self.layout = layout
+        self.inst_off, self.inst_c0, self.c_inst = layout["inst_off"], layout["inst_c0"], layout["c_inst"]
+        self.blk_off, self.blk_pat, self.blk_c0 = layout["blk_off"], layout["blk_pat"], layout["blk_c0"]
+        self.bc_f, self.loc_off, self.loc_f = layout["bc_f"], layout["loc_off"], layout["loc_f"]
+        self.order, self.chunk_off = layout["order"], layout["chunk_off"]
+        self.B = self.inst_off.shape[0] - 1
+        self.T = self.inst_c0.shape[0] - 1
+        self.C = self.c_inst.shape[0]
+        self.NB = self.blk_pat.shape[0]
+        self.NBC = self.bc_f.shape[0]
+        self.NL = self.loc_f.shape[0]
+        self.P = n_patterns
+        if (self.blk_off.shape[0] != self.B + 1 or self.loc_off.shape[0] != self.B + 1
+                or self.blk_c0.shape[0] != self.NB + 1 or self.inst_c0[self.T] != self.C
+                or self.blk_c0[self.NB] != self.NBC or self.loc_off[self.B] != self.NL
+                or self.inst_off[self.B] != self.T or self.blk_off[self.B] != self.NB):
+            raise ValueError("Shard: inconsistent layout")
+        cdef i64 k, i
+        self.maxn = 1
+        for k in range(self.NB):
+            if self.blk_pat[k] < 0 or self.blk_pat[k] >= self.P:
+                raise ValueError("Shard: a block's pattern is out of range")
+            self.maxn = max(self.maxn, self.blk_c0[k + 1] - self.blk_c0[k])
+        for k in range(self.T):
+            self.maxn = max(self.maxn, self.inst_c0[k + 1] - self.inst_c0[k])
+        for k in range(self.NBC):
+            if self.bc_f[k] < 0 or self.bc_f[k] >= self.C:
+                raise ValueError("Shard: a block coordinate is out of range")
+        if self.order.shape[0] != self.NB or self.chunk_off.shape[0] < 1 or self.chunk_off[self.chunk_off.shape[0] - 1] != self.NB:
+            raise ValueError("Shard: the chunks are not the blocks")
+        for k in range(self.chunk_off.shape[0] - 1):
+            if not 0 < self.chunk_off[k + 1] - self.chunk_off[k] <= 8:
+                raise ValueError("Shard: a chunk holds 1 to 8 blocks")
+            for i in range(self.chunk_off[k], self.chunk_off[k + 1]):
+                if self.order[i] < 0 or self.order[i] >= self.NB or self.blk_pat[self.order[i]] != self.blk_pat[self.order[self.chunk_off[k]]]:
+                    raise ValueError("Shard: a chunk's blocks are not of one pattern")
+        self._x, self._s2, self._y = np.zeros(self.NBC), np.ones(self.NBC), np.zeros(self.NBC)
+        self._m, self._v, self._F = np.zeros(self.C), np.ones(self.C), np.zeros(self.C)
+        self._zeta = np.ones(self.T)
+        self._idle = np.ones(self.NB, dtype=np.uint8)
+        self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
+
+    def __getattr__(self, name):
+        """The state as numpy arrays (views: writing into them changes the shard): x, s2, y per
+        block coordinate; m, v, F per instance coordinate; zeta per instance; idle per block
+        (1 where the block had no data in the last round, or the shard started at the prior:
+        it is then at the prior's closed form, and :meth:`kl` and :meth:`accumulate` count it
+        as the sentence's other experts, adding nothing for it)."""
+        if name == "idle":
+            return np.asarray(self._idle)
+        views = {"x": self._x, "s2": self._s2, "y": self._y, "m": self._m, "v": self._v, "F": self._F,
+                 "zeta": self._zeta}
+        if name not in views:
+            raise AttributeError(name)
+        return np.asarray(views[name])
+
+    def set_prior(self, list pools, const i64[:, ::1] where, const i64[::1] ld):
+        """The prior of every pattern: ``where[p]`` = (pool, offset) pairs of Sigma_UU, Q_U,
+        w, mu_U, p_U (10 columns) into the float64 arrays ``pools``; ``ld[p]`` the leading
+        dimension of Sigma_UU and Q_U.  Sizes are checked against each pattern's blocks."""
+        cdef i64 k, j, n, need
+        if where.shape[0] != self.P or where.shape[1] != 10 or ld.shape[0] != self.P:
+            raise ValueError("Shard.set_prior: one row of 10 a pattern")
+        pools = [np.ascontiguousarray(x, dtype=np.float64) for x in pools]
+        cdef i64 G = len(pools), pi, off
+        cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
+        cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
+        cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
+        cdef int bad = 0
+        if base == NULL or plen == NULL or size == NULL:
+            free(base); free(plen); free(size)
+            raise MemoryError()
+        _bases(pools, base, plen)
+        for k in range(self.NB):
+            size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
+        self._free_prior()
+        self.sig = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.q = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.pw = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.pmu = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.pp = <const double **> malloc(max(self.P, 1) * sizeof(double *))
+        self.ld = <i64 *> malloc(max(self.P, 1) * sizeof(i64))
+        if self.sig == NULL or self.q == NULL or self.pw == NULL or self.pmu == NULL or self.pp == NULL \
+                or self.ld == NULL:
+            self._free_prior()
+            free(base); free(plen); free(size)
+            raise MemoryError()
+        cdef const double **tabs[5]
+        tabs[0], tabs[1], tabs[2], tabs[3], tabs[4] = self.sig, self.q, self.pw, self.pmu, self.pp
+        for k in range(self.P):
+            n = size[k]
+            self.ld[k] = ld[k]
+            if n and ld[k] < n:
+                bad = 1
+            for j in range(5):
+                pi, off = where[k, 2 * j], where[k, 2 * j + 1]
+                need = (n - 1) * ld[k] + n if j < 2 else n
+                if pi < 0 or pi >= G or off < 0 or (n and off + need > plen[pi]):
+                    bad = 1
+                    break
+                tabs[j][k] = base[pi] + off if base[pi] != NULL else NULL
+            if bad:
+                break
+        free(base); free(plen); free(size)
+        if bad:
+            self._free_prior()
+            raise ValueError("Shard.set_prior: a pattern reaches past its pool")
+        self.prior = pools
+
+    def copy(self):
+        """A shard of the same layout, without a prior, holding a copy of the state."""
+        out = Shard(self.layout, self.P)
+        out._x, out._s2, out._y = self.x.copy(), self.s2.copy(), self.y.copy()
+        out._m, out._v, out._F, out._zeta = self.m.copy(), self.v.copy(), self.F.copy(), self.zeta.copy()
+        out._idle = self.idle.copy()
+        out._ee, out._lz = np.asarray(self._ee).copy(), np.asarray(self._lz).copy()
+        return out
+
+    cdef int _ready(self) except -1:
+        if self.ld == NULL:
+            raise ValueError("Shard: no prior (set_prior)")
+        return 0
+
+    def start(self, x=None, s2=None):
+        """The state at the prior (x = mu_U, s2 = 1/p_U, y = 0), or at the given x and s2
+        per block coordinate (y = Q (x - mu_U)); then :meth:`combine`."""
+        self._ready()
+        cdef const double[::1] xi, si
+        cdef i64 k, u, n, p, c0
+        cdef double *d = <double *> malloc(self.maxn * sizeof(double))
+        if d == NULL:
+            raise MemoryError()
+        cdef bint warm = x is not None
+        if warm:
+            xi, si = x, s2
+            if xi.shape[0] != self.NBC or si.shape[0] != self.NBC:
+                free(d)
+                raise ValueError("Shard.start: one value a block coordinate")
+        with nogil:
+            for k in range(self.NB):
+                p, c0 = self.blk_pat[k], self.blk_c0[k]
+                n = self.blk_c0[k + 1] - c0
+                self._idle[k] = not warm
+                if not warm:
+                    for u in range(n):
+                        self._x[c0 + u] = self.pmu[p][u]
+                        self._s2[c0 + u] = 1.0 / self.pp[p][u]
+                        self._y[c0 + u] = 0.0
+                else:
+                    for u in range(n):
+                        self._x[c0 + u] = xi[c0 + u]
+                        self._s2[c0 + u] = si[c0 + u]
+                        d[u] = xi[c0 + u] - self.pmu[p][u]
+                    grind_ln_symv(<int> n, self.q[p], self.ld[p], d, &self._y[c0])
+        free(d)
+        return self.combine()
+
+    def combine(self):
+        """m~ = sum_j w x_j, v~ = sum_j w^2 s2_j over the blocks covering each coordinate, and
+        zeta~_t = sum_i exp(min(m~ + v~/2, 700)).  Returns 0, or 1 if an m~ + v~/2 exceeds 700,
+        2 if a zeta~ underflows to 0 (grind.infer.ln.closed_zeta's errors)."""
+        self._ready()
+        cdef int status
+        with nogil:
+            status = self._combine()
+        return status
+
+    cdef int _combine(self) noexcept nogil:
+        cdef i64 k, u, n, p, c0, f, t, i
+        cdef double w, top, z, e
+        for i in range(self.C):
+            self._m[i] = 0.0
+            self._v[i] = 0.0
+        for k in range(self.NB):
+            p, c0 = self.blk_pat[k], self.blk_c0[k]
+            n = self.blk_c0[k + 1] - c0
+            for u in range(n):
+                f = self.bc_f[c0 + u]
+                w = self.pw[p][u]
+                self._m[f] += w * self._x[c0 + u]
+                self._v[f] += w * w * self._s2[c0 + u]
+        for i in range(self.C):
+            e = self._m[i] + 0.5 * self._v[i]
+            self._ee[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+        for t in range(self.T):
+            top = -INFINITY
+            z = 0.0
+            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                e = self._m[i] + 0.5 * self._v[i]
+                top = e if e > top else top
+                z += self._ee[i]
+            if top > EXP_MAX:
+                return 1
+            if z == 0.0:
+                return 2
+            self._zeta[t] = z
+            self._lz[t] = log(z)
+        return 0
+
+    def weights(self, double[::1] lw):
+        """exp(psi~) of every rule the sentences read (lw, aligned with ``loc_f``):
+        psi~ = m~ - log zeta~ + 1 - sum exp(min(m~ + v~/2, 700)) / zeta~; 1 for a rule of a
+        one-rule multinomial."""
+        if lw.shape[0] != self.NL:
+            raise ValueError("Shard.weights: one weight a local rule")
+        cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef i64 t, j, f
+        if corr == NULL:
+            raise MemoryError()
+        with nogil:
+            self._corr(corr)
+            for j in range(self.NL):
+                f = self.loc_f[j]
+                t = self.c_inst[f] if f >= 0 else 0
+                lw[j] = self._m[f] - self._lz[t] + corr[t] if f >= 0 else 0.0
+            for j in range(self.NL):
+                lw[j] = grind_ln_exp(lw[j])
+        free(corr)
+
+    cdef void _corr(self, double *corr) noexcept nogil:
+        """psi~ = m~ - log zeta~ + corr[t]: corr = 1 - sum exp(min(m~ + v~/2, 700)) / zeta~ (0 while
+        zeta~ is the closed form of the current m~, v~, as the same sum)."""
+        cdef i64 t, i
+        cdef double e
+        for t in range(self.T):
+            e = 0.0
+            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                e += self._ee[i]
+            corr[t] = 1.0 - e / self._zeta[t]
+
+    def set_counts(self, const double[::1] lc, const double[::1] logz):
+        """F from the expected counts of the local rules (aligned with ``loc_f``); 0 for a
+        sentence without a parse (log Z not finite)."""
+        if lc.shape[0] != self.NL or logz.shape[0] != self.B:
+            raise ValueError("Shard.set_counts: sizes")
+        cdef i64 b, i, j, f
+        with nogil:
+            for i in range(self.C):
+                self._F[i] = 0.0
+            for b in range(self.B):
+                if not (logz[b] > -INFINITY and logz[b] < INFINITY):
+                    continue
+                for j in range(self.loc_off[b], self.loc_off[b + 1]):
+                    f = self.loc_f[j]
+                    if f >= 0:
+                        self._F[f] += lc[j]
+
+    def update(self, i64 rounds=1):
+        """``rounds`` rounds of steps 2-4 for every sentence with F fixed (module docstring).
+        Returns (status, mu~ solver iterations): status as :meth:`combine`, or 3 if a
+        covariance was not positive definite in a solve."""
+        self._ready()
+        cdef int status = 0
+        cdef i64 its[2]
+        cdef i64 r
+        its[0] = its[1] = 0
+        with nogil:
+            for r in range(rounds):
+                status = self._update(its)
+                if status == 0:
+                    status = self._combine()
+                if status:
+                    break
+        return status, its[0], its[1]
+
+    cdef int _update(self, i64 *its) noexcept nogil:
+        """One round: the blocks chunk by chunk (``chunk_off`` / ``order``: up to eight blocks of
+        one pattern, the chunks of a group before those of the next), each chunk's mu~ solves
+        at once (grind_ln_mu_batch, a block a lane), then their sigma~^2 solves."""
+        cdef i64 n = self.maxn, ch, lane, k, u, p, c0, f, t, i, q
+        cdef double *c = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef size_t nv = 8 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
+        cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
+        cdef double *va = vb
+        cdef double *vbb = vb + 8 * n
+        cdef double *vx = vb + 16 * n
+        cdef double *vy = vb + 24 * n
+        cdef double *vxo = vb + 32 * n
+        cdef double *vso = vb + 40 * n
+        cdef double *vw2 = vb + 48 * n
+        cdef double *vbeta = vb + 56 * n
+        cdef double *act = vb + 64 * n
+        cdef double *vwork = vb + 64 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
+        cdef double *vp = <double *> malloc(8 * n * sizeof(double))
+        cdef i64 *qb = <i64 *> malloc(8 * n * sizeof(i64))      # lane slot q = u * 8 + lane -> its block coordinate
+        cdef i64 *qf = <i64 *> malloc(8 * n * sizeof(i64))      # ... and its instance coordinate (-1: an empty lane)
+        cdef i64 blk[8]
+        cdef const double *pw
+        cdef double N, w, e
+        cdef int status = 0, got, nl, idle
+        # raw pointers: the compiler then keeps them in registers (no reloads through self)
+        cdef double *X = &self._x[0] if self.NBC else NULL
+        cdef double *Y = &self._y[0] if self.NBC else NULL
+        cdef double *S2 = &self._s2[0] if self.NBC else NULL
+        cdef double *M = &self._m[0] if self.C else NULL
+        cdef double *V = &self._v[0] if self.C else NULL
+        cdef const double *F = &self._F[0] if self.C else NULL
+        cdef const i64 *bcf = &self.bc_f[0] if self.NBC else NULL
+        cdef const i64 *cin = &self.c_inst[0] if self.C else NULL
+        cdef const i64 *bc0 = &self.blk_c0[0]
+        if c == NULL or vb == NULL or vp == NULL or qb == NULL or qf == NULL:
+            free(c); free(vb); free(vp); free(qb); free(qf)
+            return 4
+        for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
+            N = 0.0
+            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                N += F[i]
+            c[t] = N / self._zeta[t] if N > 0.0 else 0.0
+        for ch in range(self.chunk_off.shape[0] - 1):
+            nl = <int> (self.chunk_off[ch + 1] - self.chunk_off[ch])
+            k = self.order[self.chunk_off[ch]]
+            p = self.blk_pat[k]
+            n = bc0[k + 1] - bc0[k]
+            pw = self.pw[p]
+            for lane in range(8):
+                act[lane] = 0.0
+                blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
+                for u in range(n):
+                    q = u * 8 + lane
+                    qb[q] = bc0[blk[lane]] + u if lane < nl else -1
+                    qf[q] = bcf[qb[q]] if lane < nl else -1
+            for q in range(8 * n):                    # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
+                u = q // 8
+                w = pw[u]
+                vw2[q] = w * w
+                vp[q] = self.pp[p][u]
+                f = qf[q]
+                if f < 0:                             # an empty lane: no data, at the prior
+                    va[q], vbb[q], vx[q], vy[q], vso[q] = 0.0, 0.0, self.pmu[p][u], 0.0, 1.0 / self.pp[p][u]
+                    continue
+                va[q] = w * F[f]
+                e = M[f] - w * X[qb[q]] + 0.5 * V[f]
+                vbb[q] = c[cin[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                vx[q], vy[q], vso[q] = X[qb[q]], Y[qb[q]], S2[qb[q]]
+            for lane in range(nl):
+                idle = 1
+                for u in range(n):
+                    if va[u * 8 + lane] != 0.0 or vbb[u * 8 + lane] != 0.0:
+                        idle = 0
+                self._idle[blk[lane]] = idle
+                if idle:                              # no data: the maximiser is mu exactly
+                    for u in range(n):
+                        vx[u * 8 + lane] = self.pmu[p][u]
+                        vy[u * 8 + lane] = 0.0
+                else:
+                    act[lane] = 1.0
+            for q in range(8 * n):
+                vxo[q] = vx[q]
+            got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
+                                    self.pmu[p], <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
+                                    <grind_v8d *> vwork)
+            if got == -2:
+                status = 3
+                break
+            its[0] += got
+            for q in range(8 * n):                    # scatter; beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
+                f = qf[q]
+                vbeta[q] = 0.0
+                if f < 0:
+                    continue
+                X[qb[q]], Y[qb[q]] = vx[q], vy[q]
+                M[f] += pw[q // 8] * (vx[q] - vxo[q])
+                e = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
+                vbeta[q] = c[cin[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            for q in range(8 * n):
+                vxo[q] = vso[q]                       # the start of the sigma~^2 solves (vso kept)
+            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
+            for q in range(8 * n):
+                if qf[q] >= 0:
+                    S2[qb[q]] = vxo[q]
+                    V[qf[q]] += vw2[q] * (vxo[q] - vso[q])
+        free(c); free(vb); free(vp); free(qb); free(qf)
+        return status
+
+    def kl(self):
+        """Per sentence, its (not idle) blocks' part of sum_j KL_j beyond the prior's closed form:
+        1/2 sum over block coordinates of [p s2 - 1 - log s2 - log p + (x - mu) y]."""
+        self._ready()
+        out = np.zeros(self.B)
+        cdef double[::1] o = out
+        cdef i64 b, k, u, p, c0, n
+        cdef double acc, pp
+        with nogil:
+            for b in range(self.B):
+                acc = 0.0
+                for k in range(self.blk_off[b], self.blk_off[b + 1]):
+                    if self._idle[k]:
+                        continue
+                    p, c0 = self.blk_pat[k], self.blk_c0[k]
+                    n = self.blk_c0[k + 1] - c0
+                    for u in range(n):
+                        pp = self.pp[p][u]
+                        acc += (pp * self._s2[c0 + u] - 1.0 - log(self._s2[c0 + u]) - log(pp)
+                                + (self._x[c0 + u] - self.pmu[p][u]) * self._y[c0 + u])
+                o[b] = 0.5 * acc
+        return out
+
+    def data_term(self):
+        """Per sentence, sum over its instances of F . psi~ (the fixed-count objective's data part)."""
+        out = np.zeros(self.B)
+        cdef double[::1] o = out
+        cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
+        cdef i64 b, t, i
+        cdef double acc
+        if corr == NULL:
+            raise MemoryError()
+        with nogil:
+            self._corr(corr)
+            for b in range(self.B):
+                acc = 0.0
+                for t in range(self.inst_off[b], self.inst_off[b + 1]):
+                    for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
+                        acc += self._F[i] * (self._m[i] - self._lz[t] + corr[t])
+                o[b] = acc
+        free(corr)
+        return out
+
+    def accumulate(self, const unsigned char[::1] ok, list pools, const i64[:, ::1] where,
+                   const i64[::1] ld, const i64[::1] uidx, const i64[::1] u0, const unsigned char[::1] by_y,
+                   double[::1] cnt):
+        """Add, over the (not idle) blocks of the sentences ``ok``, at pattern p's places: x_U to
+        A1, s2_U to SD and x_U x_U^T to A2; or, where by_y[p], y to A1, s2_U to SD, y y^T to A2 and
+        1 to CU (the experts whose uncovered coordinates x_R = mu_R + Sigma_RU y follow: their
+        x - mu is Sigma times y scattered into the expert).  ``where[p]`` = (pool, offset) pairs
+        of A1, SD, A2 (leading dimension ld[p]), CU into the float64 arrays ``pools``; coordinate
+        u at index uidx[u0[p] + u] there.  Counts the blocks of each pattern in cnt[p]."""
+        cdef i64 b, k, u, v, p, c0, n, i, j, L
+        cdef double *s1
+        cdef double *sd
+        cdef double *s2
+        cdef double *cu
+        cdef const double *src
+        if where.shape[0] != self.P or where.shape[1] != 8 or ld.shape[0] != self.P or u0.shape[0] != self.P \
+                or cnt.shape[0] != self.P or ok.shape[0] != self.B or by_y.shape[0] != self.P:
+            raise ValueError("Shard.accumulate: sizes")
+        cdef i64 G = len(pools), pi, o
+        cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
+        cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
+        cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
+        cdef double **P = <double **> calloc(4 * max(self.P, 1), sizeof(double *))
+        cdef int bad = 0
+        if base == NULL or plen == NULL or size == NULL or P == NULL:
+            free(base); free(plen); free(size); free(P)
+            raise MemoryError()
+        _bases(pools, base, plen)
+        for k in range(self.NB):
+            size[self.blk_pat[k]] = self.blk_c0[k + 1] - self.blk_c0[k]
+        for k in range(self.P):
+            n = size[k]
+            for j in range(4):
+                if j == 3 and not by_y[k]:
+                    continue
+                pi, o = where[k, 2 * j], where[k, 2 * j + 1]
+                L = (n - 1) * ld[k] + n if j == 2 else n
+                if n and (pi < 0 or pi >= G or o < 0 or o + L > plen[pi] or u0[k] + n > uidx.shape[0]):
+                    bad = 1
+                if n and not bad:
+                    P[4 * k + j] = <double *> base[pi] + o
+        free(base); free(plen); free(size)
+        if bad:
+            free(P)
+            raise ValueError("Shard.accumulate: a pattern reaches past its pool")
+        with nogil:
+            for b in range(self.B):
+                if not ok[b]:
+                    continue
+                for k in range(self.blk_off[b], self.blk_off[b + 1]):
+                    if self._idle[k]:
+                        continue
+                    p, c0 = self.blk_pat[k], self.blk_c0[k]
+                    n = self.blk_c0[k + 1] - c0
+                    cnt[p] += 1.0
+                    s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
+                    src = &self._y[c0] if by_y[p] else &self._x[c0]
+                    if uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1:      # U = 0..n-1: rows contiguous
+                        for u in range(n):
+                            s1[u] += src[u]
+                            sd[u] += self._s2[c0 + u]
+                            for v in range(n):
+                                s2[u * ld[p] + v] += src[u] * src[v]
+                            if cu != NULL:
+                                cu[u] += 1.0
+                        continue
+                    for u in range(n):
+                        i = uidx[u0[p] + u]
+                        s1[i] += src[u]
+                        sd[i] += self._s2[c0 + u]
+                        for v in range(n):
+                            s2[i * ld[p] + uidx[u0[p] + v]] += src[u] * src[v]
+                        if cu != NULL:
+                            cu[i] += 1.0
+        free(P)
+
+def kernel_exp(const double[::1] x):
+    """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""
+    out = np.empty(x.shape[0])
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        o[i] = grind_ln_exp(x[i])
+    return out

@@ -1,0 +1,435 @@
+/* Numerical core of the logistic-normal E-step (csrc/ln.pyx; the math is
+ * grind/infer/ln.py's module docstring): a vectorisable exp, the mu~ block
+ * solve and the sigma~^2 coordinate solves.  Plain C, no Python objects; the
+ * loops run over contiguous float64 arrays so GCC vectorises them. */
+#ifndef GRIND_LN_KERNELS_H
+#define GRIND_LN_KERNELS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* exp(x) to about 1 ulp, branch-free so that loops calling it vectorise:
+ * x = n ln2 + r (|r| <= ln2/2), exp(r) by its Taylor polynomial of degree 13
+ * (truncation < 2e-17 relative), 2^n applied as two halves so that results
+ * in the subnormal range and overflow to inf come out as exp's.  NaN gives NaN. */
+static inline double grind_ln_exp(double x)
+{
+    const double shift = 6755399441055744.0;            /* 1.5 * 2^52: rounds to an integer */
+    double xc = x < -746.0 ? -746.0 : x;
+    xc = xc > 710.0 ? 710.0 : xc;
+    double t = xc * 1.4426950408889634 + shift;
+    double n = t - shift;
+    double r = fma(-n, 0.6931471805599453, xc);
+    r = fma(-n, 2.3190468138462996e-17, r);
+    double p = 1.0 / 6227020800.0;
+    p = fma(p, r, 1.0 / 479001600.0);
+    p = fma(p, r, 1.0 / 39916800.0);
+    p = fma(p, r, 1.0 / 3628800.0);
+    p = fma(p, r, 1.0 / 362880.0);
+    p = fma(p, r, 1.0 / 40320.0);
+    p = fma(p, r, 1.0 / 5040.0);
+    p = fma(p, r, 1.0 / 720.0);
+    p = fma(p, r, 1.0 / 120.0);
+    p = fma(p, r, 1.0 / 24.0);
+    p = fma(p, r, 1.0 / 6.0);
+    p = fma(p, r, 0.5);
+    p = fma(p, r, 1.0);
+    p = fma(p, r, 1.0);
+    int64_t ni = (int64_t) n;
+    int64_t h = ni >> 1;
+    int64_t b1 = (h + 1023) << 52, b2 = (ni - h + 1023) << 52;
+    double s1, s2;
+    memcpy(&s1, &b1, 8);
+    memcpy(&s2, &b2, 8);
+    return (x != x) ? x : p * s1 * s2;
+}
+
+/* y = S x for a symmetric S, row-major n x n with leading dimension ld (summed as
+ * sum_j x_j S[j, :]: whole rows, no horizontal sums). */
+static inline void grind_ln_symv(int n, const double *restrict S, int64_t ld, const double *restrict x,
+                                 double *restrict y)
+{
+    int j = 0;
+    for (int i = 0; i < n; i++)
+        y[i] = 0.0;
+    for (; j + 4 <= n; j += 4) {
+        const double *r0 = S + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+        double x0 = x[j], x1 = x[j + 1], x2 = x[j + 2], x3 = x[j + 3];
+        for (int i = 0; i < n; i++)
+            y[i] += (r0[i] * x0 + r1[i] * x1) + (r2[i] * x2 + r3[i] * x3);
+    }
+    for (; j < n; j++) {
+        const double *row = S + j * ld;
+        double xj = x[j];
+        for (int i = 0; i < n; i++)
+            y[i] += row[i] * xj;
+    }
+}
+
+/* Eight lanes (blocks) at once: GCC vector extensions, compiled to AVX-512, AVX2 or SSE2
+ * as the build allows.  A build without AVX2 (GRIND_NATIVE=0) carries a second, x86-64-v3
+ * body of the solvers, chosen when the module loads (as csrc/cky_kernels.h's GRIND_CLONES);
+ * the helpers taking lane vectors by value are inlined into each. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__)
+#define GRIND_LN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#pragma GCC diagnostic ignored "-Wpsabi"
+#else
+#define GRIND_LN_CLONES
+#endif
+typedef double grind_v8d __attribute__((vector_size(64)));
+typedef long long grind_v8l __attribute__((vector_size(64)));
+#define LN_L 8
+
+static inline grind_v8d ln_v(double a)
+{
+    return (grind_v8d) {a, a, a, a, a, a, a, a};
+}
+
+static inline grind_v8d ln_sel(grind_v8l m, grind_v8d a, grind_v8d b)  /* m ? a : b, lane by lane */
+{
+    return (grind_v8d) (((grind_v8l) a & m) | ((grind_v8l) b & ~m));
+}
+
+static inline grind_v8d ln_vabs(grind_v8d a)
+{
+    return (grind_v8d) ((grind_v8l) a & ~(grind_v8l) ln_v(-0.0));
+}
+
+static inline grind_v8d ln_vmax(grind_v8d a, grind_v8d b)
+{
+    return ln_sel(a > b, a, b);
+}
+
+/* grind_ln_exp lane by lane */
+static inline grind_v8d ln_vexp(grind_v8d x)
+{
+    const grind_v8d shift = ln_v(6755399441055744.0);
+    grind_v8d xc = ln_sel(x < ln_v(-746.0), ln_v(-746.0), x);
+    xc = ln_sel(xc > ln_v(710.0), ln_v(710.0), xc);
+    xc = ln_sel(x != x, ln_v(0.0), xc);
+    grind_v8d t = xc * 1.4426950408889634 + shift;
+    grind_v8d n = t - shift;
+    grind_v8d r = xc - n * 0.6931471805599453;
+    r = r - n * 2.3190468138462996e-17;
+    grind_v8d p = ln_v(1.0 / 6227020800.0);
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    grind_v8l ni = __builtin_convertvector(n, grind_v8l);
+    grind_v8l h = ni >> 1;
+    grind_v8d s1 = (grind_v8d) ((h + 1023) << 52), s2 = (grind_v8d) ((ni - h + 1023) << 52);
+    return ln_sel(x != x, x, p * s1 * s2);
+}
+
+/* b exp(min(w x, 700)) lane by lane */
+static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
+{
+    grind_v8d z = x * w;
+    z = ln_sel(z < ln_v(700.0), z, ln_v(700.0));
+    return b * ln_vexp(z);
+}
+
+/* The mu~ block solve, for up to eight blocks of one pattern at once (the same n, S, Q, w,
+ * mu), a block a lane: a, b, x, y hold n lane vectors (coordinate i of every lane at [i]).
+ * Each lane maximises over x the concave
+ *     J(x) = sum_i [a_i x_i - b_i exp(w_i x_i)] - 1/2 (x - mu)^T Q (x - mu)
+ * given Q and S = Q^-1 (row-major, leading dimension ld), carrying y = Q (x - mu) with x
+ * (in: the start and its y; out: the maximiser and its y).  Steps s = (Q + D)^-1 g, with
+ * g = a - w e - y the gradient (e_i = b_i exp(w_i x_i)) and D = diag(h) over a set A of
+ * coordinates (h = w^2 e, the data's curvature); then Q s = g - D s, so y moves without a
+ * product by Q.  n <= NSMALL: A is every coordinate and Q + D is factored directly (exact
+ * Newton).  Otherwise, by Woodbury from S,
+ *     s = t - S_{.A} H (I + H S_AA H)^-1 H t_A,   t = S g,  H = diag(sqrt h_A),
+ * with A the KMAX coordinates of largest sum over the lanes of h_i S_ii at the first step:
+ * Newton's step with the smallest curvatures left out (D <= the full curvature: linear
+ * convergence at about the dropped part of S D); I + H S_AA H is factored again for
+ * every lane when one lane's gradient fell less than fourfold (or its step was halved).
+ * A lane's step is halved where J would fall (by more than 1e-12 |J|; as
+ * grind.infer.ln._newton), and the lane stops when max |g| < gtol or a step moves no
+ * coordinate by more than 1e-14 (or after 40 halvings).  The lanes run in lockstep.
+ * ``act``: the lanes to solve (in), none (out).  ``work``: 8 n + KMAX (KMAX + 2) lane
+ * vectors (64-byte aligned, as every lane vector).  Returns the sum over the lanes of the
+ * steps taken, or -2 if a matrix that should be positive definite was not. */
+#ifndef GRIND_LN_KMAX
+#define GRIND_LN_KMAX 12
+#endif
+#define GRIND_LN_NSMALL 4
+
+GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
+                             const double *restrict w, const double *restrict S, const double *restrict Q,
+                             int64_t ld, const double *restrict mu, grind_v8d *restrict x, grind_v8d *restrict y,
+                             grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work)
+{
+    const int KM = GRIND_LN_KMAX;
+    grind_v8d *restrict e = work, *restrict g = e + n, *restrict t = g + n, *restrict s = t + n;
+    grind_v8d *restrict qs = s + n, *restrict d = qs + n, *restrict en = d + n, *restrict hsq = en + n;
+    grind_v8d *restrict K = hsq + n;            /* KMAX^2 (NSMALL^2 <= KMAX^2) */
+    grind_v8d *restrict z = K + KM * KM, *restrict hh = z + KM;
+    int A[GRIND_LN_KMAX];
+    int i, j, k, m = 0, its = 0, small = n <= GRIND_LN_NSMALL;
+    const grind_v8d zero = ln_v(0.0);
+    grind_v8l act = (grind_v8l) *actp != 0;     /* all ones where active */
+    grind_v8d J = zero, gmax = zero, gprev = zero;
+    grind_v8l fresh = act;
+
+    for (i = 0; i < n; i++) {
+        e[i] = ln_vbexp(b[i], w[i], x[i]);
+        g[i] = a[i] - e[i] * w[i] - y[i];
+        gmax = ln_vmax(gmax, ln_vabs(g[i]));
+        d[i] = x[i] - mu[i];
+        J += a[i] * x[i] - e[i] - 0.5 * d[i] * y[i];
+    }
+    act &= gmax >= gtol;
+    long long any = 0;
+    for (int l = 0; l < LN_L; l++)
+        any |= act[l];
+    if (!any) {
+        *actp = zero;
+        return 0;
+    }
+    if (!small) {                              /* the curvature set A, once */
+        double top[GRIND_LN_KMAX];
+        for (i = 0; i < n; i++) {
+            grind_v8d ea = ln_sel(act, e[i], zero);
+            double v = 0.0;
+            for (int l = 0; l < LN_L; l++)
+                v += ea[l];
+            v *= w[i] * w[i] * S[i * ld + i];
+            if (!(v > 0.0) || (m == KM && v <= top[m - 1]))
+                continue;
+            j = m < KM ? m++ : m - 1;
+            for (; j > 0 && top[j - 1] < v; j--) {
+                top[j] = top[j - 1];
+                A[j] = A[j - 1];
+            }
+            top[j] = v;
+            A[j] = i;
+        }
+    }
+    for (int it = 0; it < maxiter; it++) {
+        for (i = 0; i < n; i++)
+            hsq[i] = e[i] * (w[i] * w[i]);
+        if (small) {                           /* exact Newton: (Q + diag(h)) s = g, lane by lane */
+            for (i = 0; i < n; i++)
+                for (j = 0; j <= i; j++)
+                    K[i * n + j] = ln_v(Q[i * ld + j]) + (i == j ? hsq[i] : zero);
+            for (j = 0; j < n; j++) {
+                grind_v8d dd = K[j * n + j];
+                for (k = 0; k < j; k++)
+                    dd -= K[j * n + k] * K[j * n + k];
+                grind_v8l okd = dd > zero;
+                for (int l = 0; l < LN_L; l++)
+                    if (act[l] && !okd[l])
+                        return -2;
+                dd = ln_sel(okd, dd, ln_v(1.0));
+                for (int l = 0; l < LN_L; l++)
+                    dd[l] = sqrt(dd[l]);
+                K[j * n + j] = dd;
+                grind_v8d rd = 1.0 / dd;
+                for (i = j + 1; i < n; i++) {
+                    grind_v8d v = K[i * n + j];
+                    for (k = 0; k < j; k++)
+                        v -= K[i * n + k] * K[j * n + k];
+                    K[i * n + j] = v * rd;
+                }
+            }
+            for (i = 0; i < n; i++) {
+                grind_v8d v = g[i];
+                for (k = 0; k < i; k++)
+                    v -= K[i * n + k] * s[k];
+                s[i] = v / K[i * n + i];
+            }
+            for (i = n - 1; i >= 0; i--) {
+                grind_v8d v = s[i];
+                for (k = i + 1; k < n; k++)
+                    v -= K[k * n + i] * s[k];
+                s[i] = v / K[i * n + i];
+            }
+            for (i = 0; i < n; i++)
+                qs[i] = g[i] - hsq[i] * s[i];
+        } else {
+            for (i = 0; i < n; i++)            /* t = S g, summed four rows at a time (S is symmetric) */
+                t[i] = zero;
+            for (j = 0; j + 4 <= n; j += 4) {
+                const double *r0 = S + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+                grind_v8d g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
+                for (i = 0; i < n; i++)
+                    t[i] += (r0[i] * g0 + r1[i] * g1) + (r2[i] * g2 + r3[i] * g3);
+            }
+            for (; j < n; j++) {
+                const double *row = S + j * ld;
+                grind_v8d gj = g[j];
+                for (i = 0; i < n; i++)
+                    t[i] += row[i] * gj;
+            }
+            for (i = 0; i < n; i++)
+                s[i] = t[i];
+            if (m > 0) {
+                grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
+                long long refresh = 0;
+                for (int l = 0; l < LN_L; l++)
+                    refresh |= need[l];
+                if (refresh) {                 /* Cholesky of I + H S_AA H, lane by lane */
+                    for (i = 0; i < m; i++) {
+                        grind_v8d hv = hsq[A[i]];
+                        for (int l = 0; l < LN_L; l++)
+                            hv[l] = sqrt(hv[l]);
+                        hh[i] = hv;
+                    }
+                    for (j = 0; j < m; j++) {
+                        grind_v8d dd = hh[j] * hh[j] * S[A[j] * ld + A[j]] + 1.0;
+                        for (k = 0; k < j; k++)
+                            dd -= K[j * m + k] * K[j * m + k];
+                        for (int l = 0; l < LN_L; l++)
+                            dd[l] = sqrt(dd[l]);
+                        K[j * m + j] = 1.0 / dd;       /* the inverse of the diagonal, kept */
+                        for (i = j + 1; i < m; i++) {
+                            grind_v8d v = hh[i] * hh[j] * S[A[i] * ld + A[j]];
+                            for (k = 0; k < j; k++)
+                                v -= K[i * m + k] * K[j * m + k];
+                            K[i * m + j] = v * K[j * m + j];
+                        }
+                    }
+                    fresh = act & 0;
+                }
+                for (i = 0; i < m; i++) {      /* z = (I + H S_AA H)^-1 H t_A */
+                    grind_v8d v = hh[i] * t[A[i]];
+                    for (k = 0; k < i; k++)
+                        v -= K[i * m + k] * z[k];
+                    z[i] = v * K[i * m + i];
+                }
+                for (i = m - 1; i >= 0; i--) {
+                    grind_v8d v = z[i];
+                    for (k = i + 1; k < m; k++)
+                        v -= K[k * m + i] * z[k];
+                    z[i] = v * K[i * m + i];
+                }
+                for (j = 0; j + 4 <= m; j += 4) {       /* s -= S_{.A} H z, four rows at a time */
+                    const double *r0 = S + A[j] * ld, *r1 = S + A[j + 1] * ld;
+                    const double *r2 = S + A[j + 2] * ld, *r3 = S + A[j + 3] * ld;
+                    grind_v8d h0 = hh[j] * z[j], h1 = hh[j + 1] * z[j + 1];
+                    grind_v8d h2 = hh[j + 2] * z[j + 2], h3 = hh[j + 3] * z[j + 3];
+                    for (i = 0; i < n; i++)
+                        s[i] -= (r0[i] * h0 + r1[i] * h1) + (r2[i] * h2 + r3[i] * h3);
+                }
+                for (; j < m; j++) {
+                    const double *row = S + A[j] * ld;
+                    grind_v8d hz = hh[j] * z[j];
+                    for (i = 0; i < n; i++)
+                        s[i] -= row[i] * hz;
+                }
+            }
+            for (i = 0; i < n; i++)
+                qs[i] = g[i];
+            for (j = 0; j < m; j++)
+                qs[A[j]] -= hh[j] * hh[j] * s[A[j]];
+        }
+        /* line search, lane by lane: J(x + u s) as in grind_ln_mu */
+        grind_v8d dy = zero, as = zero, lin = zero, sqs = zero, ax = zero;
+        for (i = 0; i < n; i++) {
+            dy += d[i] * y[i];
+            as += a[i] * s[i];
+            lin += s[i] * y[i] + d[i] * qs[i];
+            sqs += s[i] * qs[i];
+            ax += a[i] * x[i];
+        }
+        grind_v8d u = ln_sel(act, ln_v(1.0), zero), Jn = zero;
+        grind_v8l bad = act & 0;
+        for (int halve = 0; halve <= 40; halve++) {
+            grind_v8d sum = zero;
+            for (i = 0; i < n; i++) {
+                en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
+                sum += en[i];
+            }
+            Jn = ax + u * as - sum - 0.5 * (dy + u * lin + u * u * sqs);
+            bad = act & ~(Jn >= J - 1e-12 * ln_vabs(J));
+            long long worse = 0;
+            for (int l = 0; l < LN_L; l++)
+                worse |= bad[l];
+            if (!worse)
+                break;
+            u = ln_sel(bad, u * 0.5, u);
+            fresh |= bad;
+        }
+        act &= ~bad;                           /* a lane whose step could not be made stops there */
+        u = ln_sel(act, u, zero);
+        grind_v8d smax = zero;
+        gprev = gmax;
+        gmax = zero;
+        for (i = 0; i < n; i++) {
+            grind_v8d st = u * s[i];
+            x[i] += st;
+            y[i] += u * qs[i];
+            d[i] += st;
+            e[i] = ln_sel(act, en[i], e[i]);
+            smax = ln_vmax(smax, ln_vabs(st));
+            g[i] = a[i] - e[i] * w[i] - y[i];
+            gmax = ln_vmax(gmax, ln_vabs(g[i]));
+        }
+        J = ln_sel(act, Jn, J);
+        for (int l = 0; l < LN_L; l++)
+            its += act[l] != 0;
+        act &= (gmax >= gtol) & (smax > 1e-14);
+        any = 0;
+        for (int l = 0; l < LN_L; l++)
+            any |= act[l];
+        if (!any)
+            break;
+    }
+    *actp = ln_sel(act, ln_v(1.0), zero);
+    return its;
+}
+
+/* The sigma~^2 coordinate solves: for each i < n, maximise over v = sigma~^2 > 0 the concave
+ *     J(v) = -beta exp(w2 v / 2) - p v / 2 + (log v) / 2
+ * (grind.infer.ln.optimise_sigma's objective, there in s = log v) by Newton's method on
+ *     J'(v) = -(w2/2) beta exp(w2 v/2) - p/2 + 1/(2 v),   J''(v) = -(w2/2)^2 beta exp(w2 v/2) - 1/(2 v^2) < 0
+ * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
+ * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
+ * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
+ * moves v by less than 1e-13 of itself.  Eight coordinates at a time, each eight
+ * until they converge.  ``work``: unused.  Returns the iterations of the slowest eight. */
+GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
+                          double *restrict v, double tol, int iters, double *restrict work)
+{
+    double *restrict act = work;
+    int i, it, live = 0;
+    for (i = 0; i < n; i++) {
+        int on = beta[i] > 0.0;
+        v[i] = on ? v[i] : 1.0 / p[i];
+        act[i] = on;
+        live += on;
+    }
+    for (it = 0; it < iters && live > 0; it++) {
+        live = 0;
+        for (i = 0; i < n; i++) {
+            double vv = v[i], hw = 0.5 * w2[i], tt = hw * vv;
+            double E = beta[i] * grind_ln_exp(tt < 700.0 ? tt : 700.0);
+            double iv = 1.0 / vv;
+            double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
+            double h = -hw * hw * E - 0.5 * iv * iv;
+            double vn = vv - g / h;
+            vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
+            vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
+            int on = (act[i] != 0.0) & (fabs(vv * g) >= tol);
+            v[i] = on ? vn : vv;
+            on &= fabs(vn - vv) >= 1e-13 * vv;
+            act[i] = on;
+            live += on;
+        }
+    }
+    return it;
+}
+
+#endif

@@ -1,0 +1,118 @@
+"""The compiled logistic-normal E-step (grind.infer.ln_estep, csrc/ln.pyx) against the numpy one
+(LogisticNormal.e_step, its solves run to a tight tolerance): the same q(eta), log Z, bound and
+M-step sums per sentence, on DMV and CNF grammars, plain and tied structures, random priors; the
+per-sentence local parses of the chart kernels against their whole-grammar parses; the kernel's exp."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from grind.grammars.dmv import dmv_grammar
+from grind.infer import ln, ln_estep
+from grind.kernels.contract import ChartParser
+from grind.kernels.dmv import DMVParser
+from test_ln import make, randomise
+
+FAM = {"a": "x", "b": "x", "c": "y"}
+
+
+def tight(monkeypatch):
+    """The numpy E-step's solves to a gradient of 1e-13 (its default stops at 1e-9)."""
+    om, osg = ln.optimise_mu, ln.optimise_sigma
+    monkeypatch.setattr(ln, "optimise_mu", functools.partial(om, gtol=1e-13))
+    monkeypatch.setattr(ln, "optimise_sigma", lambda *a, **k: osg(*a, tol=1e-14))
+
+
+@pytest.mark.parametrize("kind,tied,cycles", [("dmv", False, 5), ("cnf", False, 3), ("dmv", True, 5),
+                                              ("dmv", True, 1)])
+def test_compiled_estep_is_the_numpy_estep(kind, tied, cycles, monkeypatch):
+    tight(monkeypatch)
+    g, est, a, rng = make(kind, n=9, tied=tied, ln_cov="families", families=FAM, seed=3)
+    randomise(a, rng)
+    idx = np.arange(len(est.parser.sentences))
+    prior = a._prior_terms()
+    trace_np = []
+    muts, s2s, _, _, logz, bound = a.e_step(a._io_sentences(idx), len(idx), prior, cycles=cycles, trace=trace_np)
+    pv = ln_estep.Prior(a.st, ln.effective_sigma(a.st, a.Sigma), prior)
+    lay = ln_estep.Layout(a.parser, idx, a.st)
+    trace = []
+    sh, logz2, bound2 = ln_estep.run_shard(a.parser, lay, pv, cycles, trace=trace)
+    np.testing.assert_allclose(logz2, logz, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(bound2, bound, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.array(trace), np.array(trace_np), rtol=1e-10, atol=1e-10)
+    vm = [np.zeros_like(x) for x in muts]
+    vs = [np.zeros_like(x) for x in s2s]
+    ln_estep.to_dense(lay, sh, pv, vm, vs, 0)
+    for gr, x, y, u, v in zip(a.st.groups, muts, vm, s2s, vs):
+        np.testing.assert_allclose(y[:, gr.mask], x[:, gr.mask], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(v[:, gr.mask], u[:, gr.mask], rtol=1e-9, atol=1e-9)
+    ok = np.isfinite(logz)
+    sums, n_un, ys = ln_estep.shard_sums(lay, sh, ok, pv)
+    S1, S2 = [a.copy() for a, _, _ in sums], [b.copy() for _, b, _ in sums]
+    for s2, (_, _, d) in zip(S2, sums):
+        i = np.arange(s2.shape[-1])
+        s2[:, i, i] += d
+    ln_estep.finish_sums(S1, S2, n_un, ys, pv)
+    for (a, b, d), x, y in zip(ln._shard_sums(muts, s2s, ok), S1, S2):
+        i = np.arange(b.shape[-1])
+        b = b.copy()
+        b[:, i, i] += d
+        np.testing.assert_allclose(x, a, rtol=1e-9, atol=1e-8)
+        np.testing.assert_allclose(y, b, rtol=1e-9, atol=1e-8)
+    # the way back: a shard started from the dense q(eta) holds the same block values
+    x0, s0 = ln_estep.from_dense(lay, vm, vs, 0)
+    np.testing.assert_array_equal(x0, sh.x)
+    np.testing.assert_array_equal(s0, sh.s2)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_compiled_estep_raises_the_bound_every_cycle(tied):
+    _, est, a, rng = make("dmv", n=8, tied=tied, families=FAM, seed=5)
+    randomise(a, rng)
+    idx = np.arange(len(est.parser.sentences))
+    pv = ln_estep.Prior(a.st, ln.effective_sigma(a.st, a.Sigma), a._prior_terms())
+    trace = []
+    ln_estep.run_shard(a.parser, ln_estep.Layout(a.parser, idx, a.st), pv, 6, trace=trace)
+    b = np.array(trace)
+    assert np.all(np.isfinite(b))
+    assert np.all(np.diff(b, axis=0) >= -1e-9 * np.abs(b[:-1])), b
+    assert np.all(b[-1] > b[0] + 1e-6)
+
+
+def test_step_uses_the_compiled_estep_for_model1_newton_only():
+    assert make("dmv")[2].compiled
+    assert not make("dmv", ln_optimizer="lbfgs")[2].compiled
+    assert not make("dmv", model=2)[2].compiled
+
+
+def test_local_parses_are_the_whole_grammar_parses():
+    rng = np.random.default_rng(0)
+    sents = [list(rng.choice(list("abcd"), size=rng.integers(1, 7))) for _ in range(20)] + [["a", "zz"]]
+    g = dmv_grammar(sents[:-1])
+    p = DMVParser(g, sents)
+    idx = np.arange(len(sents))
+    W = np.exp(rng.standard_normal((len(sents), len(g))))
+    for local in (p.local_tables(idx), ChartParser.local_tables(p, idx)):
+        off = local.off
+        lw = np.concatenate([W[k, local.rules[off[k]:off[k + 1]]] for k in range(len(sents))])
+        counts, logz = p.inside_outside_local(local, lw)
+        for k in range(len(sents)):
+            c, z = p.inside_outside(W[k], [k])
+            r = local.rules[off[k]:off[k + 1]]
+            assert np.array_equal(c[r], counts[off[k]:off[k + 1]]) and z[0] == logz[k]
+            assert not c[np.setdiff1d(np.arange(len(g)), r)].any()
+    assert logz[-1] == -np.inf and p.local_tables([len(sents) - 1]).rules.size == 0
+
+
+def test_kernel_exp_is_exp():
+    from grind.kernels import _ln
+    x = np.concatenate([np.linspace(-750, 715, 20001), [-np.inf, np.inf, 0.0, -0.0, 1e-300, 709.78, -745.1]])
+    got = _ln.kernel_exp(x)
+    with np.errstate(over="ignore"):
+        want = np.exp(x)
+    fin = np.isfinite(want) & (want > 1e-300)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=4e-16)
+    assert np.array_equal(got[~fin] == 0, want[~fin] == 0) and np.isinf(got[np.isinf(want)]).all()
+    assert np.isnan(_ln.kernel_exp(np.array([np.nan])))[0]
