@@ -23,13 +23,14 @@ demo: $(STAMP)
 lint: $(STAMP)
 	status=0; $(BIN)/ruff check grind tests || status=1; $(BIN)/mypy || status=1; exit $$status
 
-# lint, then the test suite (all of it: what CI runs).
+# lint, then the test suite (all of it: what CI runs), in $(JOBS) worker processes (pytest-xdist).
+JOBS ?= 2
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(JOBS)
 
 # The edit loop: lint, then the tests not marked slow (a few minutes on 2 cores; `make test` runs them all).
 check: lint
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(JOBS) -m "not slow"
 
 # The reference pages (docs/reference/COMMAND.md) and man pages (docs/man/grind-COMMAND.1), made from the
 # click commands (grind/cli/docs.py); tests/test_docs.py fails while a committed page is stale.

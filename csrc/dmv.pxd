@@ -56,7 +56,7 @@ cdef struct Theta:
     i64 *pwn
 
 # Kernel functions (csrc/dmv.pyx), all nogil:
-#   cdef Work *work_new(Py_ssize_t nmax) noexcept nogil
+#   cdef Work *work_new(Py_ssize_t nmax) noexcept nogil       (NULL: out of memory; work_or_raise: MemoryError)
 #   cdef void work_free(Work *w) noexcept nogil
 #   cdef const int *tables(Work *w, const int *ty, const int *type_rules, const int *dense, i64 T,
 #                          const int *tab, Py_ssize_t n) noexcept nogil

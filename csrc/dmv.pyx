@@ -40,8 +40,11 @@ cdef double FLUSH = 1e-200          # = grind.kernels.dmv.FLUSH
 # ---------------------------------------------------------------- workspace
 
 cdef Work *work_new(Py_ssize_t nmax) noexcept nogil:
-    cdef Work *w = <Work *> malloc(sizeof(Work))
+    """The work buffers of sentences of up to ``nmax`` words (NULL: out of memory, nothing left allocated)."""
+    cdef Work *w = <Work *> calloc(1, sizeof(Work))
     cdef Py_ssize_t N = nmax * nmax + 1, k = nmax + 1
+    if w == NULL:
+        return NULL
     w.nmax = nmax
     w.A = <double *> malloc(N * sizeof(double))
     w.R = <double *> malloc(k * sizeof(double))
@@ -72,10 +75,35 @@ cdef Work *work_new(Py_ssize_t nmax) noexcept nogil:
     w.stack = <int *> malloc(3 * (4 * k + 8) * sizeof(int))
     w.trb = <int *> malloc(10 * k * sizeof(int))
     w.arb = <int *> malloc(N * sizeof(int))
+    if (w.A == NULL or w.R == NULL or w.st == NULL or w.tmp == NULL or w.CL0 == NULL or w.CL1 == NULL or
+            w.CR0 == NULL or w.CR1 == NULL or w.CL0s == NULL or w.CR0e == NULL or w.I == NULL or
+            w.oCL0 == NULL or w.oCL1 == NULL or w.oCR0 == NULL or w.oCR1 == NULL or w.oCL0s == NULL or
+            w.oCR0e == NULL or w.oI == NULL or w.cst == NULL or w.bpC == NULL or w.bpI == NULL or
+            w.heads == NULL or w.lo == NULL or w.hi == NULL or w.chs == NULL or w.ch == NULL or
+            w.stack == NULL or w.trb == NULL or w.arb == NULL):
+        work_free(w)
+        return NULL
     return w
 
 
+cdef Work *work_or_raise(Py_ssize_t nmax) except NULL:
+    """:func:`work_new`, or MemoryError naming the sentence length and the size asked for."""
+    cdef Work *w = work_new(nmax)
+    if w == NULL:
+        raise MemoryError(f"the DMV kernel cannot allocate its work buffers for a {nmax}-word sentence "
+                          f"(about {work_bytes(nmax) / 2.0 ** 20:.0f} MB)")
+    return w
+
+
+cpdef double work_bytes(Py_ssize_t nmax):
+    """Bytes :func:`work_new` asks for (sentences of up to ``nmax`` words)."""
+    cdef double N = <double> nmax * nmax + 1, k = nmax + 1
+    return 8.0 * (15 * N + 19 * k) + 4.0 * (3 * N + 27 * k + 25)
+
+
 cdef void work_free(Work *w) noexcept nogil:
+    if w == NULL:
+        return
     free(w.A); free(w.R); free(w.st); free(w.tmp)
     free(w.CL0); free(w.CL1); free(w.CR0); free(w.CR1); free(w.CL0s); free(w.CR0e); free(w.I)
     free(w.oCL0); free(w.oCL1); free(w.oCR0); free(w.oCR1); free(w.oCL0s); free(w.oCR0e)
@@ -795,7 +823,7 @@ cdef class Corpus:
         if n > self.cap1:
             self._free1()
             M = 10 * n + n * n
-            self.w1 = work_new(n)
+            self.w1 = work_or_raise(n)
             self.key = <i64 *> malloc(M * sizeof(i64))
             self.ltab = <int *> malloc(M * sizeof(int))
             self.loc = <i64 *> malloc(M * sizeof(i64))
@@ -803,7 +831,7 @@ cdef class Corpus:
             self.lc = <double *> malloc(M * sizeof(double))
             if self.key == NULL or self.ltab == NULL or self.loc == NULL or self.lw == NULL or self.lc == NULL:
                 self._free1()
-                raise MemoryError()
+                raise MemoryError(f"the DMV kernel cannot allocate the rule tables of a {n}-word sentence")
             self.cap1 = n
         return n
 
@@ -1017,7 +1045,7 @@ cdef class Corpus:
         cdef i64 *tp = &touched[0] if touched is not None else NULL
         if mk != NULL and (cp == NULL or tp == NULL or mark.shape[0] != counts.shape[0]):
             raise ValueError("mark needs counts and touched, and one entry a rule")
-        w = work_new(self.nmax(idx))
+        w = work_or_raise(self.nmax(idx))
         tr = w.trb
         with nogil:
             for k in range(K):
@@ -1054,7 +1082,7 @@ cdef class Corpus:
         log Z): heads at heads[head_off[k]:], derivation rows (5n-1 each, flat
         (rule, start, end)) at rows[3 row_off[k]:].  score -inf: no tree."""
         cdef Py_ssize_t k, s, n, i, K = idx.shape[0]
-        cdef Work *w = work_new(self.nmax(idx))
+        cdef Work *w = work_or_raise(self.nmax(idx))
         cdef double Z
         cdef i64 E
         cdef int ok, root
@@ -1139,7 +1167,7 @@ cdef class Corpus:
         th.pw = NULL
         th.pwn = NULL
         grind_rng_seed(&g, seed)
-        w = work_new(nmax)
+        w = work_or_raise(nmax)
         seen = <int *> calloc(U, sizeof(int))
         if B > 1:
             inb = <i64 *> calloc(U, sizeof(i64))
@@ -1257,7 +1285,7 @@ def eisner(const double[:, ::1] scores):
         return heads.astype(np.int64)
     if scores.shape[0] != n + 1:
         raise ValueError("scores must have shape (n+1, n)")
-    w = work_new(n)
+    w = work_or_raise(n)
     with nogil:
         for d in range(n):
             w.R[d] = scores[0, d]

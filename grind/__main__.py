@@ -14,6 +14,9 @@ def main():
     old = signal.signal(signal.SIGINT, early)
     try:
         from grind.cli import main as cli_main
+    except MemoryError:                       # (grind.cli reports its own; this is Python's import machinery)
+        sys.stderr.write("grind: error: out of memory\n")
+        raise SystemExit(1) from None
     finally:
         signal.signal(signal.SIGINT, old)
     cli_main()

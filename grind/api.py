@@ -231,7 +231,8 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
     meta.update(weights=kind, algorithm=algo, steps=str(info["steps"]), call=call, seed=str(shown))
     if info["alpha"] is not None:
         meta["alpha"] = str(1.0 if alpha is None else alpha)
-    for key in ("objective", "stopped", "structure", "ln_mstep", "mixture", "unparsed", "left_out", "temperature"):
+    for key in ("objective", "stopped", "structure", "ln_mstep", "mixture", "unparsed", "left_out", "temperature",
+                "universal_rules", "rule_fraction", "rule_share", "constraints", "unseen_tags"):
         if info.get(key) is not None:
             meta[key] = info[key]
     trained = run.g.with_weights(weights, meta)

@@ -475,9 +475,23 @@ class TrainingRun:
             self.corpus_text = self.spec.describe(read_as)
         else:
             self.corpus_text = None
+        self.universal: dict = {}         # --universal-rules: the header lines of the rule set and fraction
+        if self.estep is not None:
+            self.estep = self.regularized(self.estep)
         self.algorithm = self.trace = None
         if self.parser is not None:
             log.debug(f"chart kernel: {type(self.parser).__module__}.{type(self.parser).__name__}")
+
+    def regularized(self, estep):
+        """``estep`` projected toward --universal-rules (:func:`grind.infer.posterior_reg.regularize`; said
+        on stderr), or as it is without them.  The command line wraps a --cluster E-step with it too."""
+        rules = self.values.get("universal_rules")
+        if not rules:
+            return estep
+        from grind.infer.posterior_reg import regularize
+        estep, self.universal = regularize(self.g, estep, rules, self.values.get("rule_fraction"))
+        log.info(f"universal rules {self.universal['universal_rules']}; {self.universal['rule_fraction']}")
+        return estep
 
     def _grammar(self, grammar, start):
         if isinstance(grammar, Grammar):
@@ -571,6 +585,18 @@ class TrainingRun:
                              "trees" if self.on_trees else "sentences")
         if note:
             info["unparsed"] = note
+        if self.universal:
+            info.update(self.universal)
+            last = trace[-1].extra if trace else {}
+            if "rule_share" in last:
+                info["rule_share"] = (f"{last['rule_share']:.6f} of the arcs under the projected posterior of the "
+                                      f"last step (lambda {last['pr_lambda']:.6g}; {last['rule_share_p']:.6f} before "
+                                      "the projection)")
+        from grind.grammars.dmv_constraints import header_constraints
+        info.update(header_constraints(self.g))
+        unseen = unseen_tags(self.g, self.sents)
+        if unseen:
+            info["unseen_tags"] = unseen
         if self.on_trees:
             from grind.grammars.latent import treebank_meta
             info.update(treebank_meta(self.g))
@@ -592,6 +618,24 @@ class TrainingRun:
                          "before the annealing (over anneal_sweeps, else iterations) reached 1: the grammar is a "
                          "tempered state")
         return info
+
+
+def unseen_tags(g, sents) -> str | None:
+    """The header line naming a DMV grammar's head types that no training sentence has (said on stderr):
+    point estimates give their root and attach rules probability 0, so grind parse backs off for them."""
+    from grind.grammars.dmv import dmv_index, is_dmv_grammar
+    if sents is None or not is_dmv_grammar(g) or g.meta.get("lexicalized") == "true":
+        return None
+    seen = {t for s in sents for t in s.tokens}
+    types = dmv_index(g).types
+    unseen = [t for t in types if t not in seen]
+    if not unseen:
+        return None
+    note = (f"{len(unseen)} of the grammar's {len(types)} tags are in no training sentence ({' '.join(unseen)}): "
+            "their root and attach rules learn nothing (0 under em); grind parse backs off for a sentence that "
+            "has one")
+    log.info(note)
+    return note
 
 
 def index_on_disk(g, grammar_path, corpus, spec, kernel):

@@ -35,6 +35,7 @@ def one_line_error(r, *needles, code=1):
     assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
     for n in needles:
         assert str(n) in errors[0], (n, r.stderr)
+    return errors[0]
 
 
 # ----------------------------------------------------------------------------- grind sum

@@ -222,22 +222,145 @@ def test_a_workers_grind_error_passes_and_each_estep_has_its_own_task_keys(sched
     g = dmv_grammar(SMALL)
     parser = make_parser(g, SMALL)
     w = g.normalize(np.ones(len(g)))
+    from grind.infer.dask_backend import shard_estep
     with distributed.Client(scheduler) as client:
         keys = []
-        real = client.map
+        real = client.submit
 
-        def spy(*args, **kw):
-            keys.append(list(kw["key"]))
-            return real(*args, **kw)
-        monkeypatch.setattr(client, "map", spy)
+        def spy(fn, *args, **kw):
+            if fn is shard_estep:
+                keys.append(kw["key"])
+            return real(fn, *args, **kw)
+        monkeypatch.setattr(client, "submit", spy)
         with DaskEstep(parser, functools.partial(make_parser, g, SMALL), client, shard=2) as est:
-            a, b = est(w), est(w)
+            a = est(w)
+            first = list(keys)
+            b = est(w)
             for x, y in zip(a, b):
                 np.testing.assert_array_equal(x, y)
-            assert len(keys) == 2 and len(keys[0]) == len(keys[1]) == 2
-            assert not set(keys[0]) & set(keys[1])         # a task of an earlier E-step is never reused
+            assert len(first) == 2 and len(keys) == 4
+            assert not set(first) & set(keys[2:])          # a task of an earlier E-step is never reused
             with pytest.raises(NumericalError, match="non-finite"):
                 est(np.full(len(g), np.nan))
+
+
+# ----------------------------------------------------------------------------- a worker lost
+
+def _slow_shard(parser, idx, seconds):
+    """An E-step's shard work that takes ``seconds`` (the worker can be taken away meanwhile)."""
+    import time
+    time.sleep(seconds)
+    return len(idx)
+
+
+def _workers(pid):
+    """The process ids of a --cluster local:N run's Dask workers (its spawned children)."""
+    out = subprocess.run(["ps", "-ww", "--ppid", str(pid), "-o", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(ln.split()[0]) for ln in out.splitlines() if "spawn_main" in ln]
+
+
+def _train_until(args, step):
+    """``grind train ARGS`` in a subprocess, once its stderr has said step ``step``: (process, stderr lines)."""
+    import threading
+    import time
+    p = subprocess.Popen([sys.executable, "-m", "grind.cli", "train", *map(str, args)], stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    lines: list = []
+    threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()
+    t0 = time.monotonic()
+    while not any(f"step {step:4d}" in ln for ln in lines) and p.poll() is None and time.monotonic() - t0 < 120:
+        time.sleep(0.05)
+    return p, lines
+
+
+def _stop(p):
+    import os
+    import signal
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+@needs_dask
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_recovers_with_the_single_process_grammar(sample, tmp_path):
+    """SIGKILL of one worker of --cluster local:2 hung 3 runs of 7 and failed one ("Stream is closed"):
+    the run finishes with the grammar of a run without a cluster, or stops with a message naming the lost
+    worker and --resume -- never a hang (the test fails after 180 s) or another grammar."""
+    import os
+    import signal
+    d, train = sample
+    base = ["--algo", "em", "--iterations", "150", "--tolerance", "0", *SHORT]
+    assert run("train", *base, "-o", tmp_path / "ref.txt", d / "g1.txt", train)[0] == 0
+    p, lines = _train_until([*base, "--cluster", "local:2", "-o", tmp_path / "dask.txt", d / "g1.txt", train], 3)
+    try:
+        workers = _workers(p.pid)
+        assert workers and p.poll() is None, "".join(lines)
+        os.kill(workers[0], signal.SIGKILL)
+        p.wait(timeout=180)
+    finally:
+        _stop(p)
+    err = "".join(lines)
+    assert "Traceback" not in err, err
+    if p.returncode == 0:
+        same_grammar(tmp_path / "ref.txt", tmp_path / "dask.txt")
+    else:
+        assert p.returncode == 1 and "lost" in err and "--resume" in err, err
+
+
+@needs_dask
+@pytest.mark.slow
+def test_sigterm_stops_a_run_that_lost_a_worker(sample, tmp_path):
+    import os
+    import signal
+    import time
+    d, train = sample
+    p, lines = _train_until(["--algo", "em", "--iterations", "100000", "--tolerance", "0", *SHORT, "--cluster",
+                             "local:2", "-o", tmp_path / "out.txt", d / "g1.txt", train], 2)
+    try:
+        os.kill(_workers(p.pid)[0], signal.SIGKILL)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+    finally:
+        _stop(p)
+    assert p.returncode == 143 and "grind: terminated" in "".join(lines) and not (tmp_path / "out.txt").exists()
+
+
+@needs_dask
+def test_an_estep_whose_workers_are_gone_stops_in_bounded_time_naming_them(monkeypatch):
+    """No worker left (batch jobs ended, none replaced): the E-step waited forever; now, once a worker was
+    lost and no shard finished for GRIND_DASK_PATIENCE seconds, an InputError names it and --resume."""
+    import functools
+    import threading
+
+    import distributed
+
+    from grind.errors import InputError
+    from grind.grammars.dmv import dmv_grammar
+    from grind.infer.dask_backend import DaskEstep
+    from grind.kernels.select import make_parser
+    monkeypatch.setenv("GRIND_DASK_PATIENCE", "2")
+    g = dmv_grammar(SMALL)
+    got: list = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        est = DaskEstep(make_parser(g, SMALL), functools.partial(make_parser, g, SMALL), client, shard=1)
+        lost = list(client.nthreads())[0]
+
+        def estep():
+            try:
+                got.append(est.map_shards(_slow_shard, 3.0))
+            except Exception as e:
+                got.append(e)
+
+        t = threading.Thread(target=estep, daemon=True)
+        t.start()
+        threading.Timer(1.0, lambda: cluster.scale(0)).start()
+        t.join(60)
+        assert not t.is_alive(), "the E-step still waits for a cluster without workers"
+    assert isinstance(got[0], InputError), got
+    assert lost in str(got[0]) and "--resume" in str(got[0])
 
 
 # ----------------------------------------------------------------------------- what --cluster refuses (no Dask needed)
@@ -291,6 +414,9 @@ def test_help_documents_cluster():
     assert "--cluster ADDRESS E-step on Dask: local:N or tcp://HOST:PORT." in text
     page = " ".join(open(os.path.join(REPO, "docs", "reference", "train.md"), encoding="utf-8").read().split())
     assert "`--cluster ADDRESS`" in page and "dask-jobqueue" in page and "grind[dask]" in page
+    assert "GRIND_DASK_PATIENCE seconds (default 60)" in page.replace("\\_", "_")
+    from grind.infer.dask_backend import LOST_WORKER_PATIENCE
+    assert LOST_WORKER_PATIENCE == 60
 
 
 @needs_dask

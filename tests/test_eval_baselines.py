@@ -270,9 +270,14 @@ def test_harmonic_init_on_unseen_tag_and_its_unparsed_sentences(tmp_path):
     fw = [ln for ln in text.splitlines() if re.search(r"(_FW\b|_FW_)", ln) and not ln.startswith("#")]
     assert fw and all(float(ln.split()[0]) == 0 for ln in fw)     # all-zero LHSs stay zero (normalize)
     grind("train", "--algo", "em", "--iterations", "2", *x, "-o", g2, g1, c)
-    r = grind("parse", *x, g2, test)
+    r = grind("parse", "--no-backoff", *x, g2, test)
     assert "# unparsed: 1" in r.stdout
     assert "sentence 2 (line 4) has no parse: 'FW' at position 1 has probability 0" in r.stderr
+    r = grind("parse", *x, g2, test)                                 # backed off (issue 39): parsed, counted
+    assert "# unparsed: 0" in r.stdout and "# backoff: 1 of 2 sentences had no tree" in r.stdout
+    assert "tags of probability 0 under it: FW" in r.stdout
+    assert "sentence 2 (line 4) has no tree under the grammar's weights ('FW' at position 1 has probability 0" \
+        in r.stderr
     vb = tmp_path / "vb.txt"
     grind("train", "--algo", "vb", "--iterations", "2", *x, "-o", vb, g1, c)
     assert "# unparsed: 0" in grind("parse", *x, vb, test).stdout    # the posterior mean is positive

@@ -197,9 +197,10 @@ def make_rng(seed, random: bool = False):
 
 def write_grammar(path, grammar: Grammar, weights, kind, **extra):
     """Write rules with ``weights`` and a header saying what the weights are."""
+    body = grammar.rule_text(weights, grammar.pseudocounts)       # checked before a byte is written
     with open_out(path) as f:
         f.writelines(header_lines(weights=kind, start=grammar.start, rules=len(grammar), **extra))
-        f.writelines(grammar.rule_text(weights, grammar.pseudocounts))
+        f.writelines(body)
 
 
 def check_tree_options(algo, spec, opts):

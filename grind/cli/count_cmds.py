@@ -18,6 +18,7 @@ from grind import log
 from grind.errors import InputError, NumericalError
 from grind.formats.corpus import read_options
 from grind.formats.counts import Counts, missing_shards, read_counts, shard_meta, write_counts
+from grind.formats.shards import check_shard
 from grind.formats.textio import read_header
 from grind.grammars.grammar import PSEUDO_COUNTS, Grammar, read_grammar
 from grind.cli.options import GroupedCommand, option, table_option
@@ -94,6 +95,7 @@ def estep(grammar, corpus, spec, algo, jobs, kernel, start, max_unparsed, output
     head = read_header(corpus)
     if not on_trees and shard_meta(head):
         _check_split_options(corpus, head.get("corpus"), what)
+        check_shard(corpus, head, spec, sents.format, sentences=len(sents))
     if hasattr(parser, "release_index"):
         parser.release_index()          # built: the DMV index (~17 bytes a rule) is not read by the E-step
     run = ShardedEstep(parser, jobs)
@@ -298,7 +300,9 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
     objective = None
     extra = {}
     if algo == "vb":
-        from grind.infer.vb import kl_dirichlet
+        from grind.infer.vb import check_sums, kl_dirichlet
+        check_sums(g, g.lhs_sums(prior + values), f"{name}: alpha + the counts",
+                   "the next E-step's weights exp(psi(alpha_hat) - psi(sum))")
         if g.weight_kind() == "pseudo-counts":
             if "loglik" not in c.stats:
                 raise InputError(f"{name}: no '# loglik:' header line: --algo vb needs it for the variational "
@@ -337,7 +341,13 @@ def mstep(counts, algo, alpha, grammar_path, start, output):
         log.info(f"{name}: {'; '.join(parts)} (the counts' '# left_out:' / '# repeats:' lines)")
     write_grammar(output, g, weights, kind, algorithm=name_of, alpha=alpha, steps=steps,
                   objective=None if objective is None else repr(objective), corpus=c.meta.get("corpus"),
-                  **extra, **(treebank_meta(g) if grammar_path else tb_meta))
+                  **extra, **(treebank_meta(g) if grammar_path else tb_meta), **_constraints_line(g, grammar_path))
+
+
+def _constraints_line(g, grammar_path) -> dict:
+    """The grammar's '# constraints:' line (a constrained DMV's), carried to the next step's grammar."""
+    from grind.grammars.dmv_constraints import header_constraints
+    return header_constraints(g) if grammar_path else {}
 
 
 def _made_with(c: Counts, g: Grammar, name: str, grammar_path: str, algo: str) -> bool:

@@ -30,6 +30,14 @@ reads it).  A sentence without a parse (e.g. a tag the grammar lacks) gets fille
 heads after '# grind_left_out = REASON'.  More than --max-unparsed of the sentences without a parse is an
 error.  --mbr: arc posteriors from inside-outside, then the best projective tree over them (Eisner).
 
+Back-off (DMV, on unless --no-backoff; not with --committee or --average): a sentence with no tree of positive
+probability (a tag the training data lacked gets root and attach probability 0 from EM) is parsed again with
+every rule's probability p taken as (1 - 1e-6) p + 1e-6 / |rules of its left-hand side|; one that still has
+none (the grammar's structural constraints allow no tree of it) with the constraints relaxed: the
+unconstrained DMV over the grammar's tags, the left-out rules at the floor.  Such a sentence is parsed, not
+unparsed: both are named on stderr and counted in the header ('# backoff:', '# constraints_relaxed:').  With
+--no-backoff it is unparsed, and counts toward --max-unparsed.
+
 --segment (a morphology grammar of make-grammar morph; its start symbol is the templates' first LHS, Word
 for the built-in sets): every sentence of CORPUS is one word, its tokens its characters with --chars (one
 word a line; without it, a line's whitespace tokens, joined without spaces for the word); one segmented word
@@ -72,6 +80,11 @@ DECODER, SEGMENT, TREEBANK = "Decoder", "Segmentation (--segment)", "Treebank gr
         doc="With --mbr (repeatable): decode with the posteriors (DMV arcs; --segment boundaries) averaged "
             "with equal weights over GRAMMAR and these grammars of the same rules -- a committee of, say, "
             "the runs of several seeds.  A sentence any of them cannot parse is unparsed.")
+@option("--backoff/--no-backoff", default=True, show_default=True, group=DECODER,
+        help="DMV: parse a sentence with no tree by floored weights.",
+        doc="DMV: parse a sentence with no tree of positive probability with every rule's probability floored "
+            "(and, if the grammar's constraints allow none, with them relaxed); said on stderr and counted in "
+            "the header.  With --no-backoff such a sentence is unparsed (and counts toward --max-unparsed).")
 @option("--segment", is_flag=True, group=SEGMENT, help="Morphology: write segmented words.",
         doc="Morphology grammars: write one segmented word a line (each line of CORPUS is a word whose "
             "tokens are its characters) instead of trees.")
@@ -106,8 +119,8 @@ DECODER, SEGMENT, TREEBANK = "Decoder", "Segmentation (--segment)", "Treebank gr
 @output_option
 @click.argument("grammar")
 @click.argument("corpus")
-def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format, boundary_threshold, expected_f,
-          prune, prune_threshold, seed, kernel, start, max_unparsed, output):
+def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, seg_format, boundary_threshold,
+          expected_f, prune, prune_threshold, seed, kernel, start, max_unparsed, output):
     """Decode CORPUS with GRAMMAR: bracketed trees; CoNLL for a DMV grammar;
     segmented words with --segment.
 
@@ -168,10 +181,13 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
                          "floating-point range under this grammar; its Viterbi tree is written instead")
             if fallback:
                 log.warn(f"{len(fallback)} of {len(sents)} sentences decoded with Viterbi instead of MBR")
+        backed = {}
+        if backoff and not ln_path and not average:
+            heads, backed = _back_off(g, parser, sents, theta, heads, decoder)
         write_dependencies(output, sents, parser, heads, decoder, spec, None if ln_path else theta,
                            _member_failure(parser, thetas, [grammar, *average]) if average else None, max_unparsed,
                            **({"mbr_fallback_to_viterbi": len(fallback)} if decoder == "mbr" and not ln_path else {}),
-                           **averaged)
+                           **averaged, **backed)
         return
     if average:
         raise click.UsageError("--average is for DMV grammars and --segment")
@@ -184,12 +200,84 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, segment, seg_format,
     report_failures(sents, parser, logp, fate="are written as (NOPARSE w1 ... wn)", limit=max_unparsed)
     unparsed = sum(d is None for d in derivs)          # written as (NOPARSE w1 ... wn)
     escaped = _escaped_words(sents)
+    lines, failed = _tree_lines(sents, lambda k, s: format_tree(("NOPARSE", *s.tokens) if derivs[k] is None
+                                                                else derivation_tree(g, derivs[k], s.tokens)))
     with open_out(output) as f:
         f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=unparsed, escaped_words=escaped, grammar_made_by=made_by(g)))
-        for s, d in zip(sents, derivs):
-            t = ("NOPARSE", *s.tokens) if d is None else derivation_tree(g, d, s.tokens)
-            f.write(format_tree(t) + "\n")
+                                  unparsed=unparsed, failed=failed, escaped_words=escaped,
+                                  grammar_made_by=made_by(g)))
+        f.writelines(lines)
+
+
+def _tree_lines(sents, tree_text):
+    """``tree_text(k, sentence)`` + newline for every sentence, in order; a sentence whose tree alone
+    cannot be built or written (too deep for Python's recursion, or too large for memory) is written as
+    (NOPARSE w1 ... wn) and reported, so that the others' trees are not lost.  Returns ``(lines,
+    failed)``: ``failed`` the ``# failed:`` header value (None when every tree was written)."""
+    from grind.formats.trees import format_tree
+    lines, bad = [], []
+    for k, s in enumerate(sents):
+        try:
+            lines.append(tree_text(k, s) + "\n")
+        except (RecursionError, MemoryError) as e:
+            bad.append(s)
+            if len(bad) <= 10:
+                log.warn(f"sentence {s.number} (line {s.line}): its tree could not be written "
+                         f"({type(e).__name__}: {e}); written as (NOPARSE w1 ... wn)")
+            lines.append(format_tree(("NOPARSE", *s.tokens)) + "\n")
+    if not bad:
+        return lines, None
+    note = f"{len(bad)} of {len(sents)} sentences whose tree could not be written, written as (NOPARSE w1 ... wn)"
+    log.warn(note)
+    return lines, note
+
+
+def _back_off(g, parser, sents, theta, heads, decoder):
+    """``heads`` with the sentences that have no tree under ``theta`` (and a tag the grammar has) parsed
+    again: with :func:`grind.grammars.dmv.backoff_weights`, then, if still none, by the unconstrained
+    DMV of :func:`grind.grammars.dmv.relaxed_grammar`; and the header lines that count them."""
+    from grind.grammars.dmv import BACKOFF, backoff_weights, relaxed_grammar
+    from grind.kernels.dmv import DMVParser
+    bad = [i for i, h in enumerate(heads) if h is None and i not in parser.failures]
+    if not bad:
+        return heads, {}
+    heads = list(heads)
+    zero = sorted(parser.zero_types(theta))
+    why = {i: parser.explain(i, theta, set(zero)) for i in bad[:10]}
+
+    def decode(p, w, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        return p.mbr_heads(w, idx, fallback=[]) if decoder == "mbr" else p.viterbi_heads(w, idx)[0]
+    floored = decode(parser, backoff_weights(g, theta), bad)
+    first = [i for i, h in zip(bad, floored) if h is not None]
+    for i, h in zip(bad, floored):
+        heads[i] = h
+    rest = [i for i in bad if heads[i] is None]
+    if rest:
+        full, w = relaxed_grammar(g, theta)
+        relaxed = decode(DMVParser(full, [sents[i].tokens for i in rest]), w, np.arange(len(rest)))
+        for i, h in zip(rest, relaxed):
+            heads[i] = h
+    for i in bad[:10]:
+        how = "the floored probabilities" if i in first else "the structural constraints relaxed"
+        log.warn(f"sentence {sents[i].number} (line {sents[i].line}) has no tree under the grammar's weights "
+                 f"({why[i]}): parsed with {how}")
+    if len(bad) > 10:
+        log.warn(f"... and {len(bad) - 10} more")
+    out = {}
+    if first or rest:
+        tags = f"tags of probability 0 under it: {' '.join(zero)}" if zero else "no tag of probability 0"
+        out["backoff"] = (f"{len(bad)} of {len(sents)} sentences had no tree of positive probability under the "
+                          f"grammar ({tags}): {len(first)} parsed with every rule's probability p taken as "
+                          f"(1 - {BACKOFF:g}) p + {BACKOFF:g} / (rules of its left-hand side)"
+                          + (f", {len(rest)} with the constraints relaxed (see constraints_relaxed)" if rest else ""))
+        log.warn(out["backoff"])
+    if rest:
+        out["constraints_relaxed"] = (f"{len(rest)} of {len(sents)} sentences have no tree satisfying the grammar's "
+                                      "structural constraints: parsed by the unconstrained DMV over its tags, the "
+                                      "rules the constraints leave out floored as the others")
+        log.warn(out["constraints_relaxed"])
+    return heads, out
 
 
 def made_by(g) -> str | None:
@@ -305,22 +393,25 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
     results = parser.parse(toks, method=decoder)
     seconds = time.perf_counter() - t0
     unparsed = 0
-    lines, reasons = [], []
+    reasons = []
     escaped = _escaped_words(sents)
-    for k, (s, res) in enumerate(zip(sents, results)):
-        tree = res.tree
+
+    def tree_text(k, s):
+        nonlocal unparsed
+        tree = results[k].tree
         if tree is None:
             unparsed += 1
-            why = unknown["failures"].get(k) or res.reason or NO_DERIVATION
+            why = unknown["failures"].get(k) or results[k].reason or NO_DERIVATION
             if k in unknown["backed"]:
                 why += f" (unknown words backed off to a coarser signature: {', '.join(unknown['backed'][k])})"
             if unparsed <= 10:
                 log.warn(f"sentence {s.number} (line {s.line}) has no parse: {why}")
             reasons.append(why)
-            lines.append(format_tree(("NOPARSE", *s.tokens)))
-            continue
+            return format_tree(("NOPARSE", *s.tokens))
         words = iter(s.tokens)
-        lines.append(format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words))))
+        return format_tree(map_leaves(debinarise(tree), lambda _, words=words: next(words)))
+
+    lines, failed = _tree_lines(sents, tree_text)
     if unparsed:
         log.warn(f"{unparsed} of {len(sents)} sentences have no parse; written as (NOPARSE w1 ... wn)")
     if limit is not None:
@@ -336,9 +427,9 @@ def _write_treebank_parses(output, grammar_path, corpus, spec, start, decoder, p
                                   pruning=(f"coarse-to-fine, threshold {threshold}: {st.get('pruned_share', 0):.4f} of "
                                            f"chart items pruned, {st.get('retries', 0)} sentences re-parsed "
                                            "without pruning") if prune else "none (exhaustive)",
-                                  output="unsplit symbols, unbinarised", escaped_words=escaped,
+                                  output="unsplit symbols, unbinarised", failed=failed, escaped_words=escaped,
                                   grammar_made_by=made_by(g)))
-        f.writelines(ln + "\n" for ln in lines)
+        f.writelines(lines)
 
 
 def _escaped_words(sents) -> str | None:

@@ -17,6 +17,7 @@ from grind.cli.common import (corpus_options, output_option, seed_option, start_
 from grind.cli.options import GroupedCommand, GroupedGroup, option, table_option
 
 G = "Grammar"
+C = "Structural constraints (unlexicalized)"
 
 
 @click.group("make-grammar", cls=GroupedGroup)
@@ -104,9 +105,19 @@ def make_cnf(corpus, spec, nonterminals, preterminals, start_symbol, max_rules, 
         help="Refuse a grammar of more rules.",
         doc="Refuse to build an unlexicalized DMV of more rules than this (10 |V| + 2 |V|^2 for "
             "|V| head types; FORM over a corpus gives tens of millions).")
+@option("--leaf-tags", default=None, metavar="TAGS", group=C, help="Tags that take no dependents (udfunc: UD's).",
+        doc="Tags that take no dependents (commas or spaces): tags, or udfunc = UD function words ADP AUX "
+            "CCONJ/CONJ DET PART SCONJ (udfunc-v1, udfunc-v2: one UD version's).")
+@option("--root-tags", default=None, metavar="TAGS", group=C, help="Only these tags may be the root.",
+        doc="Only these tags may be the root (commas or spaces).")
+@option("--forbid", default=None, metavar="ARCS", group=C, help="Forbidden arcs HEAD>DEP (* any tag).",
+        doc="Forbidden arcs HEAD>DEP (commas or spaces; * for any tag).")
+@option("--constraint-file", default=None, metavar="FILE", group=C, help="Constraints from a file.",
+        doc="File of constraints: lines 'leaf TAG ...', 'root TAG ...', 'forbid HEAD DEP [left|right]'.")
 @output_option
 @click.argument("corpus")
-def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_rules, output):
+def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_rules, leaf_tags, root_tags, forbid,
+             constraint_file, output):
     """The DMV (Klein & Manning 2004) as a split-head PCFG over a tag set.
 
     \b
@@ -114,6 +125,7 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_ru
       grind make-grammar dmv --column UPOS --punct ud --max-length 10 train.conllu > dmv0.txt
       grind make-grammar dmv --lexicalized --column LFORM --punct ud childes.conllu > lex0.txt
       grind make-grammar dmv --lexicalized --column LFORM --punct ud --words-from test.conllu train.conllu > lex.txt
+      grind make-grammar dmv --column UPOS --punct ud --leaf-tags udfunc train.conllu > leaves0.txt
     \f
     \b
     S --> Y_h;  Y_h --> L0_h R0_h;  L0_h / L_h --> h_l (STOP) | L'_h (not STOP),
@@ -134,13 +146,26 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_ru
     (a test set's, so that it parses).
 
     \b
+    Structural constraints (unlexicalized; the header's '# constraints:' line):
+    the rules they forbid are left out of the grammar, so no algorithm, init
+    or parse ever uses a forbidden arc: --leaf-tags (no dependents: no choose
+    rules and a lone STOP on both sides), --root-tags (root rules only for
+    these), --forbid HEAD>DEP and --constraint-file.  A sentence with no tree
+    satisfying them is left out of training (said); grind parse relaxes the
+    constraints for it (said and counted).
+
+    \b
     Example:
       grind make-grammar dmv --column XPOS --punct ptb --max-length 10 --tags-from dev.conllu train.conllu > dmv0.txt
     """
     from grind.grammars.dmv import dmv_grammar, dmv_size
+    constrained = {}
     if lexicalized:
         if tags_path or tags_from:
             raise click.UsageError("--tags / --tags-from are for the unlexicalized DMV")
+        if leaf_tags or root_tags or forbid or constraint_file:
+            raise click.UsageError("the structural constraints (--leaf-tags, --root-tags, --forbid, "
+                                   "--constraint-file) are over tags: for the unlexicalized DMV")
         c = read_corpus_tokens(corpus, spec)
         check_symbols(c, corpus)
         sents, read_as = [s.tokens for s in c], c.format
@@ -169,10 +194,16 @@ def make_dmv(corpus, spec, lexicalized, tags_path, tags_from, words_from, max_ru
                              f"({spec.column or 'tokens'}) has {n_rules:,} rules (10 |V| + 2 |V|^2), above the "
                              f"limit of {max_rules:,}: use a tag column, or --lexicalized (choose rules only for "
                              f"pairs seen in a sentence), or lift the limit with --max-rules {n_rules}")
-        g = dmv_grammar([], vocabulary=vocab)
+        from grind.grammars.dmv_constraints import constraints_of_options
+        c = constraints_of_options(set(vocab), leaf_tags, root_tags, forbid, constraint_file)
+        g = dmv_grammar([], vocabulary=vocab, constraints=c)
+        if c:
+            constrained = {"constraints": f"{c.describe()}; {n_rules - len(g)} of the DMV's {n_rules} rules left "
+                                          "out"}
+            log.info(f"constraints: {constrained['constraints']}")
     log.info(f"DMV over {tagset}: {len(g)} rules")
     write_grammar(output, g, g.weights, "probabilities (uniform)", model="dmv",
-                  lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe(read_as))
+                  lexicalized=str(lexicalized).lower(), tagset=tagset, corpus=spec.describe(read_as), **constrained)
 
 
 TEMPLATE_SET_NAMES = list(TEMPLATE_SETS)
@@ -526,8 +557,9 @@ def init(grammar, mode, variant, jitter, corpus_path, spec, seed, start, output)
     elif _given("variant"):
         raise click.UsageError("--variant is for --harmonic")
     extra = {"harmonic_variant": variant, "harmonic_corpus": used} if mode == "harmonic" else {}
+    from grind.grammars.dmv_constraints import header_constraints
     write_grammar(output, g, g.normalize(w), "probabilities", init=mode, **extra, corpus=corpus,
-                  **treebank_meta(g))
+                  **treebank_meta(g), **header_constraints(g))
 
 
 def harmonic_weights(g, corpus_path, spec, variant="km-global"):

@@ -9,7 +9,8 @@ import sys
 import click
 
 from grind import __version__, log
-from grind.errors import GrindError, Interrupted, Terminated, termination
+from grind.errors import (GrindError, Interrupted, Terminated, import_out_of_memory, out_of_memory_message,
+                          termination)
 from grind.formats.textio import StdoutClosed, guard_stdin, set_run_info
 from grind.cli.options import GroupedGroup, OutputPath
 
@@ -93,7 +94,8 @@ def cli(quiet, verbose, log_file):
     \f
     Every FILE argument may be '-' (standard input or output).  Data goes to standard output (or -o),
     messages and progress bars to standard error (bars only on a terminal).  Exit status: 0 success, 1 an
-    error of the input or the run, 2 a usage error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+    error of the input or the run, 2 a usage error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM),
+    129 hung up (SIGHUP).
 
     Messages: -q keeps the warnings only, -v adds debug lines (a run's resolved options, the chart kernel),
     -vv puts the time before each line, --log-file FILE also writes them to FILE.  From Python (grind.fit,
@@ -144,10 +146,12 @@ def _guard(cmd) -> None:
 # ----------------------------------------------------------------------------- entry point
 
 def _terminate(signum, frame):
-    """The SIGTERM handler: record the request (checked between training
+    """The SIGTERM and SIGHUP handler: record the request (checked between training
     steps) and raise :class:`grind.errors.Terminated` here and now."""
+    import signal
     termination["requested"] = True
-    raise Terminated()
+    termination["hangup"] = signum == getattr(signal, "SIGHUP", None)
+    raise Terminated(termination["hangup"])
 
 
 def _interrupt(signum, frame):
@@ -157,7 +161,7 @@ def _interrupt(signum, frame):
 
 def main(argv=None):
     """Run the CLI: one-line errors, quiet broken pipes, exit status 0/1/2
-    (130 on Ctrl-C, 143 on SIGTERM)."""
+    (130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP)."""
     import signal
     import threading
 
@@ -167,8 +171,10 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     set_run_info(argv=["grind"] + argv)
     in_main = threading.current_thread() is threading.main_thread()
-    termination["requested"] = False
+    termination.update(requested=False, hangup=False)
     old = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    hup = getattr(signal, "SIGHUP", None)                 # (not on Windows)
+    old_hup = signal.signal(hup, _terminate) if in_main and hup is not None else None
     old_int = signal.signal(signal.SIGINT, _interrupt) if in_main else None
     try:
         cli.main(args=argv, prog_name="grind", standalone_mode=False)
@@ -183,13 +189,18 @@ def main(argv=None):
         _exit(0)
     except (KeyboardInterrupt, Interrupted):
         _exit(130, "grind: interrupted")
-    except Terminated:
+    except Terminated as e:
+        if e.hangup:
+            _exit(129, "grind: hung up (SIGHUP)")
         _exit(143, "grind: terminated")
-    except MemoryError:
-        _exit(1, "grind: error: out of memory")
+    except MemoryError as e:
+        _exit(1, out_of_memory_message(e))
+    except ImportError as e:
+        if not import_out_of_memory(e):
+            raise
+        _exit(1, out_of_memory_message(e))
     except RecursionError:
-        _exit(1, f"grind: error: the input is nested too deeply (a tree more than ~{sys.getrecursionlimit() // 3} "
-                 "levels deep?) for grind's recursive readers")
+        _exit(1, f"grind: error: the input is nested deeper than Python's recursion limit ({sys.getrecursionlimit()})")
     except OSError as e:  # e.g. writing --help to a full disk; reading is InputError already
         where = f"{e.filename}: " if e.filename else ""
         _exit(1, f"grind: error: {where}{e.strerror or e}")
@@ -197,6 +208,8 @@ def main(argv=None):
         if in_main:
             signal.signal(signal.SIGTERM, old)
             signal.signal(signal.SIGINT, old_int)
+            if hup is not None:
+                signal.signal(hup, old_hup)
     _exit(0)
 
 

@@ -291,6 +291,8 @@ def table_option(name: str, **override):
                   shown_default=o.shown_default() if per_algo else None)
         if o.kind == "pair":
             kw.update(nargs=2, type=str)
+        if o.bare is not None:              # --universal-rules alone: ud
+            kw.update(is_flag=False, flag_value=o.bare)
     if o.kind == "config":
         kw.update(type=click.Path(dir_okay=False), is_eager=True, expose_value=True, callback=read_config)
     kw.update(override)

@@ -10,7 +10,7 @@ import click
 
 from grind.cli.options import GroupedCommand, option
 
-from grind.errors import InputError
+from grind.errors import InputError, raise_if_out_of_memory
 from grind.formats.textio import header_lines, open_out
 from grind.cli.common import output_option
 
@@ -70,7 +70,8 @@ def plot(traces, x, labels, columns, log_x, references, output):
                                      param_hint="'--reference'")
     try:
         import matplotlib
-    except ImportError:
+    except ImportError as e:
+        raise_if_out_of_memory(e, "matplotlib")
         raise InputError("grind plot needs matplotlib: pip install 'grind[plot]'") from None
     matplotlib.use("Agg")
     fig = trace_figure(data, list(labels) or ["<stdin>" if t == "-" else os.path.basename(t) for t in traces], x,

@@ -12,6 +12,7 @@ from grind.cli.options import GroupedCommand, option
 
 from grind import log
 from grind.errors import InputError
+from grind.formats import shards
 from grind.formats.corpus import Block, CorpusSpec, check_corpus, corpus_blocks, detect_format, iter_blocks
 from grind.formats.textio import header_lines, is_stream, open_out, output_group, output_problem, read_lines
 from grind.cli.common import corpus_options
@@ -210,7 +211,8 @@ def split(corpus, k, prefix, spec):
         members[i].append(b)
     total = sum(costs)
     words = spec.chars and fmt in ("text", "sigmorphon")
-    for i, (path, lines) in enumerate(zip(paths, _shard_heads(blocks(), shard, k, fmt, words))):
+    heads, digests = _shard_heads(blocks(), shard, k, fmt, words)
+    for i, (path, lines) in enumerate(zip(paths, heads)):
         if words and lines[0].startswith("#"):
             raise InputError(f"{name}: word {lines[0].rstrip()!r} would begin shard {i + 1} and be read as a "
                              "header line there (a word list's leading '#' lines are its header)")
@@ -223,7 +225,8 @@ def split(corpus, k, prefix, spec):
             f.writelines(header_lines(
                 shard=f"{i + 1} of {k}", format=fmt, blocks=len(bs), sentences=n_kept,
                 cost=f"{cost} of {total} ({100.0 * cost / total:.2f}%; sum of len^3 over the kept sentences)",
-                corpus=spec.describe(fmt), **{"corpus-sha256": source.hexdigest()[:16]}))
+                corpus=spec.describe(fmt), **{"corpus-sha256": source.hexdigest()[:16],
+                                              shards.HASH_KEY: shards.hex_of(digests[i])}))
             if fmt == "text" and not words:
                 f.write("\n")            # ends the header (a text sentence may begin with '#'); in CoNLL it is
                 #                         the first sentence's comments (a comment-only block is not CoNLL-U)
@@ -243,21 +246,24 @@ def _same_path(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _shard_heads(blocks, shard: list[int], k: int, fmt: str, words: bool) -> list[list[str]]:
-    """Each shard's first lines as written: its blocks' lines up to and
-    including its first content line (not blank, not a comment), read from
-    ``blocks`` only as far as needed."""
+def _shard_heads(blocks, shard: list[int], k: int, fmt: str, words: bool) -> tuple[list[list[str]], list]:
+    """Each shard's first lines as written (its blocks' lines up to and including its first content
+    line: not blank, not a comment) and the hash of all it holds after its header
+    (grind.formats.shards: the blank line ending the header, then its blocks as written)."""
     heads: list[list[str]] = [[] for _ in range(k)]
     done = [False] * k
+    digests = [shards.content_hash() for _ in range(k)]
+    if fmt == "text" and not words:                  # (the blank line that ends a text shard's header)
+        for h in digests:
+            h.update(b"\n")
     for b, block in enumerate(blocks):
         i = shard[b]
-        if done[i]:
-            continue
-        heads[i] += _block_text(block, fmt, words)
-        done[i] = any(ln.strip() and not ln.startswith("#") for ln in heads[i])
-        if all(done):
-            break
-    return heads
+        text = _block_text(block, fmt, words)
+        digests[i].update("".join(text).encode("utf-8"))
+        if not done[i]:
+            heads[i] += text
+            done[i] = any(ln.strip() and not ln.startswith("#") for ln in heads[i])
+    return heads, digests
 
 
 def _block_text(block: Block, fmt: str, words: bool) -> list[str]:

@@ -135,9 +135,11 @@ def train(grammar, corpus, spec, output, **values):
     if resume:
         check_checkpoint(ckpt, meta)     # a changed option stops the run before any work
     if cluster is not None:
-        run.estep = cluster_estep(cluster, run.parser, parser_recipe(g, run.sents, run.parser, cfg.kernel,
-                                                                     values["on_trees"], run.joint))
+        run.estep = run.regularized(cluster_estep(cluster, run.parser, parser_recipe(
+            g, run.sents, run.parser, cfg.kernel, values["on_trees"], run.joint)))
     run.build(rng)
+    if algo in STREAMING:                # its training pass must read what the fingerprint's pass read
+        run.algorithm.batches.check_against(corpus_fp)
     if algo == "ln" or (algo == "mixture" and cfg.mix_base == "ln"):
         from grind.cli.threads import keep_freed_blocks
         keep_freed_blocks()

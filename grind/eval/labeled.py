@@ -53,7 +53,7 @@ from collections import Counter
 
 from grind.errors import InputError
 from grind.eval.brackets import tree_lines
-from grind.formats.trees import leaves, prune, read_trees
+from grind.formats.trees import events, fold, leaves, prune, read_trees
 from grind.formats.treebank import base_label
 
 CONVENTION = ("labeled brackets, EVALB COLLINS.prm: function tags stripped, -NONE- deleted, "
@@ -95,35 +95,48 @@ def _is_pre(node) -> bool:
 
 def _tags(node) -> list:
     """The tag of each word of ``node`` (None for a word not under a preterminal)."""
-    if isinstance(node, str):
-        return [None]
-    if _is_pre(node):
-        return [node[0]]
-    return [t for c in node[1:] for t in _tags(c)]
+    out, stack = [], [node]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, str) or _is_pre(t):
+            out.append(None if isinstance(t, str) else t[0])
+        else:
+            stack.extend(reversed(t[1:]))
+    return out
 
 
 def _drop_words(node, drop: set, pos: list):
     """``node`` without the words at positions ``drop`` (``pos[0]`` is the
     next word's position) and without constituents left empty; None if empty."""
-    if isinstance(node, str):
+    def word(w):
         k = pos[0]
         pos[0] += 1
-        return None if k in drop else node
-    kids = [k for k in (_drop_words(c, drop, pos) for c in node[1:]) if k is not None]
-    return (node[0], *kids) if kids else None
+        return None if k in drop else w
+
+    def kept(t, kids):
+        kids = [k for k in kids if k is not None]
+        return (t[0], *kids) if kids else None
+
+    return fold(node, word, kept)
 
 
 def _brackets(node, start: int, top: bool, out: list) -> int:
     """Append the brackets (label, start, end) of ``node`` to ``out``; return its width."""
     if isinstance(node, str) or _is_pre(node):
         return 1
-    root = top and base_label(node[0]) in ROOT_LABELS
     pos = start
-    for c in node[1:]:
-        pos += _brackets(c, pos, root, out)
-    label = _key(node[0])
-    if not root and label not in PUNCT_TAGS and label != TRACE_TAG and label != DELETED:
-        out.append((label, start, pos))
+    opened: list[tuple[int, bool]] = []       # (start, root) of the constituents around pos
+    for kind, t in events(node):
+        if kind == "word":
+            pos += 1
+        elif kind == "open":
+            parent = opened[-1][1] if opened else top
+            opened.append((pos, parent and base_label(t[0]) in ROOT_LABELS))
+        else:
+            s, root = opened.pop()
+            label = _key(t[0])
+            if not _is_pre(t) and not root and label not in PUNCT_TAGS and label != TRACE_TAG and label != DELETED:
+                out.append((label, s, pos))
     return pos - start
 
 

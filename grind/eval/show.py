@@ -130,13 +130,15 @@ def draw_tree(tree, words: bool = True) -> str:
             return f"{t[0]} {t[1]}" if words else t[0]
         return t[0] or "·"
 
-    def walk(t, prefix):
-        kids = [] if isinstance(t, str) or (len(t) == 2 and isinstance(t[1], str)) else list(t[1:])
-        for i, c in enumerate(kids):
-            last = i == len(kids) - 1
-            out.append(prefix + ("└── " if last else "├── ") + node_text(c))
-            walk(c, prefix + ("    " if last else "│   "))
+    def kids(t):
+        return [] if isinstance(t, str) or (len(t) == 2 and isinstance(t[1], str)) else list(t[1:])
 
     out.append(node_text(tree))
-    walk(tree, "")
+    stack = [(c, "", i == len(kids(tree)) - 1) for i, c in reversed(list(enumerate(kids(tree))))]
+    while stack:                          # (no recursion: a tree may be deeper than Python's limit)
+        t, prefix, last = stack.pop()
+        out.append(prefix + ("└── " if last else "├── ") + node_text(t))
+        below = kids(t)
+        inner = prefix + ("    " if last else "│   ")
+        stack.extend((c, inner, i == len(below) - 1) for i, c in reversed(list(enumerate(below))))
     return "".join(ln + "\n" for ln in out)

@@ -85,6 +85,10 @@ class Counts(RuleSet):
         stats = {k: self.stats[k] + other.stats[k] for k in STATS if k in self.stats}
         stats.update({k: self.stats.get(k, 0) + other.stats.get(k, 0) for k in OPTIONAL_STATS
                       if k in self.stats or k in other.stats})
+        lost = next((k for k, v in stats.items() if not np.isfinite(v)), None)
+        if lost is not None:
+            raise InputError(f"the '# {lost}:' lines ({self.stats[lost]!r} + {other.stats[lost]!r}) add up beyond the "
+                             f"float range ({np.finfo(np.float64).max:.4g}): nothing written")
         meta = dict(self.meta)
         shards = merge_shards(self.meta.get("shards"), other.meta.get("shards"))
         if shards:
@@ -92,18 +96,27 @@ class Counts(RuleSet):
         if self.same_rules(other):
             values = np.zeros(self.n_rules())
             values += self.values
-            values += other.values
-            return Counts.of(self, values, stats, meta)
-        index = {rule_key(*r): i for i, r in enumerate(self.rules)}
-        rules = list(self.rules)
-        extra = [r for r in other.rules if rule_key(*r) not in index]
-        rules += extra
-        for r in extra:
-            index[rule_key(*r)] = len(index)
-        values = np.zeros(len(rules))
-        values[: len(self.values)] = self.values
-        np.add.at(values, [index[rule_key(*r)] for r in other.rules], other.values)
-        return Counts(rules, values, stats, meta)
+            with np.errstate(over="ignore"):
+                values += other.values
+            out = Counts.of(self, values, stats, meta)
+        else:
+            index = {rule_key(*r): i for i, r in enumerate(self.rules)}
+            rules = list(self.rules)
+            extra = [r for r in other.rules if rule_key(*r) not in index]
+            rules += extra
+            for r in extra:
+                index[rule_key(*r)] = len(index)
+            values = np.zeros(len(rules))
+            values[: len(self.values)] = self.values
+            with np.errstate(over="ignore"):
+                np.add.at(values, [index[rule_key(*r)] for r in other.rules], other.values)
+            out = Counts(rules, values, stats, meta)
+        over = np.flatnonzero(np.isinf(values))
+        if len(over):
+            raise InputError(f"the counts of rule '{out.key_at(int(over[0]))}' add up to more than the largest float "
+                             f"({np.finfo(np.float64).max:.4g})"
+                             + (f" (and those of {len(over) - 1} more)" if len(over) > 1 else "") + ": nothing written")
+        return out
 
     def write(self, path) -> None:
         """Write the counts as ``grind estep`` writes them (:func:`write_counts`)."""
@@ -254,10 +267,11 @@ def write_counts(path: str, counts: Counts, **extra) -> None:
     meta = {k: counts.meta[k] for k in META if k in counts.meta}
     meta.update((k, v) for k, v in extra.items() if k in META)
     extra = {k: v for k, v in extra.items() if k not in META}
+    body = counts.rule_text(counts.values)       # checked before a byte is written (stdout is not atomic)
     with open_out(path) as f:
         f.writelines(header_lines(weights=COUNTS_HEADER, **stats, rules=counts.n_rules(),
                                   grammar=counts.fingerprint(), **meta, **extra))
-        f.writelines(counts.rule_text(counts.values))
+        f.writelines(body)
 
 
 def _fmt_stat(v: float) -> str:

@@ -234,6 +234,15 @@ class RuleTable:
         off = self.rhs_off[lo:hi + 1]
         return RuleTable(self.symbols, self.lhs[lo:hi], off - off[0], self.rhs[off[0]:off[-1]])
 
+    def take(self, rows) -> RuleTable:
+        """The rules ``rows`` (indices, in that order) over the same symbols."""
+        rows = np.asarray(rows, dtype=np.int64)
+        k = np.diff(self.rhs_off)[rows]
+        off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(k, out=off[1:])
+        at = np.repeat(self.rhs_off[rows] - off[:-1], k) + np.arange(int(off[-1]), dtype=np.int64)
+        return RuleTable(self.symbols, self.lhs[rows], off, self.rhs[at])
+
     def same(self, other: RuleTable) -> bool:
         """Whether ``other`` holds the same rules in the same order (its symbol
         table may list the symbols in another order: two files of the same
@@ -994,6 +1003,10 @@ class RuleSet:
     def keys(self) -> list[str]:
         return [k for part in self.key_chunks() for k in part]
 
+    def key_at(self, i: int) -> str:
+        """The key of rule ``i`` (for a message: no list of all the keys is made)."""
+        return self._rt.keys(i, i + 1)[0] if self._rt is not None else rule_key(*self.rules[i])
+
     def fingerprint(self) -> str:
         """16 hex digits of the SHA-256 of the rule keys in order, each followed
         by a newline (:func:`fingerprint_keys`): two files with the same
@@ -1018,8 +1031,7 @@ class RuleSet:
             bad = np.flatnonzero(~(np.isfinite(a) & (a >= 0)))
             if len(bad):
                 i = int(bad[0])
-                key = self._rt.keys(i, i + 1)[0] if self._rt is not None else rule_key(*self.rules[i])
-                raise NumericalError(f"the {what} of rule '{key}' is {float(a[i])!r}"
+                raise NumericalError(f"the {what} of rule '{self.key_at(i)}' is {float(a[i])!r}"
                                      f"{f' (and {len(bad) - 1} more are not finite and >= 0)' if len(bad) > 1 else ''}"
                                      ": nothing written")
         if self._rt is not None:

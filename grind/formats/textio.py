@@ -247,6 +247,9 @@ def output_problem(path: str, regular: bool = False) -> str | None:
     if not os.path.isdir(d):
         via = f" (the symlink's target {real})" if os.path.islink(path) else ""
         return f"no such directory: {d}{via}"
+    too_long = _name_too_long(d, real)
+    if too_long:
+        return too_long
     if os.path.exists(real) and not os.access(real, os.W_OK):
         return "permission denied (file not writable)"
     try:                              # an unnamed probe where possible: nothing to leave behind
@@ -262,6 +265,24 @@ def output_problem(path: str, regular: bool = False) -> str | None:
             return f"cannot create files in {d}: {e.strerror or e}"
         os.close(fd)
         os.unlink(probe)
+    return None
+
+
+def _name_too_long(d: str, real: str) -> str | None:
+    """Why the file system of directory ``d`` cannot hold a file named ``real`` (its name or its
+    whole path longer than the system's limit), or None.  (Creating an unnamed probe file does not
+    test the name: the rename at the end of the run would fail.)"""
+    def limit(what, default):
+        try:
+            return os.pathconf(d, what) or default
+        except (OSError, ValueError, AttributeError):
+            return default
+    name, name_max = len(os.fsencode(os.path.basename(real))), limit("PC_NAME_MAX", 255)
+    if name > name_max:
+        return f"the file name is too long for its file system ({name} bytes, at most {name_max})"
+    whole, path_max = len(os.fsencode(real)), limit("PC_PATH_MAX", 4096)
+    if whole >= path_max:
+        return f"the path is too long ({whole} bytes, under {path_max} needed)"
     return None
 
 
@@ -340,9 +361,13 @@ def _linkat_follow(src: str, dst: str) -> int:
         return errno.ENOSYS
 
 
+#: The signals a commit holds back (SIGHUP: a closed terminal or ssh session; not on Windows).
+HELD_SIGNALS = (signal.SIGTERM, signal.SIGINT) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
+
+
 @contextlib.contextmanager
 def _signals_held():
-    """SIGTERM and SIGINT held back (not lost) for the block: a rename and the
+    """SIGTERM, SIGINT and SIGHUP held back (not lost) for the block: a rename and the
     bookkeeping of the temporary name happen together or not at all, so an
     interrupt never strands a ``.grind-*`` file.  Held signals reach their
     handlers when the block ends.
@@ -352,7 +377,7 @@ def _signals_held():
     pool), so blocking it in this thread's mask is not enough: in the main
     thread the handlers are swapped for a recorder and the recorded signals
     re-raised afterwards; elsewhere (handlers cannot be set there) the mask."""
-    held, pending = (signal.SIGTERM, signal.SIGINT), []
+    held, pending = HELD_SIGNALS, []
     try:
         old = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in held}
     except ValueError:                                # not the main thread
@@ -402,9 +427,11 @@ class _Temp:
     def commit(self) -> None:
         """Give the file its mode and rename it over ``real`` (atomic on POSIX)."""
         with _signals_held():
-            self._commit()
+            self.prepare()
+            self._rename()
 
-    def _commit(self) -> None:
+    def prepare(self) -> None:
+        """Give the file its mode and a name (``.grind-*``) beside ``real``: ready for the rename."""
         if self.mode is None:
             mask = os.umask(0)
             os.umask(mask)
@@ -412,9 +439,35 @@ class _Temp:
         os.chmod(self.name or self.fd, self.mode)
         if self.name is None:
             self.name = self._link()
+
+    def _rename(self) -> None:
+        assert self.name is not None                     # prepare() named it
         os.replace(self.name, self.real)
         self.name = None
         self.close()
+
+    def keep_old(self) -> str | None:
+        """A second name (``.grind-old-*``, a hard link, else a copy) for the file ``real`` as it is
+        now, so that a failed group can put it back; None when there is no such file."""
+        if not os.path.isfile(self.real):
+            return None
+        for _ in range(100):
+            name = os.path.join(self.dir, f".grind-old-{os.urandom(6).hex()}")
+            try:
+                os.link(self.real, name)
+                return name
+            except FileExistsError:
+                continue
+            except OSError:
+                break
+        fd, name = tempfile.mkstemp(prefix=".grind-old-", dir=self.dir)
+        os.close(fd)
+        try:
+            shutil.copy2(self.real, name)
+        except BaseException:
+            os.unlink(name)
+            raise
+        return name
 
     def _link(self) -> str:
         """A name for the anonymous file (via /proc/self/fd; else a copy)."""
@@ -465,17 +518,45 @@ def output_group():
         yield
         _groups.pop()
         with _signals_held():                        # an interrupt does not split the group
-            while pending:
-                try:
-                    pending[0].commit()
-                except OSError as e:
-                    raise InputError(f"cannot write {pending[0].real}: {e.strerror or e}") from None
-                pending.pop(0)
+            _commit_all(pending)
     finally:
         if _groups and _groups[-1] is pending:
             _groups.pop()
         for t in pending:
             t.discard()
+
+
+def _commit_all(pending: list[_Temp]) -> None:
+    """Rename every file of ``pending`` into place, or (a rename failed) none: the files replaced
+    before the failure are put back as they were (a new one removed); InputError naming the file
+    that could not be written.  ``pending`` is emptied as files are committed."""
+    done: list[tuple[_Temp, str | None]] = []          # (committed, its old file's second name)
+    current = None
+    try:
+        for t in pending:
+            current = t
+            t.prepare()
+        for t in list(pending):
+            current = t
+            old = t.keep_old()
+            t._rename()
+            done.append((t, old))
+            pending.remove(t)
+    except OSError as e:
+        for t, old in reversed(done):
+            with contextlib.suppress(OSError):
+                if old is None:
+                    os.unlink(t.real)
+                else:
+                    os.replace(old, t.real)
+        raise InputError(f"cannot write {current.real if current else '?'}: {e.strerror or e}"
+                         + (f" (nothing written: {len(done)} file(s) of the group put back as they were)"
+                            if done else "")) from None
+    finally:
+        for _, old in done:
+            if old is not None and os.path.exists(old):
+                with contextlib.suppress(OSError):
+                    os.unlink(old)
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import Counter
 
 from grind.errors import InputError
-from grind.formats.trees import TRACE_TAGS, leaves
+from grind.formats.trees import TRACE_TAGS, fold, leaves
 
 #: The root symbol of every prepared tree (never split into subtypes).
 ROOT = "ROOT"
@@ -70,19 +70,22 @@ def clean(tree, where: str = "<trees>"):
     """The tree prepared as in the module docstring (steps 1-4), or None when
     nothing but empty elements is left.  A non-preterminal with a word among
     its children is an :class:`InputError` naming ``where``."""
-    def walk(t):
+    def node(t, kids):                   # (a fold: no recursion, whatever the tree's depth)
         if _is_pre(t):
             return None if t[0] in TRACE_TAGS else (base_label(t[0]), t[1])
         if any(isinstance(c, str) for c in t[1:]):
             raise InputError(f"{where}: constituent {t[0]!r} has words and constituents as children: "
                              f"{' '.join(leaves(t))[:80]!r}")
-        kids = [k for k in (walk(c) for c in t[1:]) if k is not None]
+        kids = [k for k in kids if k is not None]
         if not kids:
             return None
         label = base_label(t[0]) if t[0] else ROOT
         while len(kids) == 1 and not _is_pre(kids[0]) and kids[0][0] == label:
             kids = list(kids[0][1:])
         return (label, *kids)
+
+    def walk(t):
+        return fold(t, lambda w: w, node)
 
     if isinstance(tree, str):
         raise InputError(f"{where}: a bare word {tree!r} is not a tree")
@@ -98,38 +101,37 @@ def clean(tree, where: str = "<trees>"):
 
 def binarise(tree, h: int | None = 0):
     """Right-factored binarisation with horizontal Markovisation ``h`` (module docstring)."""
-    if isinstance(tree, str) or _is_pre(tree):
-        return tree
-    label, kids = tree[0], [binarise(c, h) for c in tree[1:]]
-    if len(kids) <= 2:
-        return (label, *kids)
-    base = label[len(BIN):].split("|")[0] if label.startswith(BIN) else label
+    def node(t, kids):
+        if _is_pre(t):
+            return t
+        label = t[0]
+        if len(kids) <= 2:
+            return (label, *kids)
+        base = label[len(BIN):].split("|")[0] if label.startswith(BIN) else label
+        rest = kids[-1]                      # the chain of intermediate nodes, built from its right end
+        for i in range(len(kids) - 2, 0, -1):
+            seen = [k[0] for k in kids[:i]]
+            hist = seen if h is None else seen[len(seen) - h:] if h else []
+            rest = (BIN + base + ("|" + "_".join(hist) if hist else ""), kids[i], rest)
+        return (label, kids[0], rest)
 
-    def chain(i):
-        if i == len(kids) - 1:
-            return kids[i]
-        if i == 0:
-            return (label, kids[0], chain(1))
-        seen = [k[0] for k in kids[:i]]
-        hist = seen if h is None else seen[len(seen) - h:] if h else []
-        name = BIN + base + ("|" + "_".join(hist) if hist else "")
-        return (name, kids[i], chain(i + 1))
-
-    return chain(0)
+    return fold(tree, lambda w: w, node)
 
 
 def debinarise(tree):
     """Splice every intermediate ``@`` node into its parent (inverse of :func:`binarise`)."""
-    if isinstance(tree, str) or _is_pre(tree):
-        return tree
-    kids = []
-    for c in tree[1:]:
-        c = debinarise(c)
-        if not isinstance(c, str) and c[0].startswith(BIN) and not _is_pre(c):
-            kids.extend(c[1:])
-        else:
-            kids.append(c)
-    return (tree[0], *kids)
+    def node(t, done):
+        if _is_pre(t):
+            return t
+        kids = []
+        for c in done:
+            if not isinstance(c, str) and c[0].startswith(BIN) and not _is_pre(c):
+                kids.extend(c[1:])
+            else:
+                kids.append(c)
+        return (t[0], *kids)
+
+    return fold(tree, lambda w: w, node)
 
 
 def signature(word: str, first: bool) -> str:
@@ -183,19 +185,17 @@ def map_words(tree, known, counter: Counter | None = None):
     pos = [0]
 
     def f(t):
-        if isinstance(t, str):
-            i = pos[0]
-            pos[0] += 1
-            if t in known:
-                return t
-            w = unknown_token(t, i == 0, known)
-            if counter is not None:
-                counter["replaced"] += 1
-                counter["backoff"] += w != signature(t, i == 0)
-            return w
-        return (t[0], *(f(c) for c in t[1:]))
+        i = pos[0]
+        pos[0] += 1
+        if t in known:
+            return t
+        w = unknown_token(t, i == 0, known)
+        if counter is not None:
+            counter["replaced"] += 1
+            counter["backoff"] += w != signature(t, i == 0)
+        return w
 
-    return f(tree)
+    return fold(tree, f, lambda t, kids: (t[0], *kids))
 
 
 def unknown_token(word: str, first: bool, known) -> str:

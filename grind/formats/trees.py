@@ -91,90 +91,162 @@ def ptb_word(word: str) -> str:
     return word.replace("(", "-LRB-").replace(")", "-RRB-") if "(" in word or ")" in word else word
 
 
+def subtrees(tree):
+    """Every constituent of ``tree`` (not the words), in pre-order, without recursion: a tree
+    may be deeper than Python's recursion limit (a 500-word right-branching parse)."""
+    if isinstance(tree, str):
+        return
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        yield t
+        stack.extend(c for c in reversed(t[1:]) if not isinstance(c, str))
+
+
+def events(tree):
+    """A depth-first walk of ``tree`` without recursion, left to right: ``("open", node)``, then its
+    children's events (``("word", w)`` for a word), then ``("close", node)``."""
+    if isinstance(tree, str):
+        yield "word", tree
+        return
+    yield "open", tree
+    stack = [[tree, 1]]
+    while stack:
+        top = stack[-1]
+        t, i = top
+        if i < len(t):
+            top[1] = i + 1
+            c = t[i]
+            if isinstance(c, str):
+                yield "word", c
+            else:
+                stack.append([c, 1])
+                yield "open", c
+        else:
+            stack.pop()
+            yield "close", t
+
+
+def fold(tree, leaf, node):
+    """``tree`` folded bottom-up without recursion: a word becomes ``leaf(word)``, a constituent
+    ``node(t, results)`` with ``results`` its children's, in order.  Words are met left to right
+    (so ``leaf`` may count positions)."""
+    done: list[list] = [[]]
+    for kind, x in events(tree):
+        if kind == "word":
+            done[-1].append(leaf(x))
+        elif kind == "open":
+            done.append([])
+        else:
+            kids = done.pop()
+            done[-1].append(node(x, kids))
+    return done[0][0]
+
+
 def format_tree(tree) -> str:
     """The tree in brackets, its words through :func:`ptb_word`."""
-    if isinstance(tree, str):
-        return ptb_word(tree)
-    return "(" + " ".join([tree[0]] + [format_tree(c) for c in tree[1:]]) + ")"
+    return fold(tree, ptb_word, lambda t, kids: "(" + " ".join([t[0]] + kids) + ")")
 
 
 def leaves(tree) -> list[str]:
-    if isinstance(tree, str):
-        return [tree]
-    return [w for c in tree[1:] for w in leaves(c)]
+    """The words of ``tree``, left to right."""
+    out, stack = [], [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, str):
+            out.append(t)
+        else:
+            stack.extend(reversed(t[1:]))
+    return out
 
 
 def preterminals(tree, where: str = "<trees>") -> list[tuple[str, str]]:
     """(tag, word) of each leaf whose parent has only that leaf as child.  A
     word anywhere else (beside constituents or other words in a phrase) is an
     InputError naming ``where``."""
-    if len(tree) == 2 and isinstance(tree[1], str):
-        return [(tree[0], tree[1])]
-    word = next((c for c in tree[1:] if isinstance(c, str)), None)
-    if word is not None:
-        beside = "constituents" if any(isinstance(c, tuple) for c in tree[1:]) else "other words"
-        raise InputError(f"{where}: word {word!r} is not under a preterminal (TAG word): it stands beside {beside} "
-                         f"in {format_tree(tree)[:80]!r}")
-    return [p for c in tree[1:] for p in preterminals(c, where)]
+    out = []
+    for t in subtrees(tree):
+        if len(t) == 2 and isinstance(t[1], str):
+            out.append((t[0], t[1]))
+            continue
+        word = next((c for c in t[1:] if isinstance(c, str)), None)
+        if word is not None:
+            beside = "constituents" if any(isinstance(c, tuple) for c in t[1:]) else "other words"
+            raise InputError(f"{where}: word {word!r} is not under a preterminal (TAG word): it stands beside "
+                             f"{beside} in {format_tree(t)[:80]!r}")
+    return out
 
 
 def prune(tree, drop_tag):
     """The tree without preterminals whose tag satisfies ``drop_tag`` and without
     constituents left empty; None if nothing is left."""
-    if isinstance(tree, str):
-        return tree
-    if len(tree) == 2 and isinstance(tree[1], str):
-        return None if drop_tag(tree[0]) else tree
-    kids = [k for k in (prune(c, drop_tag) for c in tree[1:]) if k is not None]
-    return (tree[0], *kids) if kids else None
+    def node(t, kids):
+        if len(t) == 2 and isinstance(t[1], str):
+            return None if drop_tag(t[0]) else t
+        kids = [k for k in kids if k is not None]
+        return (t[0], *kids) if kids else None
+    return fold(tree, lambda w: w, node)
 
 
 def spans(tree, start: int = 0):
-    """Yield (label, start, end) of every constituent (leaves excluded), pre-order."""
-    if isinstance(tree, str):
-        return
-    n = len(leaves(tree))
-    yield tree[0], start, start + n
+    """(label, start, end) of every constituent (leaves excluded), in pre-order (an iterator)."""
+    out: list[list] = []
+    opened: list[int] = []
     pos = start
-    for c in tree[1:]:
-        if isinstance(c, str):
+    for kind, x in events(tree):
+        if kind == "word":
             pos += 1
+        elif kind == "open":
+            opened.append(len(out))
+            out.append([x[0], pos, pos])
         else:
-            yield from spans(c, pos)
-            pos += len(leaves(c))
+            out[opened.pop()][2] = pos
+    return iter([tuple(x) for x in out])
 
 
 def derivation_tree(grammar, derivation, tokens):
     """The tree of a derivation (rows (rule, start, end) in pre-order, see grind.kernels.contract)."""
-    rows = iter(derivation.tolist())
+    rows = derivation.tolist()
+    if not rows:
+        raise ValueError("an empty derivation")
+    k = 0
 
-    def build():
-        r, i, j = next(rows)
+    def open_row():
+        nonlocal k
+        r, i, _ = rows[k]
+        k += 1
         lhs, rhs = grammar.rules[r]
-        kids, pos = [], i
-        for sym in rhs:
-            if grammar.is_nonterminal(sym):
-                kid = build()
-                kids.append(kid)
-                pos += len(leaves(kid))
+        return [lhs, list(rhs), 0, [], i]      # (lhs, rhs, next symbol, children, position)
+
+    stack = [open_row()]
+    while True:
+        top = stack[-1]
+        lhs, rhs, s, kids, pos = top
+        if s < len(rhs):
+            top[2] = s + 1
+            if grammar.is_nonterminal(rhs[s]):
+                stack.append(open_row())
             else:
                 kids.append(tokens[pos])
-                pos += 1
-        return (lhs, *kids)
-
-    return build()
+                top[4] = pos + 1
+            continue
+        stack.pop()
+        tree = (lhs, *kids)
+        if not stack:
+            return tree
+        parent = stack[-1]
+        parent[3].append(tree)
+        parent[4] = pos
 
 
 def tags_as_leaves(tree):
     """Every preterminal (TAG word) becomes (TAG TAG): for grammars induced over tags."""
-    if isinstance(tree, str):
-        return tree
-    if len(tree) == 2 and isinstance(tree[1], str):
-        return (tree[0], tree[0])
-    return (tree[0], *(tags_as_leaves(c) for c in tree[1:]))
+    def node(t, kids):
+        if len(t) == 2 and isinstance(t[1], str):
+            return (t[0], t[0])
+        return (t[0], *kids)
+    return fold(tree, lambda w: w, node)
 
 
 def map_leaves(tree, f):
-    if isinstance(tree, str):
-        return f(tree)
-    return (tree[0], *(map_leaves(c, f) for c in tree[1:]))
+    return fold(tree, f, lambda t, kids: (t[0], *kids))

@@ -377,31 +377,61 @@ def is_dmv_grammar(grammar: Grammar) -> bool:
     return dmv_problem(grammar) is None
 
 
+#: The slots every head type needs (Y_h and the STOP rules at valence 0), and per side the three rules that
+#: come together with that side's choose rules (not-STOP at valence 0, both valence-1 rules).
+_NEEDED = (SLOT["Y"], SLOT["stopL0"], SLOT["stopR0"])
+_SIDE_SLOTS = {"L": (SLOT["nostopL0"], SLOT["stopL1"], SLOT["nostopL1"]),
+               "R": (SLOT["nostopR0"], SLOT["stopR1"], SLOT["nostopR1"])}
+
+
 def dmv_problem(grammar: Grammar) -> str | None:
     """Why ``grammar`` is not a complete split-head DMV grammar (the first
     offending or missing rule), or None when it is one: start symbol ``S``,
-    every rule fits the scheme (:func:`classify_rule`), every head type h has
-    all 10 rules of :func:`head_rules` (root, Y_h, STOP and not-STOP at both
-    valences on both sides) and every choose rule's dependent is a head type.
-    Choose rules may be any subset (the lexicalized DMV has only some)."""
+    every rule fits the scheme (:func:`classify_rule`), every choose rule's
+    dependent is a head type, and every head type h has Y_h, STOP at valence 0
+    on both sides and, on each side, either all three of not-STOP (valence 0)
+    and the valence-1 STOP / not-STOP rules or none of them and no choose rule
+    there (a constrained DMV: :mod:`grind.grammars.dmv_constraints`).  Root
+    rules and choose rules may be any subsets (the lexicalized DMV has only
+    some choose rules), as long as some type can be the root."""
     cached = getattr(grammar, "_dmv_problem", None)
     if cached is not None and cached[0] is grammar.rules_source:
         return cached[1]
     try:
         ix = dmv_index(grammar)
-        missing = np.argwhere(ix.type_rules < 0)
         why = None
         if not len(ix.types):
             why = "no rule Y_h --> L0_h R0_h"
-        elif len(missing):
-            t, q = missing[0]
-            h = ix.types[t]
-            lhs, rhs = list(head_rules(h))[q]
-            why = f"head type {h} has no rule {lhs} --> {' '.join(rhs)}"
+        else:
+            why = _missing_rule(ix)
     except InputError as e:
         why = str(e).removeprefix("not a DMV grammar: ")
     grammar._dmv_problem = (grammar.rules_source, why)  # type: ignore[attr-defined]  # a cache
     return why
+
+
+def _missing_rule(ix: DMVIndex) -> str | None:
+    """The first rule a head type of ``ix`` lacks (see :func:`dmv_problem`), or None."""
+    tr = ix.type_rules
+    has = tr >= 0
+    if not has[:, SLOT["root"]].any():
+        return "no root rule S --> Y_h"
+    chose = np.zeros((len(ix.types), 2), dtype=bool)        # [type, side]: has a choose rule there
+    ch = ix.kind >= CHOOSE_L
+    chose[ix.head[ch], (ix.kind[ch] == CHOOSE_R).astype(np.int64)] = True
+    need = np.zeros(has.shape, dtype=bool)
+    need[:, list(_NEEDED)] = True
+    for col, side in enumerate("LR"):
+        slots = list(_SIDE_SLOTS[side])
+        need[:, slots] |= (chose[:, col] | has[:, slots].any(axis=1))[:, None]
+    if not need[:, [q for side in "LR" for q in _SIDE_SLOTS[side]]].any():
+        need[0, list(_SIDE_SLOTS["L"])] = True      # no head takes a dependent: DMV names, a general grammar
+    missing = np.argwhere(need & ~has)
+    if not len(missing):
+        return None
+    t, q = missing[0]
+    lhs, rhs = list(head_rules(ix.types[t]))[q]
+    return f"head type {ix.types[t]} has no rule {lhs} --> {' '.join(rhs)}"
 
 
 def dmv_size(n_types: int, lexicalized: bool = False, n_pairs: int | None = None) -> int:
@@ -416,7 +446,7 @@ def dmv_size(n_types: int, lexicalized: bool = False, n_pairs: int | None = None
 # Building grammars
 
 
-def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None) -> Grammar:
+def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None, constraints=None) -> Grammar:
     """The split-head DMV grammar of head types with uniform probabilities.
 
     ``vocabulary``: the head types (default: every type of ``sentences``, sorted).
@@ -432,18 +462,50 @@ def dmv_grammar(sentences, lexicalized: bool = False, vocabulary=None) -> Gramma
     root rules of all types, then each type's other :func:`head_rules`, then
     the choose rules in (head, dependent, direction) order.  Its
     :class:`DMVIndex` is made from the table when first asked for (:func:`dmv_index`).
+
+    ``constraints`` (a :class:`grind.grammars.dmv_constraints.DMVConstraints`)
+    leaves out the rules it forbids (:func:`constrained_rows`).
     """
     sentences = [list(s) for s in sentences]
     types = sorted({t for s in sentences for t in s}) if vocabulary is None else list(dict.fromkeys(vocabulary))
     h, d, right = _choose_arrays(sentences, types, lexicalized)
     del sentences
+    keep = None
+    if constraints:
+        keep, (h, d, right) = constrained_rows(types, h, d, right, constraints)
     table = _dmv_table(types, h, d, right)
     del h, d, right
+    if keep is not None:
+        table = table.take(keep)
     if table.duplicate():                   # only when symbols of different types coincide
         Grammar(table.rules(), np.ones(len(table)), START)      # raises the error naming the first repeat
     g = Grammar._from_table(table, None, np.ones(len(table)), START, meta={"model": "dmv"})
     g.weights = g.normalize(g.weights)
     return g
+
+
+def constrained_rows(types, h, d, right, constraints):
+    """The rules of :func:`_dmv_table` that ``constraints`` allows: ``(rows,
+    (h, d, right))``, the rows to keep of the table built from the allowed
+    choose triples returned.  Left out: the choose rules of forbidden arcs
+    (every one of a leaf head), the root rule of a tag that may not be the
+    root, and on each side where a head keeps no choose rule its not-STOP rule
+    and both valence-1 rules (that side's STOP at valence 0 stays, alone)."""
+    T = len(types)
+    ok = np.fromiter((constraints.arc_allowed(types[a], types[b], bool(r)) for a, b, r in zip(h, d, right)),
+                     dtype=bool, count=len(h))
+    h, d, right = h[ok], d[ok], right[ok]
+    has = np.zeros((T, 2), dtype=bool)                  # [type, side]: a choose rule is left (0: left, 1: right)
+    has[h, np.asarray(right, dtype=np.int64)] = True
+    own = np.ones((T, len(SLOTS)), dtype=bool)          # [type, slot]
+    own[:, SLOT["root"]] = [constraints.root_allowed(t) for t in types]
+    for side, col in (("L", 0), ("R", 1)):
+        for slot in (f"nostop{side}0", f"stop{side}1", f"nostop{side}1"):
+            own[:, SLOT[slot]] = has[:, col]
+    # table order: the T root rules, then per type its 9 other rules (SLOTS 1..9), then the choose rules
+    rows = np.concatenate([np.flatnonzero(own[:, 0]), T + np.flatnonzero(own[:, 1:].ravel()),
+                           10 * T + np.arange(len(h))])
+    return rows, (h, d, right)
 
 
 def _symbol_clash(names, types) -> None:
@@ -546,6 +608,42 @@ def _choose_arrays(sentences, types, lexicalized, chunk: int = 1 << 21):
 
 
 # --------------------------------------------------------------------------
+# Back-off for parsing what the weights cannot
+
+#: The share of each left-hand side's probability :func:`backoff_weights` spreads over all its rules.
+BACKOFF = 1e-6
+
+
+def backoff_weights(grammar: Grammar, theta, eps: float = BACKOFF) -> np.ndarray:
+    """theta_r' = (1 - eps) theta_r + eps / |R_A| for every rule r of LHS A
+    (theta normalised per LHS first): every rule of the grammar gets positive
+    probability, so a sentence whose every tree needs a rule of probability 0
+    (a tag the training data lacked, whose root and attach rules EM set to 0)
+    has trees, and the best of them uses as few such rules as it can.  A LHS
+    whose weights are all 0 (reached only through such rules) gets 1 / |R_A|."""
+    theta = np.asarray(theta, dtype=np.float64)
+    size = np.bincount(grammar.lhs, minlength=len(grammar.nonterminals)).astype(np.float64)
+    share = 1.0 / size[grammar.lhs]
+    dead = grammar.lhs_totals(theta) <= 0
+    return np.where(dead, share, (1.0 - eps) * grammar.normalize(theta) + eps * share)
+
+
+def relaxed_grammar(grammar: Grammar, theta, eps: float = BACKOFF) -> tuple[Grammar, np.ndarray]:
+    """The unconstrained DMV over ``grammar``'s head types (every rule of
+    :func:`dmv_grammar`) and its :func:`backoff_weights` from ``theta``, the
+    rules ``grammar`` lacks (left out by structural constraints) at
+    probability 0 before the back-off: for a sentence with no tree that
+    satisfies the constraints."""
+    full = dmv_grammar([], vocabulary=dmv_index(grammar).types)
+    w = np.zeros(len(full))
+    own = grammar.normalize(np.asarray(theta, dtype=np.float64))
+    at = full.index
+    for k, x in zip(grammar.keys(), own):
+        w[at[k]] = x
+    return full, backoff_weights(full, w, eps)
+
+
+# --------------------------------------------------------------------------
 # Parameters, trees and derivations
 
 
@@ -629,28 +727,34 @@ def heads_derivation(grammar: Grammar, tokens, heads) -> np.ndarray:
         rows.append((g.index[f"{lhs} --> {' '.join(rhs)}"], a, b))
 
     def emit(h):
-        t = tokens[h]
-        row("Y_" + t, ("L0_" + t, "R0_" + t), 2 * lo[h], 2 * hi[h] + 2)
+        """Token h's subtree in pre-order: its rows, and (an int) each dependent whose subtree goes there."""
+        t, out = tokens[h], []
+        out.append(("Y_" + t, ("L0_" + t, "R0_" + t), 2 * lo[h], 2 * hi[h] + 2))
         start, lhs = 2 * lo[h], "L0_" + t
         for d in (j for j in kids[h] if j < h):
-            row(lhs, ("L'_" + t,), start, 2 * h + 1)
-            row(*choose_rule(t, tokens[d], False), start, 2 * h + 1)
-            emit(d)
+            out.append((lhs, ("L'_" + t,), start, 2 * h + 1))
+            out.append((*choose_rule(t, tokens[d], False), start, 2 * h + 1))
+            out.append(d)
             start, lhs = 2 * hi[d] + 2, "L_" + t
-        row(lhs, (t + "_l",), start, 2 * h + 1)
+        out.append((lhs, (t + "_l",), start, 2 * h + 1))
         right = [j for j in kids[h] if j > h]
         end, lhs = 2 * hi[h] + 2, "R0_" + t
         for d in reversed(right):
-            row(lhs, ("R'_" + t,), 2 * h + 1, end)
-            row(*choose_rule(t, tokens[d], True), 2 * h + 1, end)
+            out.append((lhs, ("R'_" + t,), 2 * h + 1, end))
+            out.append((*choose_rule(t, tokens[d], True), 2 * h + 1, end))
             end, lhs = 2 * lo[d], "R_" + t
-        row(lhs, (t + "_r",), 2 * h + 1, end)
-        for d in right:
-            emit(d)
+        out.append((lhs, (t + "_r",), 2 * h + 1, end))
+        return out + right
 
     root = heads.index(0)
     row(START, ("Y_" + tokens[root],), 0, 2 * len(heads))
-    emit(root)
+    todo: list = [root]                  # a stack, not recursion: a chain of dependents may be 1000s deep
+    while todo:
+        x = todo.pop()
+        if isinstance(x, int):
+            todo.extend(reversed(emit(x)))
+        else:
+            row(*x)
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
@@ -698,7 +802,12 @@ def harmonic_counts(grammar: Grammar, sentences, variant: str = HARMONIC_DEFAULT
     that Cohen & Smith (2010, §5.1) use: in an n-word sentence each word is the
     root with weight 1/n and word i attaches to word j != i with weight
     proportional to 1/|i-j|.  Y rules count 1 per token.  Sentences with a word
-    the grammar lacks are skipped.
+    the grammar lacks are skipped.  A constrained grammar
+    (:mod:`grind.grammars.dmv_constraints`) gives each word's weight to the
+    heads it may have only (root and arcs rescaled to their total under
+    km-global, the arcs alone under independent; a sentence where a word may
+    have none is skipped), and a side where a type takes no dependents does
+    not bound km-global's first-kid probability.
 
     ``variant="km-global"`` (the default; the counts of the public ports of
     Klein & Manning's initialiser, as the authors' code computes them -- we
@@ -772,20 +881,58 @@ def _attachment(n):
     return p / p.sum(axis=1, keepdims=True)
 
 
-def _root_and_arcs(ix, ids, counts, p):
+def _allowed(ix, ids):
+    """``(root, arcs)`` a constrained grammar allows in the sentence of type ids ``ids``: root[i] (word i
+    may be the root) and arcs[i, j] (dependent i, head j): the grammar has the rule."""
+    n = len(ids)
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    arcs = np.zeros((n, n), dtype=bool)
+    arcs[i, j] = ix.arc_rules(ids[j], ids[i], i > j) >= 0
+    return ix.type_rules[ids, SLOT["root"]] >= 0, arcs
+
+
+def _constrained(ix, ids, root, p, together):
+    """The harmonic weights ``root`` (n) and ``p`` (n x n, dependent x head) with what the grammar forbids
+    set to 0 and each word's allowed weights scaled up to its total: root and arcs ``together``
+    (km-global: they sum to 1), or the arcs alone (independent).  Unchanged when nothing is forbidden
+    here; None when some word can attach to nothing."""
+    ok_root, ok_arc = _allowed(ix, ids)
+    np.fill_diagonal(ok_arc, True)                      # (p is 0 there)
+    if ok_root.all() and ok_arc.all():
+        return root, p
+    r, q = np.where(ok_root, root, 0.0), np.where(ok_arc, p, 0.0)
+    if together:
+        tot, left = root + p.sum(axis=1), r + q.sum(axis=1)
+        if not (left > 0).all():
+            return None
+        f = tot / left
+        return r * f, q * f[:, None]
+    if not ((r > 0) | (q.sum(axis=1) > 0)).all():
+        return None
+    tot, left = p.sum(axis=1), q.sum(axis=1)
+    return r, q * np.divide(tot, left, out=np.zeros_like(tot), where=left > 0)[:, None]
+
+
+def _root_and_arcs(ix, ids, counts, root, p):
     n = len(ids)
     tr = ix.type_rules[ids]
-    _add(counts, tr[:, SLOT["root"]], np.full(n, 1.0 / n))
+    _add(counts, tr[:, SLOT["root"]], root)
     _add(counts, tr[:, SLOT["Y"]], np.ones(n))
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     _add(counts, ix.arc_rules(ids[j], ids[i], i > j), p[i, j])
 
 
 def _km_sentence(ix, ids, counts, tokens, sides, kids):
-    """Root, Y and choose counts of one sentence (km-global), and its tokens' N, N_D, E_D."""
+    """Root, Y and choose counts of one sentence (km-global), and its tokens' N, N_D, E_D
+    (N_D: tokens with an allowed dependent on side D).  Under structural constraints each word's
+    weights go to the heads it may have (:func:`_constrained`); a sentence where some word may have
+    none is skipped."""
     n = len(ids)
-    p = _attachment(n) * ((n - 1) / n)
-    _root_and_arcs(ix, ids, counts, p)
+    w = _constrained(ix, ids, np.full(n, 1.0 / n), _attachment(n) * ((n - 1) / n), together=True)
+    if w is None:
+        return
+    root, p = w
+    _root_and_arcs(ix, ids, counts, root, p)
     np.add.at(tokens, ids, 1.0)
     if n == 1:
         return
@@ -793,12 +940,14 @@ def _km_sentence(ix, ids, counts, tokens, sides, kids):
     below = pos[:, None] > pos[None, :]                  # [i, j]: dependent i right of head j
     for d, mask in ((0, below.T), (1, below)):
         np.add.at(kids[:, d], ids, np.where(mask, p, 0.0).sum(axis=0))
-        np.add.at(sides[:, d], ids, mask.any(axis=0).astype(float))
+        np.add.at(sides[:, d], ids, (mask & (p > 0)).any(axis=0).astype(float))
 
 
 def _km_stops(ix, counts, tokens, sides, kids, s):
-    """Add the global-first-kid stop counts (see :func:`harmonic_counts`) to ``counts`` (already smoothed)."""
-    seen = sides > 0
+    """Add the global-first-kid stop counts (see :func:`harmonic_counts`) to ``counts`` (already smoothed).
+    A side where a type takes no dependent in the grammar (a constrained DMV) does not bound f."""
+    has_side = np.stack([ix.type_rules[:, SLOT["nostopL0"]] >= 0, ix.type_rules[:, SLOT["nostopR0"]] >= 0], axis=1)
+    seen = (sides > 0) & has_side
     ratios = np.concatenate([((kids + s) / np.where(seen, sides, 1.0))[seen],
                              ((tokens[:, None] + s) / np.where(seen, sides, 1.0))[seen], [1.0]])
     f = FIRST_KID_SHARE * ratios.min()
@@ -813,8 +962,11 @@ def _km_stops(ix, counts, tokens, sides, kids, s):
 def _harmonic_sentence(ix, ids, counts):
     n = len(ids)
     tr = ix.type_rules[ids]
-    p = _attachment(n)
-    _root_and_arcs(ix, ids, counts, p)
+    w = _constrained(ix, ids, np.full(n, 1.0 / n), _attachment(n), together=False)
+    if w is None:
+        return
+    root, p = w
+    _root_and_arcs(ix, ids, counts, root, p)
     below = np.tril(np.ones((n, n), dtype=bool), -1)     # [i, j]: i > j (dep right of head)
     for side, mask in (("L", below.T), ("R", below)):
         pm = np.where(mask, p, 0.0)

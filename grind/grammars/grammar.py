@@ -221,10 +221,11 @@ class Grammar(RuleSet):
         meta = self.meta
         lines = {"weights": meta.get("weights"), "start": self.start,
                  **{k: v for k, v in meta.items() if k not in _NOT_WRITTEN}, "rules": len(self), **header}
+        body = self.rule_text(w, self.pseudocounts)  # checked before a byte is written (stdout is not atomic)
         with open_out(os.fspath(path)) as f:         # made by grind.fit: its own call and seed, else the last
             f.writelines(call_header_lines(meta["call"], meta.get("seed"), **lines) if "call" in meta
                          else header_lines(**lines))
-            f.writelines(self.rule_text(w, self.pseudocounts))
+            f.writelines(body)
 
     def with_weights(self, weights, meta=None) -> Grammar:
         """The same rules with new weights (no pseudo-counts); without ``meta``, this grammar's, less
@@ -243,10 +244,23 @@ class Grammar(RuleSet):
 
     def normalize(self, values: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
         """theta_r = v_r / sum_{r' in R_A} v_r'.  A LHS whose values are all
-        zero keeps zeros (it is unreachable or unused).  Made ``chunk`` rules
-        at a time: one output vector, no temporaries over all the rules."""
+        zero keeps zeros (it is unreachable or unused).  Values whose sum over
+        a LHS exceeds the float range are divided by their largest first
+        (v_r / m_A) / sum (v_r' / m_A): the same probabilities, not 0.  Made
+        ``chunk`` rules at a time: one output vector, no temporaries over all
+        the rules."""
         values = np.asarray(values, dtype=np.float64)
         tot = self.lhs_sums(values)
+        scale = None
+        big = np.isinf(tot)
+        if big.any():                     # finite values whose sum overflows: scale those LHSs by their maximum
+            m = np.zeros(len(tot))
+            np.maximum.at(m, self.lhs, values)
+            scale = np.where(big & np.isfinite(m), m, 1.0)
+            tot = np.zeros(len(tot))
+            for lo in range(0, len(values), chunk):
+                a = self.lhs[lo:lo + chunk]
+                tot += np.bincount(a, weights=values[lo:lo + chunk] / scale[a], minlength=len(tot))
         ok = tot > 0
         safe = np.where(ok, tot, 1.0)
         out = np.empty(len(values), dtype=np.float64)
@@ -254,6 +268,9 @@ class Grammar(RuleSet):
             for lo in range(0, len(values), chunk):
                 a = self.lhs[lo:lo + chunk]
                 np.divide(values[lo:lo + chunk], safe[a], out=out[lo:lo + chunk])
+                if scale is not None:
+                    np.divide(values[lo:lo + chunk], scale[a], out=out[lo:lo + chunk])
+                    out[lo:lo + chunk] /= safe[a]
                 out[lo:lo + chunk][~ok[a]] = 0.0
         return out
 

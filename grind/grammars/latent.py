@@ -38,6 +38,7 @@ import numpy as np
 from grind.errors import InputError
 from grind.formats.rules import ARROW
 from grind.formats.treebank import ROOT
+from grind.formats.trees import subtrees
 from grind.grammars.grammar import Grammar
 
 #: Kinds of base rules.
@@ -88,33 +89,16 @@ def treebank_meta(grammar: Grammar) -> dict:
 
 def labels_of(trees) -> set[str]:
     """Every node label of the trees."""
-    out: set[str] = set()
-
-    def walk(t):
-        out.add(t[0])
-        for k in t[1:]:
-            if not isinstance(k, str):
-                walk(k)
-
-    for t in trees:
-        walk(t)
-    return out
+    return {n[0] for t in trees for n in subtrees(t)}
 
 
 def base_rules_of(trees, labels) -> Counter:
     """Counts of the base rules ``(lhs, rhs)`` used by prepared trees, words
     escaped against ``labels`` (:func:`escape_word`)."""
     c: Counter = Counter()
-
-    def walk(t):
-        kids = t[1:]
-        c[(t[0], tuple(escape_word(k, labels) if isinstance(k, str) else k[0] for k in kids))] += 1
-        for k in kids:
-            if not isinstance(k, str):
-                walk(k)
-
     for t in trees:
-        walk(t)
+        for n in subtrees(t):
+            c[(n[0], tuple(escape_word(k, labels) if isinstance(k, str) else k[0] for k in n[1:]))] += 1
     return c
 
 
@@ -309,31 +293,38 @@ class LatentGrammar:
         last), or ``(None, reason)`` when the grammar lacks a rule of it."""
         rule, lkid, rkid = [], [], []
 
-        def walk(t):
-            kids = t[1:]
-            a = self.base_id.get(t[0])
-            if a is None:
-                raise KeyError(f"unknown symbol {t[0]}")
-            if len(kids) == 1 and isinstance(kids[0], str):
-                w = self.word_id.get(self.terminal(kids[0]))
-                key = (LEXICAL, a, -2 if w is None else w, -1)
-                ch = (-1, -1)
-            elif len(kids) == 1:
-                c = walk(kids[0])
-                key, ch = (UNARY, a, self.base_id[kids[0][0]], -1), (c, -1)
-            elif len(kids) == 2 and not isinstance(kids[0], str) and not isinstance(kids[1], str):
-                c1, c2 = walk(kids[0]), walk(kids[1])
-                key, ch = (BINARY, a, self.base_id[kids[0][0]], self.base_id[kids[1][0]]), (c1, c2)
-            else:
-                raise KeyError(f"{t[0]} has {len(kids)} children: the tree is not binarised")
+        def add(t, key, ch):
             j = self.index.get(key)
             if j is None:
-                kid_names = " ".join(k if isinstance(k, str) else k[0] for k in kids)
+                kid_names = " ".join(k if isinstance(k, str) else k[0] for k in t[1:])
                 raise KeyError(f"the grammar has no rule {t[0]} --> {kid_names}")
             rule.append(j)
             lkid.append(ch[0])
             rkid.append(ch[1])
             return len(rule) - 1
+
+        def walk(tree):                  # post-order with a stack: a tree may be deeper than Python's limit
+            stack, done = [(tree, False)], []    # done: the node indices of finished children
+            while stack:
+                t, back = stack.pop()
+                kids = t[1:]
+                a = self.base_id.get(t[0])
+                if a is None:
+                    raise KeyError(f"unknown symbol {t[0]}")
+                if back and len(kids) == 1:
+                    done.append(add(t, (UNARY, a, self.base_id[kids[0][0]], -1), (done.pop(), -1)))
+                elif back:
+                    c2, c1 = done.pop(), done.pop()
+                    done.append(add(t, (BINARY, a, self.base_id[kids[0][0]], self.base_id[kids[1][0]]), (c1, c2)))
+                elif len(kids) == 1 and isinstance(kids[0], str):
+                    w = self.word_id.get(self.terminal(kids[0]))
+                    done.append(add(t, (LEXICAL, a, -2 if w is None else w, -1), (-1, -1)))
+                elif len(kids) == 1 or (len(kids) == 2 and not isinstance(kids[0], str)
+                                        and not isinstance(kids[1], str)):
+                    stack.append((t, True))
+                    stack.extend((k, False) for k in reversed(kids))
+                else:
+                    raise KeyError(f"{t[0]} has {len(kids)} children: the tree is not binarised")
 
         try:
             walk(tree)

@@ -89,12 +89,21 @@ class Algorithm:
         if self.finished():
             return None
         if self.batches is None:
-            return self._stop_noted(self._checked(self.update()))
+            return self._stop_noted(self._checked(self._reported(self.update())))
         batch = self.batches.next()
         if batch is None:
             self.done = True
             return None
-        return self._stop_noted(self._checked(self.update(batch)))
+        return self._stop_noted(self._checked(self._reported(self.update(batch))))
+
+    def _reported(self, st):
+        """``st`` with what the E-step reports of its last call added to its extras (a
+        :class:`grind.infer.posterior_reg.PosteriorRegularizer`'s dual and rule share), if it reports."""
+        source = getattr(self, "estep", None) or getattr(self, "parser", None)
+        extra = getattr(source, "trace_extra", None)
+        if st is not None and callable(extra):
+            st.extra.update(extra())
+        return st
 
     def _stop_noted(self, st):
         """``st`` with ``extra["stopped"]`` saying why the run ends at it, when it does: converged

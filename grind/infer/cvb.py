@@ -226,7 +226,15 @@ class CVB(Algorithm):
                         and len(grammar) > self.full_refresh_rules else None)
         self._one = np.zeros(1, dtype=np.int64)
         self.it, self.prev, self.done, self.parsed_total = 0, None, False, 0
+        self._refit(np.asarray(theta0, dtype=np.float64))
         self._initialise(np.asarray(theta0, dtype=np.float64), cfg.cvb_init, getattr(estep, "on_first", None))
+
+    def _refit(self, theta):
+        """A parser that projects the posterior (:class:`grind.infer.posterior_reg.TiltedParser`) fits its
+        dual to the whole corpus under ``theta`` and holds it through the next sweep."""
+        refit = getattr(self.parser, "refit", None)
+        if refit is not None:
+            refit(theta)
 
     def _index_lhs(self):
         """Rules grouped by LHS: ``by_lhs[start[A]:start[A] + size[A]]``."""
@@ -355,6 +363,7 @@ class CVB(Algorithm):
     def update(self):
         """One sweep: every parseable sentence removed, re-parsed and added back, in a random order."""
         objective, parsed, touched = 0.0, 0, np.zeros(0, np.int64)
+        self._refit(self.theta)
         for i in self.rng.permutation(self.n):
             if int(i) in self.parser.failures:
                 continue

@@ -14,8 +14,19 @@ that does not pickle, so a worker does not receive the parser: it receives a
 ``functools.partial(make_parser, grammar, sentences, kernel)``, scattered to
 every worker at the start) and builds the parser at its first task, keeping
 it in a worker-local dict under a key unique to the run (:func:`forget` drops
-it at the end).  The weights go to every worker once per E-step call
-(``scatter(broadcast=True)``); a task carries only its shard's indices.
+it at the end).  The weights go to the cluster once per E-step call; a task
+carries only its shard's indices.  The recipe and the weights are Dask tasks
+of their own (:meth:`DaskEstep._value`), not scattered data: a worker lost
+with them loses nothing the scheduler cannot make again (a broadcast scatter
+waited for its replica on a dead worker forever).
+
+A lost worker: Dask runs its tasks again on the others; a shard whose task
+failed with it is submitted again (:data:`SHARD_TRIES`).  The E-step watches
+the cluster while it waits (every :data:`POLL` s, so a signal stops the run
+at once); once a worker was lost, an E-step that finishes no shard for
+:func:`patience` seconds stops the run naming the worker (the run goes on from
+its last checkpoint with ``--resume``).  The cluster's shutdown is bounded
+(:data:`CLOSE_TIMEOUT`).
 
 Dask is an optional dependency (``pip install 'grind[dask]'``), imported only
 here and only when a cluster is asked for.  The workers must run the same
@@ -27,18 +38,30 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import threading
+import time
 import uuid
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
 
 from grind import log
-from grind.errors import GrindError, InputError
+from grind.errors import GrindError, InputError, raise_if_out_of_memory
 from grind.infer.training import SHARD, ShardedEstep, shard_counts
 
 #: What a missing Dask says.
 NEEDS_DASK = "--cluster needs Dask: pip install 'grind[dask]'"
+#: Seconds an E-step waits, once a worker was lost, for a shard to finish (at least; longer when E-steps
+#: took longer: see :func:`patience`).  The environment variable GRIND_DASK_PATIENCE sets it.
+LOST_WORKER_PATIENCE = 60.0
+#: Submissions of a shard whose task was lost with a worker (Dask also runs such tasks again itself).
+SHARD_TRIES = 3
+#: Seconds between two looks at the cluster while an E-step waits.
+POLL = 0.5
+#: Seconds the client's and a local cluster's shutdown may take.
+CLOSE_TIMEOUT = 10
 
 # ----------------------------------------------------------------------------- worker side
 
@@ -80,6 +103,11 @@ def worker_check(key: str, build):
     return len(parser.sentences), sorted(parser.failures)
 
 
+def _identity(x):
+    """A task whose result is its argument: data the scheduler can make again on another worker."""
+    return x
+
+
 def forget(key: str) -> bool:
     """Drop the worker's parser of ``key``; True when there was one."""
     return _PARSERS.pop(key, None) is not None
@@ -113,7 +141,8 @@ def require_dask():
     """Import Dask's client (InputError naming the extra to install when it is absent)."""
     try:
         import distributed
-    except ImportError:
+    except ImportError as e:
+        raise_if_out_of_memory(e, "Dask")
         raise InputError(NEEDS_DASK) from None
     return distributed
 
@@ -139,17 +168,20 @@ def dask_client(spec: str):
             cluster.close()
         raise InputError(f"--cluster {spec}: cannot {'start' if kind == 'local' else 'connect to'} the "
                          f"Dask cluster: {e}") from None
+    failed = False
     try:
         if not client.nthreads():
             log.info(f"Dask cluster {spec}: no worker yet; the E-step waits until workers join")
         yield client
     except BaseException:
+        failed = True
         _quiet_dask()
         raise
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with contextlib.suppress(Exception) if failed else contextlib.nullcontext():   # (the first error is said)
+            client.close(timeout=CLOSE_TIMEOUT)
+            if cluster is not None:
+                cluster.close(timeout=CLOSE_TIMEOUT)
 
 
 @contextmanager
@@ -176,15 +208,27 @@ def _quiet_dask() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-def _gather(client, futures) -> list:
-    """The futures' results in their order; a failure of the cluster (a lost
-    worker, a worker without grind) is a one-line error, grind's own errors pass."""
+def patience(longest: float) -> float:
+    """Seconds an E-step may finish no shard once a worker was lost: :data:`LOST_WORKER_PATIENCE` (or
+    GRIND_DASK_PATIENCE), or 3 times the longest E-step so far (``longest`` s) when that is more."""
     try:
-        return client.gather(futures)
-    except GrindError:
-        raise
-    except Exception as e:        # whatever the workers raised, as one line
-        raise InputError(f"the Dask cluster failed: {type(e).__name__}: {e}") from None
+        base = float(os.environ.get("GRIND_DASK_PATIENCE", LOST_WORKER_PATIENCE))
+    except ValueError:
+        base = LOST_WORKER_PATIENCE
+    return max(base, 3.0 * longest)
+
+
+def _lost_with_a_worker(e: BaseException) -> bool:
+    """Whether a task's failure is its worker's (gone, unreachable), not the task's own."""
+    import distributed
+    from distributed.comm.core import CommClosedError
+    return isinstance(e, (CommClosedError, distributed.KilledWorker, OSError, TimeoutError,
+                          distributed.client.FutureCancelledError))
+
+
+def _cluster_failed(e: BaseException) -> GrindError:
+    """A task's error as grind reports it: grind's own errors as they are, anything else in one line."""
+    return e if isinstance(e, GrindError) else InputError(f"the Dask cluster failed: {type(e).__name__}: {e}")
 
 
 class DaskEstep(ShardedEstep):
@@ -201,15 +245,79 @@ class DaskEstep(ShardedEstep):
         super().__init__(parser, 1, shard)
         self.client, self.key = client, f"grind-parser-{uuid.uuid4().hex}"
         self.build = build
-        self._build = client.scatter(build, broadcast=True, hash=False)
+        self._build = self._value(build)
         self.calls = 0
+        self.longest = 0.0               # seconds of the longest E-step call so far
+        self.workers = set(client.nthreads())
+
+    def _value(self, obj):
+        """A future of ``obj`` that the cluster can make again when the worker holding it is lost
+        (a task returning it, the value kept with the task), unlike scattered data."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")            # (Dask's note on large objects in a task)
+            return self.client.submit(_identity, obj, pure=False, key=f"{self.key}-data-{uuid.uuid4().hex}")
 
     def _recipe(self):
-        """The scattered recipe; scattered again when every worker that held it
-        is gone (e.g. batch jobs that reached their wall time, replaced by new ones)."""
-        if self._build is None or self._build.status != "finished":
-            self._build = self.client.scatter(self.build, broadcast=True, hash=False)
+        """The recipe's future; submitted again when it failed or was cancelled."""
+        if self._build is None or self._build.status in ("error", "cancelled"):
+            self._build = self._value(self.build)
         return self._build
+
+    def _collect(self, submit, n: int, what: str = "E-step") -> list:
+        """``[submit(k, attempt).result() for k < n]``, waiting while watching the cluster: a shard whose
+        task was lost with its worker is submitted again (at most :data:`SHARD_TRIES` times); once a worker
+        was lost, no shard finished for :func:`patience` seconds stops the run (InputError naming the
+        lost workers and --resume); the task's own errors as :func:`_cluster_failed` says them."""
+        t0 = time.monotonic()
+        ready = threading.Event()
+        tries = dict.fromkeys(range(n), 1)
+        pending = {}
+
+        def launch(k):
+            f = submit(k, tries[k])
+            f.add_done_callback(lambda _: ready.set())
+            pending[k] = f
+
+        for k in range(n):
+            launch(k)
+        out: dict = {}
+        lost: list[str] = []
+        progress = lost_at = None
+        while pending:
+            ready.wait(POLL)                 # (returns at the first finished task; a signal is handled here)
+            ready.clear()
+            now = time.monotonic()
+            for k, f in list(pending.items()):
+                if f.status == "pending":
+                    continue
+                try:
+                    if f.status == "finished":
+                        out[k] = f.result()
+                        del pending[k]
+                        progress = now
+                        continue
+                    err = f.exception() if f.status == "error" else ConnectionError(f"its task was {f.status}")
+                except Exception as e:      # the result could not be fetched: its worker went away meanwhile
+                    err = e
+                if not _lost_with_a_worker(err) or tries[k] >= SHARD_TRIES:
+                    raise _cluster_failed(err) from None
+                tries[k] += 1
+                launch(k)
+            workers = set(self.client.nthreads())
+            gone = sorted(self.workers - workers)
+            self.workers = workers
+            if gone:
+                lost += gone
+                lost_at = now
+                log.warn(f"{what}: Dask worker(s) {', '.join(gone)} lost; their shards run again on the others")
+            waited = now - max(lost_at or now, progress or t0)
+            if lost and pending and waited > patience(self.longest):
+                raise InputError(f"Dask worker(s) {', '.join(lost)} lost, and no shard of this {what} finished in "
+                                 f"the {waited:.0f} s since ({len(pending)} of {n} shards left, "
+                                 f"{len(workers)} worker(s) now): stopped; with --checkpoint FILE, --resume goes "
+                                 "on from the last checkpoint")
+        self.longest = max(self.longest, time.monotonic() - t0)
+        return [out[k] for k in range(n)]
 
     def check(self) -> int:
         """Build the parser on every worker there is now and check that it has
@@ -217,9 +325,9 @@ class DaskEstep(ShardedEstep):
         runs another grind); returns the number of workers checked.  Workers
         that join later build theirs at their first task."""
         workers = list(self.client.nthreads())
-        futures = [self.client.submit(worker_check, self.key, self._recipe(), workers=[w], allow_other_workers=False,
-                                      key=f"{self.key}-check-{k}", pure=False) for k, w in enumerate(workers)]
-        got = _gather(self.client, futures)
+        got = self._collect(lambda k, t: self.client.submit(
+            worker_check, self.key, self._recipe(), workers=[workers[k]], allow_other_workers=t > 1,
+            key=f"{self.key}-check-{k}-{t}", pure=False), len(workers), "check of the workers")
         want = (len(self.parser.sentences), sorted(self.parser.failures))
         for w, (n, failures) in zip(workers, got):
             if (n, list(failures)) != want:
@@ -230,13 +338,11 @@ class DaskEstep(ShardedEstep):
 
     def __call__(self, weights, idx=None):
         shards = self.shards(idx)
-        w = self.client.scatter(np.asarray(weights, dtype=np.float64), broadcast=True, hash=False)
+        w = self._value(np.asarray(weights, dtype=np.float64))
         self.calls += 1
-        futures = self.client.map(shard_estep, shards, weights=w, key=[f"{self.key}-{self.calls}-{k}"
-                                                                         for k in range(len(shards))],
-                                  parser_key=self.key, build=self._recipe())
-        parts = _gather(self.client, futures)        # in shard order, whatever the arrival order
-        del futures, w                               # the workers may drop the weights and the results
+        parts = self._collect(lambda k, t: self.client.submit(
+            shard_estep, shards[k], weights=w, parser_key=self.key, build=self._recipe(),
+            key=f"{self.key}-{self.calls}-{k}-{t}", pure=False), len(shards))   # in shard order
         return self.reduce(parts)
 
     remote = True
@@ -245,13 +351,11 @@ class DaskEstep(ShardedEstep):
         """``fn(parser, shard, payload)`` for every shard as Dask tasks (``payload`` sent to every
         worker once), returned in shard order whatever the arrival order."""
         shards = self.shards(idx)
-        p = self.client.scatter(payload, broadcast=True, hash=False)
+        p = self._value(payload)
         self.calls += 1
-        futures = self.client.map(shard_apply, shards, fn=fn, payload=p,
-                                  key=[f"{self.key}-{self.calls}-{k}" for k in range(len(shards))],
-                                  parser_key=self.key, build=self._recipe())
-        parts = _gather(self.client, futures)
-        del futures, p
+        parts = self._collect(lambda k, t: self.client.submit(
+            shard_apply, shards[k], fn=fn, payload=p, parser_key=self.key, build=self._recipe(),
+            key=f"{self.key}-{self.calls}-{k}-{t}", pure=False), len(shards))
         return parts
 
     def close(self):

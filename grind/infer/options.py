@@ -51,6 +51,11 @@ MAX_UNPARSED = 0.5
 LN = ("ln", "mixture")          # the ln options: mixture's base is ln by default
 MINIBATCH = ("streaming", "stochastic")
 SAMPLERS = ("gibbs", "hastings")
+#: The algorithms whose E-step --universal-rules projects (collapsed VB: once a sweep, see
+#: grind.infer.posterior_reg).
+RULE_ALGOS = ("em", "vb", "cvb")
+#: The default --rule-fraction (grind.infer.posterior_reg.DEFAULT_FRACTION).
+RULE_FRACTION = 0.8
 
 
 def schedule_name(s) -> str:
@@ -85,7 +90,8 @@ class Opt:
     ``defaults``: the algorithms whose default differs; ``default_with``: (option, value): the default when
     that option is given (``tie_warmup``: 5 with ``tie``); ``algos``: the algorithms that read it;
     ``config``: it is a field of their configuration (else the run reads it: ``alpha``, ``dev``, ...);
-    ``where``: ``both``, ``cli``, ``api`` or ``internal`` (set by the run, given by nobody)."""
+    ``where``: ``both``, ``cli``, ``api`` or ``internal`` (set by the run, given by nobody); ``bare``: the
+    value of the option given without one (``--universal-rules`` alone: ``ud``)."""
 
     name: str
     type: type
@@ -105,6 +111,7 @@ class Opt:
     config: bool = True
     where: str = "both"
     doc: str = ""
+    bare: str | None = None
 
     @property
     def long(self) -> str:
@@ -185,6 +192,18 @@ OPTIONS: tuple[Opt, ...] = (
         doc="Dirichlet hyperparameter: a number (symmetric); a number and per-LHS numbers, 1e-20,Stem=1e-15 (the "
             "rules of LHS Stem 1e-15, every other rule 1e-20); or a grammar file of per-rule pseudo-counts.  "
             "EM: MAP estimate (1 = maximum likelihood).  ln reads no Dirichlet (its prior is --cov's)."),
+    Opt("universal_rules", str, None, "em, vb, cvb: regularize toward ud|naseem|FILE.", "algorithm",
+        algos=RULE_ALGOS, config=False, metavar="RULES", bare="ud",
+        doc="em, vb, cvb on a DMV: posterior regularization (Ganchev et al. 2010) toward universal head>dependent "
+            "rules (Naseem et al. 2010): every E-step's posterior is projected onto those whose expected share of "
+            "rule-following arcs is at least --rule-fraction.  No value: ud (Naseem et al.'s rules adapted to UD "
+            "content heads, grind/data/universal-rules-ud.txt); naseem: theirs, over UPOS; FILE: 'HEAD DEP' "
+            "lines (HEAD may be ROOT).  The rule set and the fraction go to the header, the dual (pr_lambda) and "
+            "the rule share under the projected posterior (rule_share) and before it (rule_share_p) to the trace."),
+    Opt("rule_fraction", float, RULE_FRACTION, "Least share of arcs on the rules.", "algorithm",
+        algos=RULE_ALGOS, config=False, range=(0, 1), metavar="F",
+        doc="With --universal-rules: the share of the corpus's arcs (one a word, the root's included) that must "
+            "follow the rules in expectation under the projected posterior."),
     # --------------------------------------------------------------------- grammar and kernel
     Opt("kernel", str, "auto", "Kernel: auto, cky, dmv, segment.", "model",
         choices=("auto", "cky", "dmv", "segment"), metavar="KERNEL",
@@ -380,7 +399,9 @@ OPTIONS: tuple[Opt, ...] = (
             "cluster.scheduler_address here.  For em, vb, stochastic, ln (--model 1: cold starts, plain M-step; "
             "each shard's posteriors are fitted and summed on its worker), mixture (each worker runs the "
             "constrained components too) and --trees; needs pip install 'grind[dask]' here and the same grind on "
-            "the workers."),
+            "the workers.  A lost worker's shards run again on the others; when none finishes for "
+            "GRIND_DASK_PATIENCE seconds (default 60) after a loss, the run stops (resume it from its "
+            "--checkpoint)."),
 )
 
 #: name -> :class:`Opt`.
@@ -563,6 +584,9 @@ def check_options(algo: str, values: dict, given, cfg, namer: Namer) -> None:
                           f"{n.arg('dev_path')}")
     if (v("patience") or 1) > 1 and not v("early_stop"):
         raise OptionError(f"{n.opt('patience')} needs {n.opt('early_stop')}")
+    if given("rule_fraction") and not v("universal_rules"):
+        raise OptionError(f"{n.opt('rule_fraction')} is the share of arcs {n.opt('universal_rules')} asks for: give "
+                          f"{n.opt('universal_rules')}")
     _check_ln(algo, v, given, n)
     _check_mixture(algo, cfg, given, n)
     mine = {o.name for o in OPTIONS if algo in o.algos}

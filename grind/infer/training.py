@@ -94,6 +94,10 @@ def prior_vector(grammar, alpha: str | float) -> np.ndarray:
         where = (f"--alpha {alpha}: rule {grammar.keys()[int(bad[0])]} has {float(a[bad[0]])!r}"
                  + (f" ({len(bad) - 1} more rules too)" if len(bad) > 1 else ""))
         raise InputError(f"{where}: Dirichlet hyperparameters must be finite and positive")
+    over = np.flatnonzero(np.isinf(grammar.lhs_sums(a)))
+    if len(over):
+        raise InputError(f"--alpha {alpha}: the pseudo-counts of the rules of {grammar.nonterminals[int(over[0])]!r} "
+                         f"sum to more than the largest float ({np.finfo(np.float64).max:.4g}): give smaller values")
     return a
 
 
@@ -232,19 +236,32 @@ class StreamBatches(Minibatches):
     One sentence is read ahead, so the step that draws the last minibatch
     knows it is the last (:meth:`exhausted`; the trace's ``stopped`` cell).
 
-    State: ``consumed``, the sentences handed out so far; a restored source
-    reopens the file and skips that many at its first draw.
+    State: ``consumed``, the sentences handed out so far, and ``read_fp``, their
+    fingerprint (:class:`SentenceFingerprint`); a restored source reopens the
+    file, skips that many at its first draw and refuses a file whose skipped
+    sentences have another fingerprint (the checkpoint was trained on others).
+    With :meth:`check_against` (the fingerprint of a first pass over the
+    file), the end of the stream refuses a pass that read other sentences (the
+    file was replaced or changed between the passes).
     """
 
     def __init__(self, path, spec, size: int, first: int | None = None):
         self.path, self.spec = path, spec
         self.size, self.first = size, first or size
         self.consumed = 0
+        self.read_fp = ""                 # the fingerprint of the sentences handed out ("": not recorded)
+        self.expect: str | None = None    # the first pass's fingerprint of the whole file (check_against)
+        self._fp = SentenceFingerprint()
         self._stream = None
         self._ahead: list = []
         self._end = False
         #: What the reader counted (sentences outside the length limits, ...), complete at the stream's end.
         self.stats: dict = {}
+
+    def check_against(self, fingerprint: str) -> None:
+        """At the stream's end, refuse a pass whose sentences' fingerprint is not ``fingerprint``
+        (:meth:`SentenceFingerprint.text` of an earlier pass over the file: the header's and checkpoints')."""
+        self.expect = fingerprint
 
     def read(self):
         """The stream's counts as :class:`grind.formats.corpus.Corpus` has them (``left_out``, ``wordless``,
@@ -257,24 +274,37 @@ class StreamBatches(Minibatches):
         if self._stream is None:
             self.stats = {}
             self._stream = iter_corpus(self.path, self.spec, self.stats)
-            for _ in itertools.islice(self._stream, self.consumed):
-                pass
+            self._fp = SentenceFingerprint()
+            for s in itertools.islice(self._stream, self.consumed):
+                self._fp.add(s.tokens)
+            if self.read_fp and self._fp.text() != self.read_fp:
+                raise InputError(f"{self.path}: not the corpus the checkpoint was trained on: the {self.consumed} "
+                                 f"sentences read before it were {self.read_fp}, the file's first ones are "
+                                 f"{self._fp.text()} (changed or replaced since?): start a new run")
             self._ahead = []
         want = self.first if self.consumed == 0 else self.size
         sents = self._ahead + list(itertools.islice(self._stream, want - len(self._ahead)))
         self._ahead = list(itertools.islice(self._stream, 1))
         self._end = not self._ahead
         self.consumed += len(sents)
+        for s in sents:
+            self._fp.add(s.tokens)
+        self.read_fp = self._fp.text()
+        if self._end and self.expect is not None and self.read_fp != self.expect:
+            raise InputError(f"{self.path}: the corpus changed while grind read it: the first pass (the fingerprint "
+                             f"the header and checkpoints record) read {self.expect}, the training pass "
+                             f"{self.read_fp}: nothing written (train again on a file that stays unchanged)")
         return sents or None
 
     def exhausted(self) -> bool:
         return self._end
 
     def get_state(self):
-        return {"consumed": self.consumed}
+        return {"consumed": self.consumed, "read_fp": self.read_fp}
 
     def set_state(self, s):
         self.consumed = int(s["consumed"])
+        self.read_fp = str(s.get("read_fp", ""))    # (a checkpoint of an older grind: not recorded)
         self._stream, self._ahead, self._end = None, [], False
 
 

@@ -41,11 +41,23 @@ def vb_log_weights(grammar, alpha_hat: np.ndarray) -> np.ndarray:
     rules at a time into one array (the same numbers as at once)."""
     a = np.asarray(alpha_hat, dtype=np.float64)
     tot = grammar.lhs_sums(a)
+    check_sums(grammar, tot, "VB's pseudo-counts alpha_hat", "their weights exp(psi(alpha_hat) - psi(sum))")
     out = np.empty(len(a))
     for lo in range(0, len(a), CHUNK):
         hi = lo + CHUNK
         np.subtract(digamma(a[lo:hi]), digamma(tot[grammar.lhs[lo:hi]]), out=out[lo:hi])
     return out
+
+
+def check_sums(grammar, tot: np.ndarray, what: str, needs: str) -> None:
+    """NumericalError when a per-LHS sum ``tot`` overflowed (values near the float limit): an
+    overflow, said as such, not the weights' underflow that it would otherwise show as."""
+    over = np.flatnonzero(np.isinf(tot))
+    if len(over):
+        lhs = grammar.nonterminals[int(over[0])]
+        more = f" (and those of {len(over) - 1} more LHSs)" if len(over) > 1 else ""
+        raise NumericalError(f"{what} of the rules of {lhs!r} sum to more than the largest float "
+                             f"({np.finfo(np.float64).max:.4g}){more}: {needs} cannot be computed (an overflow)")
 
 
 #: The smallest positive normal float64 and its log (about -708.4): VB weights

@@ -25,13 +25,14 @@ from collections import defaultdict
 
 import numpy as np
 
-from grind.errors import InputError, NumericalError
+from grind.errors import InputError, NumericalError, raise_if_out_of_memory
 from grind.grammars.grammar import post_order
 from grind.kernels.contract import SUBNORMAL, ChartParser, flushed
 
 try:
     from grind.kernels import _cky
 except ImportError as e:              # pragma: no cover - unbuilt checkout
+    raise_if_out_of_memory(e, "grind.kernels._cky")
     _cky = None
     _IMPORT_ERROR = e
 

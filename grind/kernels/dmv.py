@@ -422,18 +422,28 @@ class DMVParser(ChartParser):
 
     def zero_types(self, weights) -> set[str]:
         """Head types that can appear in no tree under ``weights``: their
-        ``Y_h --> L0_h R0_h`` rule weighs 0, or neither a root rule nor any
-        choose rule with them as dependent has positive weight (e.g. a tag no
-        training sentence had, after EM from the harmonic initialiser)."""
+        ``Y_h --> L0_h R0_h`` rule weighs 0, or they are not reachable: from
+        the root by a root rule of positive weight, or as the dependent of a
+        positive-weight choose rule of a reachable head (e.g. a tag no
+        training sentence had, after EM from the harmonic initialiser: its
+        root and attach rules are 0, though an unseen head's rules keep their
+        initial weights)."""
         w = self._weights(weights)
         ix, T = self.index, len(self.index.types)
         tr = ix.type_rules
         y, root = tr[:, SLOT["Y"]], tr[:, SLOT["root"]]
         ok_y = (y >= 0) & (w[np.maximum(y, 0)] > 0)
-        reach = (root >= 0) & (w[np.maximum(root, 0)] > 0)
+        reach = (root >= 0) & (w[np.maximum(root, 0)] > 0) & ok_y
         ch = (ix.kind >= CHOOSE_L) & (w > 0)
-        reach[np.unique(ix.dep[ch])] = True
-        return {ix.types[t] for t in range(T) if not (ok_y[t] and reach[t])}
+        heads, deps = ix.head[ch], ix.dep[ch]
+        while True:                             # reachable heads' dependents are reachable
+            more = np.zeros(T, dtype=bool)
+            more[deps[reach[heads]]] = True
+            more &= ok_y & ~reach
+            if not more.any():
+                break
+            reach |= more
+        return {ix.types[t] for t in range(T) if not reach[t]}
 
     def explain(self, k, weights, zero=None) -> str:
         """Why sentence ``k`` has no parse, naming the first offending token."""

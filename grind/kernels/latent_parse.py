@@ -96,12 +96,13 @@ import numpy as np
 from scipy.sparse import coo_matrix
 
 from grind import log
-from grind.errors import NumericalError
+from grind.errors import NumericalError, raise_if_out_of_memory
 from grind.grammars.latent import BINARY, LEXICAL, UNARY, LatentGrammar
 
 try:
     from grind.kernels import _latent_parse
 except ImportError as e:              # pragma: no cover - unbuilt checkout
+    raise_if_out_of_memory(e, "grind.kernels._latent_parse")
     _latent_parse = None
     _IMPORT_ERROR = e
 

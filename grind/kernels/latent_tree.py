@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grind.errors import NumericalError
+from grind.errors import NumericalError, raise_if_out_of_memory
 from grind.formats.trees import leaves
 from grind.grammars.latent import BINARY, LEXICAL, LatentGrammar
 from grind.kernels.contract import ChartParser
@@ -63,6 +63,7 @@ from grind.kernels.contract import ChartParser
 try:
     from grind.kernels import _latent_tree
 except ImportError as e:              # pragma: no cover - unbuilt checkout
+    raise_if_out_of_memory(e, "grind.kernels._latent_tree")
     _latent_tree = None
     _IMPORT_ERROR = e
 

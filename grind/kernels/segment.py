@@ -50,12 +50,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from grind.errors import InputError, NumericalError
+from grind.errors import InputError, NumericalError, raise_if_out_of_memory
 from grind.kernels.contract import ChartParser
 
 try:
     from grind.kernels import _segment
-except ImportError:                   # pragma: no cover - unbuilt: the numpy path
+except ImportError as e:              # pragma: no cover - unbuilt: the numpy path
+    raise_if_out_of_memory(e, "grind.kernels._segment")
     _segment = None
 
 _NO_RULES, _NO_VALUES = np.zeros(0, np.int64), np.zeros(0)
