@@ -5,6 +5,7 @@
   after the ``<!-- set-up`` comment: ``make demo`` and ``make test`` themselves) is the one left out.
 - The same for each page of docs/tutorials/ (a fresh copy per page).
 - The demo's excerpts in README.md are lines ``bin/demo`` prints, in that order.
+- Each ```text block after an ``<!-- output -->`` comment is lines the runnable block before it prints, in order.
 - Every ``--option`` the README, docs/ and CONTRIBUTING.md name is an option of a grind command, and in a
   ``grind COMMAND ...`` line an option of that command.
 - The planted data of data/planted/ is what its make.py writes.
