@@ -80,6 +80,9 @@ cdef class Shard:
     cdef double[::1] _x, _s2, _y, _m, _v, _F, _zeta
     cdef double[::1] _ee, _lz          # exp(min(m~ + v~/2, 700)) per coordinate, log zeta~ per instance
     cdef unsigned char[::1] _idle     # per block: no data in the last round (at the prior's closed form)
+    # the chunks' lane slots (slot q = u * 8 + lane of chunk ch at chunk_q0[ch] + q): the block coordinate
+    # and the instance coordinate of each (-1: an empty lane), made once with the layout
+    cdef i64[::1] _chunk_q0, _slot_b, _slot_f, _slot_t   # ... and the instance of each
     cdef public object layout
     cdef object prior
     # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
@@ -141,11 +144,40 @@ cdef class Shard:
             for i in range(self.chunk_off[k], self.chunk_off[k + 1]):
                 if self.order[i] < 0 or self.order[i] >= self.NB or self.blk_pat[self.order[i]] != self.blk_pat[self.order[self.chunk_off[k]]]:
                     raise ValueError("Shard: a chunk's blocks are not of one pattern")
+        self._slots()
         self._x, self._s2, self._y = np.zeros(self.NBC), np.ones(self.NBC), np.zeros(self.NBC)
         self._m, self._v, self._F = np.zeros(self.C), np.ones(self.C), np.zeros(self.C)
         self._zeta = np.ones(self.T)
         self._idle = np.ones(self.NB, dtype=np.uint8)
         self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
+
+    cdef void _slots(self):
+        """The chunks' lane slots, made once a layout (kept in it: a shard is made anew every
+        iteration from the same layout)."""
+        cached = self.layout.get("_slots") if isinstance(self.layout, dict) else None
+        if cached is not None:
+            self._chunk_q0, self._slot_b, self._slot_f, self._slot_t = cached
+            return
+        cdef i64 nch = self.chunk_off.shape[0] - 1, ch, k, n, lane, u, q, total = 0
+        self._chunk_q0 = np.zeros(nch + 1, dtype=np.int64)
+        for ch in range(nch):
+            k = self.order[self.chunk_off[ch]]
+            total += 8 * (self.blk_c0[k + 1] - self.blk_c0[k])
+            self._chunk_q0[ch + 1] = total
+        self._slot_b = np.full(total, -1, dtype=np.int64)
+        self._slot_f = np.full(total, -1, dtype=np.int64)
+        self._slot_t = np.zeros(total, dtype=np.int64)
+        for ch in range(nch):
+            for lane in range(self.chunk_off[ch + 1] - self.chunk_off[ch]):
+                k = self.order[self.chunk_off[ch] + lane]
+                n = self.blk_c0[k + 1] - self.blk_c0[k]
+                for u in range(n):
+                    q = self._chunk_q0[ch] + u * 8 + lane
+                    self._slot_b[q] = self.blk_c0[k] + u
+                    self._slot_f[q] = self.bc_f[self.blk_c0[k] + u]
+                    self._slot_t[q] = self.c_inst[self._slot_f[q]]
+        if isinstance(self.layout, dict):
+            self.layout["_slots"] = (self._chunk_q0, self._slot_b, self._slot_f, self._slot_t)
 
     def __getattr__(self, name):
         """The state as numpy arrays (views: writing into them changes the shard): x, s2, y per
@@ -373,10 +405,12 @@ cdef class Shard:
     cdef int _update(self, i64 *its) noexcept nogil:
         """One round: the blocks chunk by chunk (``chunk_off`` / ``order``: up to eight blocks of
         one pattern, the chunks of a group before those of the next), each chunk's mu~ solves
-        at once (grind_ln_mu_batch, a block a lane), then their sigma~^2 solves."""
-        cdef i64 n = self.maxn, ch, lane, k, u, p, c0, f, t, i, q
+        at once (grind_ln_mu_batch, a block a lane), then their sigma~^2 solves.  The lanes'
+        values are gathered through the slot maps (``_slots``); the exps of b and beta run as
+        separate contiguous loops (vectorised), c_t = 0 in an empty lane making both 0."""
+        cdef i64 n = self.maxn, ch, lane, k, u, p, f, t, i, q
         cdef double *c = <double *> malloc(max(self.T, 1) * sizeof(double))
-        cdef size_t nv = 8 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
+        cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
         cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
         cdef double *va = vb
         cdef double *vbb = vb + 8 * n
@@ -386,13 +420,18 @@ cdef class Shard:
         cdef double *vso = vb + 40 * n
         cdef double *vw2 = vb + 48 * n
         cdef double *vbeta = vb + 56 * n
-        cdef double *act = vb + 64 * n
-        cdef double *vwork = vb + 64 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
-        cdef double *vp = <double *> malloc(8 * n * sizeof(double))
-        cdef i64 *qb = <i64 *> malloc(8 * n * sizeof(i64))      # lane slot q = u * 8 + lane -> its block coordinate
-        cdef i64 *qf = <i64 *> malloc(8 * n * sizeof(i64))      # ... and its instance coordinate (-1: an empty lane)
+        cdef double *vp = vb + 64 * n
+        cdef double *vc = vb + 72 * n                   # c_t of each slot (0: an empty lane)
+        cdef double *varg = vb + 80 * n                 # the exps' arguments
+        cdef double *act = vb + 96 * n
+        cdef double *vwork = vb + 96 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
+        cdef const i64 *qb
+        cdef const i64 *qf
+        cdef const i64 *qt
         cdef i64 blk[8]
         cdef const double *pw
+        cdef const double *pmu
+        cdef const double *ppp
         cdef double N, w, e
         cdef int status = 0, got, nl, idle
         # raw pointers: the compiler then keeps them in registers (no reloads through self)
@@ -402,11 +441,13 @@ cdef class Shard:
         cdef double *M = &self._m[0] if self.C else NULL
         cdef double *V = &self._v[0] if self.C else NULL
         cdef const double *F = &self._F[0] if self.C else NULL
-        cdef const i64 *bcf = &self.bc_f[0] if self.NBC else NULL
-        cdef const i64 *cin = &self.c_inst[0] if self.C else NULL
         cdef const i64 *bc0 = &self.blk_c0[0]
-        if c == NULL or vb == NULL or vp == NULL or qb == NULL or qf == NULL:
-            free(c); free(vb); free(vp); free(qb); free(qf)
+        cdef const i64 *sb = &self._slot_b[0] if self._slot_b.shape[0] else NULL
+        cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
+        cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
+        cdef double lane_data[8]
+        if c == NULL or vb == NULL:
+            free(c); free(vb)
             return 4
         for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
             N = 0.0
@@ -418,43 +459,44 @@ cdef class Shard:
             k = self.order[self.chunk_off[ch]]
             p = self.blk_pat[k]
             n = bc0[k + 1] - bc0[k]
-            pw = self.pw[p]
+            pw, pmu, ppp = self.pw[p], self.pmu[p], self.pp[p]
+            qb, qf, qt = sb + self._chunk_q0[ch], sf + self._chunk_q0[ch], st + self._chunk_q0[ch]
             for lane in range(8):
                 act[lane] = 0.0
                 blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
-                for u in range(n):
-                    q = u * 8 + lane
-                    qb[q] = bc0[blk[lane]] + u if lane < nl else -1
-                    qf[q] = bcf[qb[q]] if lane < nl else -1
             for q in range(8 * n):                    # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
                 u = q // 8
                 w = pw[u]
                 vw2[q] = w * w
-                vp[q] = self.pp[p][u]
+                vp[q] = ppp[u]
                 f = qf[q]
                 if f < 0:                             # an empty lane: no data, at the prior
-                    va[q], vbb[q], vx[q], vy[q], vso[q] = 0.0, 0.0, self.pmu[p][u], 0.0, 1.0 / self.pp[p][u]
+                    va[q], vc[q], varg[q], vx[q], vy[q], vso[q] = 0.0, 0.0, 0.0, pmu[u], 0.0, 1.0 / ppp[u]
                     continue
                 va[q] = w * F[f]
-                e = M[f] - w * X[qb[q]] + 0.5 * V[f]
-                vbb[q] = c[cin[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                vc[q] = c[qt[q]]
+                varg[q] = M[f] - w * X[qb[q]] + 0.5 * V[f]
                 vx[q], vy[q], vso[q] = X[qb[q]], Y[qb[q]], S2[qb[q]]
+            for q in range(8 * n):
+                e = varg[q]
+                vbb[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            for lane in range(8):
+                lane_data[lane] = 0.0
+            for q in range(8 * n):                    # a lane has data where some a or b is not 0
+                lane_data[q % 8] += (va[q] != 0.0) + (vbb[q] != 0.0)
             for lane in range(nl):
-                idle = 1
-                for u in range(n):
-                    if va[u * 8 + lane] != 0.0 or vbb[u * 8 + lane] != 0.0:
-                        idle = 0
+                idle = lane_data[lane] == 0.0
                 self._idle[blk[lane]] = idle
                 if idle:                              # no data: the maximiser is mu exactly
                     for u in range(n):
-                        vx[u * 8 + lane] = self.pmu[p][u]
+                        vx[u * 8 + lane] = pmu[u]
                         vy[u * 8 + lane] = 0.0
                 else:
                     act[lane] = 1.0
             for q in range(8 * n):
                 vxo[q] = vx[q]
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
-                                    self.pmu[p], <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
+                                    pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
                                     <grind_v8d *> vwork)
             if got == -2:
                 status = 3
@@ -462,21 +504,22 @@ cdef class Shard:
             its[0] += got
             for q in range(8 * n):                    # scatter; beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
                 f = qf[q]
-                vbeta[q] = 0.0
+                varg[q] = 0.0
                 if f < 0:
                     continue
                 X[qb[q]], Y[qb[q]] = vx[q], vy[q]
                 M[f] += pw[q // 8] * (vx[q] - vxo[q])
-                e = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
-                vbeta[q] = c[cin[f]] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
             for q in range(8 * n):
+                e = varg[q]
+                vbeta[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
                 vxo[q] = vso[q]                       # the start of the sigma~^2 solves (vso kept)
             its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
             for q in range(8 * n):
                 if qf[q] >= 0:
                     S2[qb[q]] = vxo[q]
                     V[qf[q]] += vw2[q] * (vxo[q] - vso[q])
-        free(c); free(vb); free(vp); free(qb); free(qf)
+        free(c); free(vb)
         return status
 
     def kl(self):

@@ -391,6 +391,23 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     return its;
 }
 
+/* One Newton step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
+static inline int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
+                                const double *restrict p, double *restrict v, double tol, int on)
+{
+    double vv = v[i], hw = 0.5 * w2[i], tt = hw * vv;
+    double E = beta[i] * grind_ln_exp(tt < 700.0 ? tt : 700.0);
+    double iv = 1.0 / vv;
+    double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
+    double h = -hw * hw * E - 0.5 * iv * iv;
+    double vn = vv - g / h;
+    vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
+    vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
+    on &= fabs(vv * g) >= tol;
+    v[i] = on ? vn : vv;
+    return on & (fabs(vn - vv) >= 1e-13 * vv);
+}
+
 /* The sigma~^2 coordinate solves: for each i < n, maximise over v = sigma~^2 > 0 the concave
  *     J(v) = -beta exp(w2 v / 2) - p v / 2 + (log v) / 2
  * (grind.infer.ln.optimise_sigma's objective, there in s = log v) by Newton's method on
@@ -398,12 +415,15 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
  * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
  * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
- * moves v by less than 1e-13 of itself.  Eight coordinates at a time, each eight
- * until they converge.  ``work``: unused.  Returns the iterations of the slowest eight. */
+ * moves v by less than 1e-13 of itself.  Whole passes over the n coordinates (they
+ * vectorise) while at least a quarter of them still move, then passes over those left
+ * (the same steps: each coordinate's iterates do not depend on the others).  ``work``: n
+ * doubles then n ints.  Returns the passes. */
 GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
                           double *restrict v, double tol, int iters, double *restrict work)
 {
     double *restrict act = work;
+    int *restrict live_i = (int *) (work + n);  /* the coordinates still going, once few are */
     int i, it, live = 0;
     for (i = 0; i < n; i++) {
         int on = beta[i] > 0.0;
@@ -412,19 +432,23 @@ GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, co
         live += on;
     }
     for (it = 0; it < iters && live > 0; it++) {
+        if (4 * live < n) {                     /* few left: step only those (the same steps) */
+            int m = 0;
+            for (i = 0; i < n; i++)
+                if (act[i] != 0.0)
+                    live_i[m++] = i;
+            for (; it < iters && m > 0; it++) {
+                int k = 0;
+                for (int j = 0; j < m; j++)
+                    if (ln_sigma_step(live_i[j], beta, w2, p, v, tol, 1))
+                        live_i[k++] = live_i[j];
+                m = k;
+            }
+            return it;
+        }
         live = 0;
         for (i = 0; i < n; i++) {
-            double vv = v[i], hw = 0.5 * w2[i], tt = hw * vv;
-            double E = beta[i] * grind_ln_exp(tt < 700.0 ? tt : 700.0);
-            double iv = 1.0 / vv;
-            double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
-            double h = -hw * hw * E - 0.5 * iv * iv;
-            double vn = vv - g / h;
-            vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
-            vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
-            int on = (act[i] != 0.0) & (fabs(vv * g) >= tol);
-            v[i] = on ? vn : vv;
-            on &= fabs(vn - vv) >= 1e-13 * vv;
+            int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0);
             act[i] = on;
             live += on;
         }

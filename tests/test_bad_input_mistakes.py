@@ -956,3 +956,22 @@ def test_case_count():
         per[c.cls] = per.get(c.cls, 0) + 1
     assert per["options"] >= 40 and per["unparsed"] >= 30 and per["swapped"] >= 7 and per["foreign"] >= 12
     assert len(HINTS) >= 25
+
+
+def test_a_bracketed_parse_has_a_line_for_every_input_sentence(tmp_path):
+    """A sentence the length limits leave out is written (LEFTOUT w1 ... wn) in its place, so that line k of
+    the parse is sentence k of the corpus; grind eval with the parse's corpus options sets those lines aside,
+    and without them says which options to give."""
+    (tmp_path / "g.txt").write_text("1 S --> NP VP\n1 NP --> a\n0.5 VP --> b\n0.5 VP --> VP NP\n")
+    (tmp_path / "s.txt").write_text("a b\na\nb b\na b a\n")
+    (tmp_path / "gold.txt").write_text("(S (NP a) (VP b))\n(S (NP a))\n(S (VP b) (VP b))\n"
+                                       "(S (NP a) (VP (VP b) (NP a)))\n")
+    out, _ = grind_ok("parse", "--min-length", "2", "--max-unparsed", "1", tmp_path / "g.txt", tmp_path / "s.txt")
+    trees = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert trees == ["(S (NP a) (VP b))", "(LEFTOUT a)", "(NOPARSE b b)", "(S (NP a) (VP (VP b) (NP a)))"]
+    assert "# left_out: 1 sentences outside the length limits 2..inf (written as (LEFTOUT w1 ... wn))" in out
+    (tmp_path / "p.txt").write_text(out)
+    scored, _ = grind_ok("eval", "--min-length", "2", tmp_path / "gold.txt", tmp_path / "p.txt")
+    assert "sentences\t3" in scored and "noparse\t1" in scored
+    code, _, err = run(["eval", str(tmp_path / "gold.txt"), str(tmp_path / "p.txt")])
+    assert code == 1 and "marked LEFTOUT" in err and "'# corpus:' header" in err

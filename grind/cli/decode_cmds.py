@@ -16,7 +16,8 @@ from grind.cli.options import GroupedCommand, option
 
 
 PARSE_REFERENCE = """A PCFG writes one bracketed tree a line; a sentence without a parse is reported on stderr, counted
-in the header ('# unparsed: N') and written as (NOPARSE w1 ... wn) so lines stay aligned.
+in the header ('# unparsed: N') and written as (NOPARSE w1 ... wn), one the corpus options leave out as
+(LEFTOUT w1 ... wn) (grind eval, given the same options, sets those aside), so line k is sentence k.
 
 A DMV grammar writes CoNLL with HEAD and DEPREL (root/dep) filled, the gold's other arcs cleared (DEPS, also
 of empty nodes; CoNLL-X PHEAD, PDEPREL) and every other line and column of a CoNLL-U/CoNLL-X input passed
@@ -202,11 +203,34 @@ def parse(grammar, corpus, spec, decoder, ln_path, average, backoff, segment, se
     escaped = _escaped_words(sents)
     lines, failed = _tree_lines(sents, lambda k, s: format_tree(("NOPARSE", *s.tokens) if derivs[k] is None
                                                                 else derivation_tree(g, derivs[k], s.tokens)))
+    lines, written = _with_left_out(sents, lines)
+    what = "written as (LEFTOUT w1 ... wn)" if written else "not written"
     with open_out(output) as f:
-        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format), left_out=left_out(sents),
-                                  unparsed=unparsed, failed=failed, escaped_words=escaped,
-                                  grammar_made_by=made_by(g)))
+        f.writelines(header_lines(decoder="viterbi", corpus=spec.describe(sents.format),
+                                  left_out=left_out(sents, what), unparsed=unparsed, failed=failed,
+                                  escaped_words=escaped, grammar_made_by=made_by(g)))
         f.writelines(lines)
+
+
+def _with_left_out(sents, lines):
+    """The tree ``lines`` of the kept ``sents`` with a ``(LEFTOUT w1 ... wn)`` line for each sentence the corpus
+    options left out, in the input's order, so that line k of a parse is sentence k of its corpus (a
+    sentence with no token left, punctuation only, has no line: the header's ``# left_out:`` counts it);
+    and how many LEFTOUT lines were written."""
+    from grind.formats.trees import LEFTOUT, format_tree
+    everything = getattr(sents, "everything", None)
+    if everything is None or len(everything) == len(sents):
+        return lines, 0
+    index = {id(s): i for i, s in enumerate(sents)}
+    out, written = [], 0
+    for s in everything:
+        i = index.get(id(s))
+        if i is not None:
+            out.append(lines[i])
+        elif s.tokens:
+            out.append(format_tree((LEFTOUT, *s.tokens)) + "\n")
+            written += 1
+    return out, written
 
 
 def _tree_lines(sents, tree_text):

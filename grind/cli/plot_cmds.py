@@ -122,7 +122,7 @@ def show(file, number, column, fmt, output):
         if number > len(trees):
             raise InputError(f"{name}: no sentence {number} (the file has {len(trees)})")
         t = trees[number - 1]
-        if t[0] == "NOPARSE":
+        if t[0] in ("NOPARSE", "LEFTOUT"):
             text = draw_unparsed(list(t[1:]))
         elif column in ("UPOS", "XPOS"):
             text = draw_tree(t, words=False)

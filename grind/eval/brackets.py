@@ -6,7 +6,9 @@ length 1 are skipped.  Reported: corpus-level P/R/F1 from pooled counts, the
 sentence-level mean F1 (a sentence with no gold span has recall 1, and with
 no predicted span either precision 1), and exact match (equal span sets).
 A NOPARSE line (no tree) gets no credit: sentence F1 0, not an exact match,
-its gold spans in the recall denominator.  A corpus-level precision (recall)
+its gold spans in the recall denominator.  A LEFTOUT line (a sentence the
+parse's corpus options left out) is not scored: the gold trees are filtered
+by the same options, so the two line up once LEFTOUT lines are set aside.  A corpus-level precision (recall)
 with no predicted (gold) span at all is undefined: nan, never 1.
 Traces (-NONE-) are removed from gold trees, and punctuation if asked, before
 spans are read; the gold trees are filtered by length like the parsed corpus.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from grind.eval.number import NEAR, frac, near
 from grind.formats.corpus import PTB_PUNCT, PTB_PUNCT_PLUS
 from grind.errors import InputError
-from grind.formats.trees import TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
+from grind.formats.trees import LEFTOUT, TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
 from grind.formats.textio import one_line
 
 CONVENTION = ("unlabeled spans as sets; width-1 spans and the whole-sentence span not counted; "
@@ -160,7 +162,16 @@ def evaluate_files(gold_path, pred_path, spec, name: bool = False, read_as=None,
     gold, gold_lines = gold if gold is not None else read_gold(gold_path, spec)
     pred_lines: list = []
     try:
-        res = evaluate(gold, read_trees(pred_path, pred_lines), (gold_lines, pred_lines), baselines=base is not None)
+        pred = read_trees(pred_path, pred_lines)
+        kept = [k for k, t in enumerate(pred) if t[0] != LEFTOUT]
+        if len(kept) < len(pred):
+            if len(kept) != len(gold):
+                raise InputError(f"{len(pred) - len(kept)} predicted trees are marked LEFTOUT (the parse's corpus "
+                                 f"options left them out) and {len(kept)} are not, against {len(gold)} gold trees: "
+                                 "give grind eval the corpus options the prediction was made with (its '# corpus:' "
+                                 "header)")
+            pred, pred_lines[:] = [pred[k] for k in kept], [pred_lines[k] for k in kept]
+        res = evaluate(gold, pred, (gold_lines, pred_lines), baselines=base is not None)
     except InputError as e:                  # name both files: there may be several PREDICTED files
         names = ["<stdin>" if p == "-" else p for p in (gold_path, pred_path)]
         raise InputError(f"{names[0]} vs {names[1]}: {e}") from None

@@ -9,6 +9,10 @@ import re
 from grind.errors import InputError
 from grind.formats.textio import read_lines
 
+#: The label of a written sentence without a tree: grind parse found none (NOPARSE), or the corpus options
+#: left the sentence out (LEFTOUT: written so that a parse has a line for every input sentence, in order).
+NOPARSE, LEFTOUT = "NOPARSE", "LEFTOUT"
+
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 #: PTB preterminals removed before bracket evaluation (traces, and punctuation with --remove-punct).
