@@ -243,12 +243,16 @@ def fit(grammar, corpus, algo: str = "em", *, alpha=None, iterations: int | None
 
 # ----------------------------------------------------------------------------- parsing, counts, evaluation
 
-def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
+def parse(grammar, corpus, decoder: str = "viterbi", average=(), backoff: bool = True) -> list:
     """Decode every sentence: for a DMV grammar its heads (1-based, 0 = root;
     ``decoder="mbr"``: minimum Bayes risk), for a PCFG its Viterbi tree as
     nested tuples ``(label, child, ...)``; ``None`` for a sentence without a parse.
     ``average`` (DMV, ``decoder="mbr"``): more grammars of the same rules whose arc
-    posteriors are averaged with ``grammar``'s (as ``grind parse --mbr --average``)."""
+    posteriors are averaged with ``grammar``'s (as ``grind parse --mbr --average``).
+    ``backoff`` (DMV, not with ``average``): a sentence with no tree of positive
+    probability is parsed again with floored probabilities, then with the
+    structural constraints relaxed, and said on stderr (as ``grind parse``;
+    ``backoff=False``: it is None, as ``--no-backoff``)."""
     from grind.kernels.dmv import DMVParser
     if decoder not in ("viterbi", "mbr"):
         raise ValueError(f"decoder must be 'viterbi' or 'mbr', not {decoder!r}")
@@ -267,6 +271,9 @@ def parse(grammar, corpus, decoder: str = "viterbi", average=()) -> list:
     if isinstance(parser, DMVParser):
         thetas = np.stack([theta] + [m.probabilities() for m in members])
         heads = parser.mbr_heads(thetas, fallback=[]) if decoder == "mbr" else parser.viterbi_heads(theta)[0]
+        if backoff and not members:
+            from grind.infer.backoff import back_off
+            heads, _ = back_off(g, parser, sents, theta, heads, decoder)
         return _said_unparsed([None if h is None else [int(x) for x in h] for h in heads], sents, parser)
     if decoder == "mbr":
         raise ValueError("mbr decoding is for DMV grammars; use decoder='viterbi' for a PCFG")

@@ -52,7 +52,8 @@ class StderrHandler(logging.Handler):
 #: The default handler of :data:`LOGGER`.
 HANDLER = StderrHandler()
 LOGGER.addHandler(HANDLER)
-LOGGER.setLevel(logging.INFO)
+if LOGGER.level == logging.NOTSET:     # a level set before grind.log was first imported (a notebook's) stays
+    LOGGER.setLevel(logging.INFO)
 LOGGER.propagate = False
 
 

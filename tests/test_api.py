@@ -1,4 +1,4 @@
-"""The Python API (grind/api.py): the README session runs verbatim, grind.fit
+"""The Python API (grind/api.py): the session of docs/tutorials/api.md runs verbatim, grind.fit
 equals grind train bit for bit, ``import grind`` is cheap and side-effect free,
 files written from Python record the call."""
 import os
@@ -17,20 +17,23 @@ OPTS = dict(column="UPOS", punct="ud", max_length=10)
 CLI_OPTS = ["--column", "UPOS", "--punct", "ud", "--max-length", "10"]
 
 
+API_PAGE = REPO / "docs" / "tutorials" / "api.md"
+
+
 def readme_example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = API_PAGE.read_text(encoding="utf-8")
     m = re.search(r"<!-- api-example -->\s*```python\n(.*?)```\s*<!-- /api-example -->", text, re.S)
-    assert m, "README.md: no ```python block between <!-- api-example --> and <!-- /api-example -->"
+    assert m, "docs/tutorials/api.md: no ```python block between <!-- api-example --> and <!-- /api-example -->"
     return m.group(1)
 
 
 def test_readme_session_runs_verbatim(tmp_path, monkeypatch, capsys):
     (tmp_path / "data").symlink_to(REPO / "data")
     monkeypatch.chdir(tmp_path)
-    exec(compile(readme_example(), "README.md (Python API)", "exec"), {"__name__": "__readme__"})
+    exec(compile(readme_example(), "docs/tutorials/api.md (the session)", "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert "20 steps" in out and "directed" in out
-    head = (tmp_path / "demo-out" / "dmv-vb.txt").read_text().splitlines()[:5]
+    head = (tmp_path / "out" / "dmv-vb.txt").read_text().splitlines()[:5]
     assert head[1].startswith("# call: grind.fit(") and "algo='vb'" in head[1]
     assert "# seed: 1" in head
 
@@ -39,6 +42,17 @@ def test_import_grind_sets_no_environment_variables():
     code = "import os; before = dict(os.environ); import grind; assert dict(os.environ) == before"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_a_level_set_before_first_use_silences_grind():
+    """logging.getLogger("grind").setLevel(WARNING) right after import grind (grind.log not loaded yet) holds:
+    grind.fit's progress lines stay off (grind.log set INFO over it on its first import)."""
+    code = ("import logging, grind; logging.getLogger('grind').setLevel(logging.WARNING); "
+            "grind.fit(grind.read_grammar(sys.argv[1]), [['a', 'b']], 'em', iterations=1)")
+    cnf = "1 S --> A B\n1 A --> a\n1 B --> b\n"
+    r = subprocess.run([sys.executable, "-c", "import sys; " + code, "-"], input=cnf, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "training" not in r.stderr, r.stderr
 
 
 def test_import_grind_is_lazy():

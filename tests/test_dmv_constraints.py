@@ -280,3 +280,23 @@ def test_backoff_parses_sentences_with_tags_of_probability_zero(tmp_path):
     assert "# unparsed: 0" in grind("parse", *strict).stdout        # a backed-off sentence is parsed ...
     off = grind("parse", "--no-backoff", *strict, check=False)       # ... without back-off it counts as unparsed
     assert off.returncode == 1 and "--max-unparsed" in off.stderr and not off.stdout
+
+
+def test_grind_parse_backs_off_as_the_command_line_does(tmp_path):
+    """grind.parse gives the sentence the command line backs off the command line's heads (backoff=False:
+    None, as --no-backoff)."""
+    from grind import api
+    from grind.formats.corpus import CorpusSpec, read_corpus
+    tags = ["NOUN", "VERB", "X"]
+    gc = dmv_grammar([], vocabulary=tags, constraints=DMVConstraints(leaf=frozenset({"X"}),
+                                                                     roots=frozenset({"VERB"})))
+    gc.write(tmp_path / "g.txt")
+    (tmp_path / "s.txt").write_text("NOUN X\nVERB NOUN\n")
+    out = grind("parse", "--format", "text", tmp_path / "g.txt", tmp_path / "s.txt").stdout
+    cli = [[int(row.split("\t")[6]) for row in block.splitlines() if not row.startswith("#")]
+           for block in out.strip().split("\n\n")]
+    assert len(cli) == 2
+    sents = read_corpus(str(tmp_path / "s.txt"), CorpusSpec(format="text"))
+    assert api.parse(str(tmp_path / "g.txt"), sents) == cli
+    off = api.parse(str(tmp_path / "g.txt"), sents, backoff=False)
+    assert off[0] is None and off[1] == cli[1]

@@ -291,3 +291,45 @@ def write_planted_corpus(path, n_sentences, n_types=40_000, seed=1, text_path=No
             if t is not None:
                 t.write(" ".join(names) + "\n")
     return model
+
+
+def sample_tree(grammar, rng, symbol=None, max_nodes=10_000):
+    """A tree drawn top-down from ``grammar`` (a :class:`~grind.grammars.grammar.Grammar` of rule
+    probabilities): from ``symbol`` (default: the start symbol) each nonterminal rewrites by a rule of its
+    left-hand side chosen with the rule's probability.  Returns ``(label, child, ...)``, a word (terminal)
+    as a string.  An InputError when the tree passes ``max_nodes`` nodes (a grammar whose derivations do not
+    end)."""
+    rng = _rng(rng)
+    by_lhs: dict[str, tuple[list, np.ndarray]] = {}
+    for r, (lhs, rhs) in enumerate(grammar.rules):
+        by_lhs.setdefault(lhs, ([], []))[0].append(rhs)
+        by_lhs[lhs][1].append(grammar.weights[r])
+    cum = {a: (rhss, np.cumsum(np.asarray(w, dtype=float) / np.sum(w))) for a, (rhss, w) in by_lhs.items()}
+    nodes = 0
+
+    def grow(a):
+        nonlocal nodes
+        nodes += 1
+        if nodes > max_nodes:
+            raise InputError(f"a tree drawn from the grammar passed {max_nodes} nodes: do its derivations end?")
+        rhss, c = cum[a]
+        rhs = rhss[min(int(np.searchsorted(c, rng.random(), side="right")), len(rhss) - 1)]
+        return (a,) + tuple(grow(s) if s in cum else s for s in rhs)
+
+    return grow(symbol or grammar.start)
+
+
+def unsplit(tree, mark="@"):
+    """``tree`` with every label cut at ``mark`` (``NP@obj`` -> ``NP``): a planted tree as a treebank shows it,
+    its subtypes hidden."""
+    if isinstance(tree, str):
+        return tree
+    return (tree[0].split(mark, 1)[0],) + tuple(unsplit(c, mark) for c in tree[1:])
+
+
+def planted_treebank(grammar, n, rng, mark="@"):
+    """``n`` trees drawn from ``grammar`` (:func:`sample_tree`), their labels cut at ``mark``
+    (:func:`unsplit`), as PTB bracketed lines: a treebank whose hidden subtypes are known."""
+    from grind.formats.trees import format_tree
+    rng = _rng(rng)
+    return [format_tree(unsplit(sample_tree(grammar, rng), mark)) for _ in range(n)]
