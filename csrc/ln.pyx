@@ -63,6 +63,15 @@ cdef int _bases(list pools, const double **base, i64 *size) except -1:
     return 0
 
 
+def _lanes(i64 n, double fill):
+    """n doubles filled with ``fill``, starting on a 64-byte boundary (the solvers read eight
+    lanes as one vector)."""
+    raw = np.full(n + 8, fill)
+    off = int(raw.ctypes.data) % 64
+    skip = ((64 - off) % 64) // 8
+    return raw[skip:skip + n]
+
+
 cdef class Shard:
     """The layout and state of one shard's variational posteriors (module docstring).
 
@@ -73,16 +82,20 @@ cdef class Shard:
     ``bc_f`` (NBC) the instance coordinate of each block coordinate; ``loc_off`` (B+1)
     and ``loc_f`` (NL): for each rule a sentence reads, its instance coordinate (-1:
     a multinomial of one rule, weight 1).  State (float64 arrays): x, s2, y per block
-    coordinate; m, v, F per instance coordinate; zeta per instance.
+    coordinate, held in the chunks' lane order (block k's coordinate u at slot bq[k] + 8 u,
+    :meth:`_slots`: the solvers work on them in place); m, v, F per instance coordinate;
+    zeta per instance.
     """
     cdef readonly i64 B, T, C, NB, NBC, NL, P
     cdef const i64[::1] inst_off, inst_c0, c_inst, blk_off, blk_pat, blk_c0, bc_f, loc_off, loc_f, order, chunk_off
-    cdef double[::1] _x, _s2, _y, _m, _v, _F, _zeta
+    cdef double[::1] _lx, _ls, _ly      # x, s2, y per lane slot (an empty lane: mu, 1/p, 0 of its pattern)
+    cdef double[::1] _m, _v, _F, _zeta
     cdef double[::1] _ee, _lz          # exp(min(m~ + v~/2, 700)) per coordinate, log zeta~ per instance
     cdef unsigned char[::1] _idle     # per block: no data in the last round (at the prior's closed form)
-    # the chunks' lane slots (slot q = u * 8 + lane of chunk ch at chunk_q0[ch] + q): the block coordinate
-    # and the instance coordinate of each (-1: an empty lane), made once with the layout
-    cdef i64[::1] _chunk_q0, _slot_b, _slot_f, _slot_t   # ... and the instance of each
+    # the chunks' lane slots (slot q = u * 8 + lane of chunk ch at chunk_q0[ch] + q): the instance
+    # coordinate of each (-1: an empty lane) and its instance; per block the slot of its coordinate 0
+    # (its coordinate u at bq + 8 u); made once with the layout
+    cdef i64[::1] _chunk_q0, _slot_f, _slot_t, _bq
     cdef public object layout
     cdef object prior
     # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
@@ -145,7 +158,8 @@ cdef class Shard:
                 if self.order[i] < 0 or self.order[i] >= self.NB or self.blk_pat[self.order[i]] != self.blk_pat[self.order[self.chunk_off[k]]]:
                     raise ValueError("Shard: a chunk's blocks are not of one pattern")
         self._slots()
-        self._x, self._s2, self._y = np.zeros(self.NBC), np.ones(self.NBC), np.zeros(self.NBC)
+        cdef i64 NS = self._chunk_q0[self._chunk_q0.shape[0] - 1]
+        self._lx, self._ls, self._ly = _lanes(NS, 0.0), _lanes(NS, 1.0), _lanes(NS, 0.0)
         self._m, self._v, self._F = np.zeros(self.C), np.ones(self.C), np.zeros(self.C)
         self._zeta = np.ones(self.T)
         self._idle = np.ones(self.NB, dtype=np.uint8)
@@ -156,7 +170,7 @@ cdef class Shard:
         iteration from the same layout)."""
         cached = self.layout.get("_slots") if isinstance(self.layout, dict) else None
         if cached is not None:
-            self._chunk_q0, self._slot_b, self._slot_f, self._slot_t = cached
+            self._chunk_q0, self._slot_f, self._slot_t, self._bq = cached
             return
         cdef i64 nch = self.chunk_off.shape[0] - 1, ch, k, n, lane, u, q, total = 0
         self._chunk_q0 = np.zeros(nch + 1, dtype=np.int64)
@@ -164,31 +178,45 @@ cdef class Shard:
             k = self.order[self.chunk_off[ch]]
             total += 8 * (self.blk_c0[k + 1] - self.blk_c0[k])
             self._chunk_q0[ch + 1] = total
-        self._slot_b = np.full(total, -1, dtype=np.int64)
         self._slot_f = np.full(total, -1, dtype=np.int64)
         self._slot_t = np.zeros(total, dtype=np.int64)
+        self._bq = np.zeros(self.NB, dtype=np.int64)
         for ch in range(nch):
             for lane in range(self.chunk_off[ch + 1] - self.chunk_off[ch]):
                 k = self.order[self.chunk_off[ch] + lane]
                 n = self.blk_c0[k + 1] - self.blk_c0[k]
+                self._bq[k] = self._chunk_q0[ch] + lane
                 for u in range(n):
                     q = self._chunk_q0[ch] + u * 8 + lane
-                    self._slot_b[q] = self.blk_c0[k] + u
                     self._slot_f[q] = self.bc_f[self.blk_c0[k] + u]
                     self._slot_t[q] = self.c_inst[self._slot_f[q]]
         if isinstance(self.layout, dict):
-            self.layout["_slots"] = (self._chunk_q0, self._slot_b, self._slot_f, self._slot_t)
+            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq)
+
+    cdef object _blocks_of(self, const double[::1] lane):
+        """A per-slot array in block-coordinate order (a new array)."""
+        out = np.empty(self.NBC)
+        cdef double[::1] o = out
+        cdef i64 k, u, c0, q
+        for k in range(self.NB):
+            c0, q = self.blk_c0[k], self._bq[k]
+            for u in range(self.blk_c0[k + 1] - c0):
+                o[c0 + u] = lane[q + 8 * u]
+        return out
 
     def __getattr__(self, name):
-        """The state as numpy arrays (views: writing into them changes the shard): x, s2, y per
-        block coordinate; m, v, F per instance coordinate; zeta per instance; idle per block
+        """The state as numpy arrays: x, s2, y per block coordinate (copies, in block order);
+        m, v, F per instance coordinate and zeta per instance (views: writing into them changes
+        the shard); idle per block
         (1 where the block had no data in the last round, or the shard started at the prior:
         it is then at the prior's closed form, and :meth:`kl` and :meth:`accumulate` count it
         as the sentence's other experts, adding nothing for it)."""
         if name == "idle":
             return np.asarray(self._idle)
-        views = {"x": self._x, "s2": self._s2, "y": self._y, "m": self._m, "v": self._v, "F": self._F,
-                 "zeta": self._zeta}
+        lanes = {"x": self._lx, "s2": self._ls, "y": self._ly}
+        if name in lanes:
+            return self._blocks_of(lanes[name])
+        views = {"m": self._m, "v": self._v, "F": self._F, "zeta": self._zeta}
         if name not in views:
             raise AttributeError(name)
         return np.asarray(views[name])
@@ -248,8 +276,10 @@ cdef class Shard:
 
     def copy(self):
         """A shard of the same layout, without a prior, holding a copy of the state."""
-        out = Shard(self.layout, self.P)
-        out._x, out._s2, out._y = self.x.copy(), self.s2.copy(), self.y.copy()
+        cdef Shard out = Shard(self.layout, self.P)
+        out._lx[:] = self._lx
+        out._ls[:] = self._ls
+        out._ly[:] = self._ly
         out._m, out._v, out._F, out._zeta = self.m.copy(), self.v.copy(), self.F.copy(), self.zeta.copy()
         out._idle = self.idle.copy()
         out._ee, out._lz = np.asarray(self._ee).copy(), np.asarray(self._lz).copy()
@@ -265,8 +295,8 @@ cdef class Shard:
         per block coordinate (y = Q (x - mu_U)); then :meth:`combine`."""
         self._ready()
         cdef const double[::1] xi, si
-        cdef i64 k, u, n, p, c0
-        cdef double *d = <double *> malloc(self.maxn * sizeof(double))
+        cdef i64 k, u, n, p, c0, q, ch
+        cdef double *d = <double *> malloc(2 * self.maxn * sizeof(double))
         if d == NULL:
             raise MemoryError()
         cdef bint warm = x is not None
@@ -276,21 +306,26 @@ cdef class Shard:
                 free(d)
                 raise ValueError("Shard.start: one value a block coordinate")
         with nogil:
+            for ch in range(self.chunk_off.shape[0] - 1):    # every slot at the prior (empty lanes stay there)
+                k = self.order[self.chunk_off[ch]]
+                p = self.blk_pat[k]
+                for q in range(self._chunk_q0[ch], self._chunk_q0[ch + 1]):
+                    u = (q - self._chunk_q0[ch]) // 8
+                    self._lx[q] = self.pmu[p][u]
+                    self._ls[q] = 1.0 / self.pp[p][u]
+                    self._ly[q] = 0.0
             for k in range(self.NB):
-                p, c0 = self.blk_pat[k], self.blk_c0[k]
+                p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                 n = self.blk_c0[k + 1] - c0
                 self._idle[k] = not warm
-                if not warm:
+                if warm:
                     for u in range(n):
-                        self._x[c0 + u] = self.pmu[p][u]
-                        self._s2[c0 + u] = 1.0 / self.pp[p][u]
-                        self._y[c0 + u] = 0.0
-                else:
-                    for u in range(n):
-                        self._x[c0 + u] = xi[c0 + u]
-                        self._s2[c0 + u] = si[c0 + u]
+                        self._lx[q + 8 * u] = xi[c0 + u]
+                        self._ls[q + 8 * u] = si[c0 + u]
                         d[u] = xi[c0 + u] - self.pmu[p][u]
-                    grind_ln_symv(<int> n, self.q[p], self.ld[p], d, &self._y[c0])
+                    grind_ln_symv(<int> n, self.q[p], self.ld[p], d, &d[n])
+                    for u in range(n):
+                        self._ly[q + 8 * u] = d[n + u]
         free(d)
         return self.combine()
 
@@ -305,19 +340,22 @@ cdef class Shard:
         return status
 
     cdef int _combine(self) noexcept nogil:
-        cdef i64 k, u, n, p, c0, f, t, i
+        cdef i64 ch, p, f, t, i, q
         cdef double w, top, z, e
         for i in range(self.C):
             self._m[i] = 0.0
             self._v[i] = 0.0
-        for k in range(self.NB):
-            p, c0 = self.blk_pat[k], self.blk_c0[k]
-            n = self.blk_c0[k + 1] - c0
-            for u in range(n):
-                f = self.bc_f[c0 + u]
-                w = self.pw[p][u]
-                self._m[f] += w * self._x[c0 + u]
-                self._v[f] += w * w * self._s2[c0 + u]
+        # slot by slot: the blocks adding to one m~ (at most one of each group) come in group order,
+        # as they would block by block
+        for ch in range(self.chunk_off.shape[0] - 1):
+            p = self.blk_pat[self.order[self.chunk_off[ch]]]
+            for q in range(self._chunk_q0[ch], self._chunk_q0[ch + 1]):
+                f = self._slot_f[q]
+                if f < 0:
+                    continue
+                w = self.pw[p][(q - self._chunk_q0[ch]) // 8]
+                self._m[f] += w * self._lx[q]
+                self._v[f] += w * w * self._ls[q]
         for i in range(self.C):
             e = self._m[i] + 0.5 * self._v[i]
             self._ee[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
@@ -405,17 +443,19 @@ cdef class Shard:
     cdef int _update(self, i64 *its) noexcept nogil:
         """One round: the blocks chunk by chunk (``chunk_off`` / ``order``: up to eight blocks of
         one pattern, the chunks of a group before those of the next), each chunk's mu~ solves
-        at once (grind_ln_mu_batch, a block a lane), then their sigma~^2 solves.  The lanes'
-        values are gathered through the slot maps (``_slots``); the exps of b and beta run as
-        separate contiguous loops (vectorised), c_t = 0 in an empty lane making both 0."""
+        at once (grind_ln_mu_batch, a block a lane), then their sigma~^2 solves, both in place
+        on the lane-ordered x, y, s2.  The instances' values are gathered through the slot maps
+        (``_slots``); the exps of b and beta run as separate contiguous loops (vectorised),
+        c_t = 0 in an empty lane making both 0."""
         cdef i64 n = self.maxn, ch, lane, k, u, p, f, t, i, q
         cdef double *c = <double *> malloc(max(self.T, 1) * sizeof(double))
         cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
         cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
         cdef double *va = vb
         cdef double *vbb = vb + 8 * n
-        cdef double *vx = vb + 16 * n
-        cdef double *vy = vb + 24 * n
+        cdef double *vx
+        cdef double *vy
+        cdef double *vs
         cdef double *vxo = vb + 32 * n
         cdef double *vso = vb + 40 * n
         cdef double *vw2 = vb + 48 * n
@@ -425,7 +465,6 @@ cdef class Shard:
         cdef double *varg = vb + 80 * n                 # the exps' arguments
         cdef double *act = vb + 96 * n
         cdef double *vwork = vb + 96 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
-        cdef const i64 *qb
         cdef const i64 *qf
         cdef const i64 *qt
         cdef i64 blk[8]
@@ -435,14 +474,13 @@ cdef class Shard:
         cdef double N, w, e
         cdef int status = 0, got, nl, idle
         # raw pointers: the compiler then keeps them in registers (no reloads through self)
-        cdef double *X = &self._x[0] if self.NBC else NULL
-        cdef double *Y = &self._y[0] if self.NBC else NULL
-        cdef double *S2 = &self._s2[0] if self.NBC else NULL
+        cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
+        cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
+        cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
         cdef double *M = &self._m[0] if self.C else NULL
         cdef double *V = &self._v[0] if self.C else NULL
         cdef const double *F = &self._F[0] if self.C else NULL
         cdef const i64 *bc0 = &self.blk_c0[0]
-        cdef const i64 *sb = &self._slot_b[0] if self._slot_b.shape[0] else NULL
         cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
         cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
         cdef double lane_data[8]
@@ -460,7 +498,8 @@ cdef class Shard:
             p = self.blk_pat[k]
             n = bc0[k + 1] - bc0[k]
             pw, pmu, ppp = self.pw[p], self.pmu[p], self.pp[p]
-            qb, qf, qt = sb + self._chunk_q0[ch], sf + self._chunk_q0[ch], st + self._chunk_q0[ch]
+            qf, qt = sf + self._chunk_q0[ch], st + self._chunk_q0[ch]
+            vx, vy, vs = LX + self._chunk_q0[ch], LY + self._chunk_q0[ch], LS + self._chunk_q0[ch]
             for lane in range(8):
                 act[lane] = 0.0
                 blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
@@ -470,13 +509,12 @@ cdef class Shard:
                 vw2[q] = w * w
                 vp[q] = ppp[u]
                 f = qf[q]
-                if f < 0:                             # an empty lane: no data, at the prior
-                    va[q], vc[q], varg[q], vx[q], vy[q], vso[q] = 0.0, 0.0, 0.0, pmu[u], 0.0, 1.0 / ppp[u]
+                if f < 0:                             # an empty lane: no data, at the prior (start)
+                    va[q], vc[q], varg[q] = 0.0, 0.0, 0.0
                     continue
                 va[q] = w * F[f]
                 vc[q] = c[qt[q]]
-                varg[q] = M[f] - w * X[qb[q]] + 0.5 * V[f]
-                vx[q], vy[q], vso[q] = X[qb[q]], Y[qb[q]], S2[qb[q]]
+                varg[q] = M[f] - w * vx[q] + 0.5 * V[f]
             for q in range(8 * n):
                 e = varg[q]
                 vbb[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
@@ -502,23 +540,21 @@ cdef class Shard:
                 status = 3
                 break
             its[0] += got
-            for q in range(8 * n):                    # scatter; beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
+            for q in range(8 * n):                    # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
                 f = qf[q]
                 varg[q] = 0.0
                 if f < 0:
                     continue
-                X[qb[q]], Y[qb[q]] = vx[q], vy[q]
                 M[f] += pw[q // 8] * (vx[q] - vxo[q])
-                varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vso[q])
+                varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vs[q])
             for q in range(8 * n):
                 e = varg[q]
                 vbeta[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
-                vxo[q] = vso[q]                       # the start of the sigma~^2 solves (vso kept)
-            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vxo, STOL, SITERS, vwork)
+                vso[q] = vs[q]                        # the sigma~^2 solves start at s2 (kept in vso)
+            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vs, STOL, SITERS, vwork)
             for q in range(8 * n):
                 if qf[q] >= 0:
-                    S2[qb[q]] = vxo[q]
-                    V[qf[q]] += vw2[q] * (vxo[q] - vso[q])
+                    V[qf[q]] += vw2[q] * (vs[q] - vso[q])
         free(c); free(vb)
         return status
 
@@ -528,7 +564,7 @@ cdef class Shard:
         self._ready()
         out = np.zeros(self.B)
         cdef double[::1] o = out
-        cdef i64 b, k, u, p, c0, n
+        cdef i64 b, k, u, p, c0, n, q
         cdef double acc, pp
         with nogil:
             for b in range(self.B):
@@ -536,12 +572,12 @@ cdef class Shard:
                 for k in range(self.blk_off[b], self.blk_off[b + 1]):
                     if self._idle[k]:
                         continue
-                    p, c0 = self.blk_pat[k], self.blk_c0[k]
+                    p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                     n = self.blk_c0[k + 1] - c0
                     for u in range(n):
                         pp = self.pp[p][u]
-                        acc += (pp * self._s2[c0 + u] - 1.0 - log(self._s2[c0 + u]) - log(pp)
-                                + (self._x[c0 + u] - self.pmu[p][u]) * self._y[c0 + u])
+                        acc += (pp * self._ls[q + 8 * u] - 1.0 - log(self._ls[q + 8 * u]) - log(pp)
+                                + (self._lx[q + 8 * u] - self.pmu[p][u]) * self._ly[q + 8 * u])
                 o[b] = 0.5 * acc
         return out
 
@@ -574,12 +610,11 @@ cdef class Shard:
         x - mu is Sigma times y scattered into the expert).  ``where[p]`` = (pool, offset) pairs
         of A1, SD, A2 (leading dimension ld[p]), CU into the float64 arrays ``pools``; coordinate
         u at index uidx[u0[p] + u] there.  Counts the blocks of each pattern in cnt[p]."""
-        cdef i64 b, k, u, v, p, c0, n, i, j, L
+        cdef i64 b, k, u, v, p, c0, n, i, j, L, q
         cdef double *s1
         cdef double *sd
         cdef double *s2
         cdef double *cu
-        cdef const double *src
         if where.shape[0] != self.P or where.shape[1] != 8 or ld.shape[0] != self.P or u0.shape[0] != self.P \
                 or cnt.shape[0] != self.P or ok.shape[0] != self.B or by_y.shape[0] != self.P:
             raise ValueError("Shard.accumulate: sizes")
@@ -588,9 +623,11 @@ cdef class Shard:
         cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
         cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
         cdef double **P = <double **> calloc(4 * max(self.P, 1), sizeof(double *))
+        cdef double *src = <double *> malloc(self.maxn * sizeof(double))
+        cdef const double *lane
         cdef int bad = 0
-        if base == NULL or plen == NULL or size == NULL or P == NULL:
-            free(base); free(plen); free(size); free(P)
+        if base == NULL or plen == NULL or size == NULL or P == NULL or src == NULL:
+            free(base); free(plen); free(size); free(P); free(src)
             raise MemoryError()
         _bases(pools, base, plen)
         for k in range(self.NB):
@@ -608,7 +645,7 @@ cdef class Shard:
                     P[4 * k + j] = <double *> base[pi] + o
         free(base); free(plen); free(size)
         if bad:
-            free(P)
+            free(P); free(src)
             raise ValueError("Shard.accumulate: a pattern reaches past its pool")
         with nogil:
             for b in range(self.B):
@@ -617,15 +654,17 @@ cdef class Shard:
                 for k in range(self.blk_off[b], self.blk_off[b + 1]):
                     if self._idle[k]:
                         continue
-                    p, c0 = self.blk_pat[k], self.blk_c0[k]
+                    p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                     n = self.blk_c0[k + 1] - c0
                     cnt[p] += 1.0
                     s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
-                    src = &self._y[c0] if by_y[p] else &self._x[c0]
+                    lane = &self._ly[q] if by_y[p] else &self._lx[q]     # coordinate u at lane[8 u]
+                    for u in range(n):
+                        src[u] = lane[8 * u]
                     if uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1:      # U = 0..n-1: rows contiguous
                         for u in range(n):
                             s1[u] += src[u]
-                            sd[u] += self._s2[c0 + u]
+                            sd[u] += self._ls[q + 8 * u]
                             for v in range(n):
                                 s2[u * ld[p] + v] += src[u] * src[v]
                             if cu != NULL:
@@ -634,12 +673,12 @@ cdef class Shard:
                     for u in range(n):
                         i = uidx[u0[p] + u]
                         s1[i] += src[u]
-                        sd[i] += self._s2[c0 + u]
+                        sd[i] += self._ls[q + 8 * u]
                         for v in range(n):
                             s2[i * ld[p] + uidx[u0[p] + v]] += src[u] * src[v]
                         if cu != NULL:
                             cu[i] += 1.0
-        free(P)
+        free(P); free(src)
 
 def kernel_exp(const double[::1] x):
     """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""
