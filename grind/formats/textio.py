@@ -170,6 +170,19 @@ def read_lines(path: str):
 _BOMS_SAID: set = set()
 
 
+
+def two_columns(path: str, name: str, expected: str):
+    """Yield (line number, first field, second field) of each line of PATH with two whitespace-separated
+    fields; blank lines and lines starting with ``#`` are skipped; any other line is an InputError naming
+    NAME, the line and what was EXPECTED."""
+    for lineno, line in read_lines(path):
+        s = line.split()
+        if not s or s[0].startswith("#"):
+            continue
+        if len(s) != 2:
+            raise InputError(f"{name}:{lineno}: expected {expected}, got {line.strip()!r}")
+        yield lineno, s[0], s[1]
+
 def header_keys(lines) -> dict[str, str]:
     """The ``# key: value`` lines among ``lines`` as a dict (the first value of a key; other lines ignored)."""
     out: dict[str, str] = {}

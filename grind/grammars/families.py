@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from grind.errors import InputError
-from grind.formats.textio import read_lines
+from grind.formats.textio import two_columns
 
 #: ``--families`` names of the shipped family files.
 FAMILY_FILES = {"upos": "families-upos.txt", "ptb": "families-ptb.txt"}
@@ -26,16 +26,11 @@ def read_families(path: str) -> dict:
     leading backslash escapes a tag, so the PTB tag ``#`` is written ``\\#``.
     A tag listed twice is an error."""
     fam: dict[str, str] = {}
-    for lineno, line in read_lines(families_path(path)):
-        s = line.split()
-        if not s or s[0].startswith("#"):
-            continue
-        if len(s) != 2:
-            raise InputError(f"{path}:{lineno}: expected 'TAG FAMILY', got {line.strip()!r}")
-        tag = s[0][1:] if s[0].startswith("\\") and len(s[0]) > 1 else s[0]
+    for lineno, first, family in two_columns(families_path(path), path, "'TAG FAMILY'"):
+        tag = first[1:] if first.startswith("\\") and len(first) > 1 else first
         if tag in fam:
             raise InputError(f"{path}:{lineno}: tag {tag!r} is already in family {fam[tag]}")
-        fam[tag] = s[1]
+        fam[tag] = family
     if not fam:
         raise InputError(f"{path}: no 'TAG FAMILY' lines: an empty tag-family mapping")
     return fam

@@ -34,7 +34,7 @@ import numpy as np
 
 from grind import log
 from grind.errors import InputError, NumericalError
-from grind.formats.textio import read_lines
+from grind.formats.textio import two_columns
 from grind.infer.options import RULE_FRACTION
 
 ROOT = "ROOT"
@@ -61,14 +61,7 @@ def rules_path(name: str) -> str:
 
 def read_rules(name: str) -> list[tuple[str, str]]:
     """The (head, dependent) pairs of a rule file (:func:`rules_path`): ``HEAD DEP`` a line, ``#`` comments."""
-    out = []
-    for lineno, line in read_lines(rules_path(name)):
-        s = line.split()
-        if not s or s[0].startswith("#"):
-            continue
-        if len(s) != 2:
-            raise InputError(f"{name}:{lineno}: expected 'HEAD DEP' (HEAD may be ROOT), got {line.strip()!r}")
-        out.append((s[0], s[1]))
+    out = [(head, dep) for _, head, dep in two_columns(rules_path(name), name, "'HEAD DEP' (HEAD may be ROOT)")]
     if not out:
         raise InputError(f"{name}: no 'HEAD DEP' lines: an empty rule set")
     return out
