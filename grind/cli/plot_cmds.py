@@ -117,12 +117,12 @@ def show(file, number, column, fmt, output):
             raise InputError(f"{name}: plain text (one sentence a line) holds no parse to show: "
                              "give a CoNLL file or bracketed trees")
     if fmt == "ptb":
-        from grind.formats.trees import map_leaves, read_trees
+        from grind.formats.trees import LEFTOUT, NOPARSE, map_leaves, read_trees
         trees = read_trees(file)
         if number > len(trees):
             raise InputError(f"{name}: no sentence {number} (the file has {len(trees)})")
         t = trees[number - 1]
-        if t[0] in ("NOPARSE", "LEFTOUT"):
+        if t[0] in (NOPARSE, LEFTOUT):
             text = draw_unparsed(list(t[1:]))
         elif column in ("UPOS", "XPOS"):
             text = draw_tree(t, words=False)

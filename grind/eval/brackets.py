@@ -18,7 +18,8 @@ from __future__ import annotations
 from grind.eval.number import NEAR, frac, near
 from grind.formats.corpus import PTB_PUNCT, PTB_PUNCT_PLUS
 from grind.errors import InputError
-from grind.formats.trees import LEFTOUT, TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans, tags_as_leaves
+from grind.formats.trees import (LEFTOUT, NOPARSE, TRACE_TAGS, leaves, map_leaves, prune, read_trees, spans,
+                                 tags_as_leaves)
 from grind.formats.textio import one_line
 
 CONVENTION = ("unlabeled spans as sets; width-1 spans and the whole-sentence span not counted; "
@@ -62,7 +63,7 @@ def evaluate(gold_trees, pred_trees, lines=None, baselines: bool = False) -> dic
             raise InputError(f"tree {k}{tree_lines(lines, k)}: gold and predicted yields differ: "
                              f"{' '.join(leaves(g))!r} vs {' '.join(leaves(p))!r}")
         n = len(leaves(g))
-        items.append((n, span_set(g) if n >= 2 else set(), None if p[0] == "NOPARSE" else span_set(p)))
+        items.append((n, span_set(g) if n >= 2 else set(), None if p[0] == NOPARSE else span_set(p)))
     res = score_spans(items)
     if baselines:
         for b in BASELINES:

@@ -53,7 +53,7 @@ from collections import Counter
 
 from grind.errors import InputError
 from grind.eval.brackets import tree_lines
-from grind.formats.trees import events, fold, leaves, prune, read_trees
+from grind.formats.trees import NOPARSE, events, fold, leaves, prune, read_trees
 from grind.formats.treebank import base_label
 
 CONVENTION = ("labeled brackets, EVALB COLLINS.prm: function tags stripped, -NONE- deleted, "
@@ -70,7 +70,6 @@ ROOT_LABELS = frozenset(["ROOT", "TOP", ""])
 DELETED = "TOP"
 #: COLLINS.prm EQ_LABEL ADVP PRT.
 EQUIVALENT = {"PRT": "ADVP"}
-NOPARSE = "NOPARSE"
 
 #: The keys of each block, in the order of the report.
 REPORT_KEYS = ("sentences", "noparse", "gold_brackets", "predicted_brackets", "matched_brackets",
