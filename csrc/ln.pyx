@@ -339,33 +339,49 @@ cdef class Shard:
             status = self._combine()
         return status
 
-    cdef int _combine(self) noexcept nogil:
-        cdef i64 ch, p, f, t, i, q
+    cdef int _combine(self, bint afresh=True) noexcept nogil:
+        """:meth:`combine`; ``afresh`` False: m~ and v~ as :meth:`_update` left them (it moves them
+        with every block's step), only the exps and zeta~ anew."""
+        cdef i64 ch, p, f, t, i, q, q0, u, n, lane
         cdef double w, top, z, e
-        for i in range(self.C):
-            self._m[i] = 0.0
-            self._v[i] = 0.0
+        if self.C == 0:
+            return 0
+        cdef double *M = &self._m[0]
+        cdef double *V = &self._v[0]
+        cdef double *EE = &self._ee[0]
+        cdef const double *LX = &self._lx[0]
+        cdef const double *LS = &self._ls[0]
+        cdef const i64 *sf = &self._slot_f[0]
+        cdef const i64 *q0s = &self._chunk_q0[0]
+        cdef const i64 *ic0 = &self.inst_c0[0]
+        cdef const double *pw
+        for i in range(self.C if afresh else 0):
+            M[i] = 0.0
+            V[i] = 0.0
         # slot by slot: the blocks adding to one m~ (at most one of each group) come in group order,
         # as they would block by block
-        for ch in range(self.chunk_off.shape[0] - 1):
-            p = self.blk_pat[self.order[self.chunk_off[ch]]]
-            for q in range(self._chunk_q0[ch], self._chunk_q0[ch + 1]):
-                f = self._slot_f[q]
-                if f < 0:
-                    continue
-                w = self.pw[p][(q - self._chunk_q0[ch]) // 8]
-                self._m[f] += w * self._lx[q]
-                self._v[f] += w * w * self._ls[q]
+        for ch in range(self.chunk_off.shape[0] - 1 if afresh else 0):
+            pw = self.pw[self.blk_pat[self.order[self.chunk_off[ch]]]]
+            q0 = q0s[ch]
+            n = (q0s[ch + 1] - q0) // 8
+            for u in range(n):
+                w = pw[u]
+                for lane in range(8):
+                    q = q0 + 8 * u + lane
+                    f = sf[q]
+                    if f >= 0:
+                        M[f] += w * LX[q]
+                        V[f] += w * w * LS[q]
         for i in range(self.C):
-            e = self._m[i] + 0.5 * self._v[i]
-            self._ee[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            e = M[i] + 0.5 * V[i]
+            EE[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
         for t in range(self.T):
             top = -INFINITY
             z = 0.0
-            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
-                e = self._m[i] + 0.5 * self._v[i]
+            for i in range(ic0[t], ic0[t + 1]):
+                e = M[i] + 0.5 * V[i]
                 top = e if e > top else top
-                z += self._ee[i]
+                z += EE[i]
             if top > EXP_MAX:
                 return 1
             if z == 0.0:
@@ -435,7 +451,7 @@ cdef class Shard:
             for r in range(rounds):
                 status = self._update(its)
                 if status == 0:
-                    status = self._combine()
+                    status = self._combine(False)
                 if status:
                     break
         return status, its[0], its[1]
@@ -522,6 +538,8 @@ cdef class Shard:
                 lane_data[lane] = 0.0
             for q in range(8 * n):                    # a lane has data where some a or b is not 0
                 lane_data[q % 8] += (va[q] != 0.0) + (vbb[q] != 0.0)
+            for q in range(8 * n):                    # x before this round: m~ moves by w (x - xo) below
+                vxo[q] = vx[q]
             for lane in range(nl):
                 idle = lane_data[lane] == 0.0
                 self._idle[blk[lane]] = idle
@@ -531,8 +549,6 @@ cdef class Shard:
                         vy[u * 8 + lane] = 0.0
                 else:
                     act[lane] = 1.0
-            for q in range(8 * n):
-                vxo[q] = vx[q]
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
                                     pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
                                     <grind_v8d *> vwork)

@@ -166,6 +166,172 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
 #endif
 #define GRIND_LN_NSMALL 4
 
+/* grind_ln_mu_batch's steps for n > NSMALL, from the state it set up (e, g, d in ``work``;
+ * J, gmax and the active lanes; A, its m coordinates): each step one product by S
+ * (eight rows at a time), the Woodbury correction, the line search's sums and the trial
+ * exps fused in one pass over the coordinates, and one pass moving x, y, g.  The
+ * line search and stopping rules are grind_ln_mu_batch's. */
+GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
+                                       const double *restrict w, const double *restrict S, int64_t ld,
+                                       grind_v8d *restrict x, grind_v8d *restrict y, grind_v8d *restrict actp,
+                                       double gtol, int maxiter, grind_v8d *restrict work, grind_v8l act,
+                                       grind_v8d J, grind_v8d gmax, const int *restrict A, int m)
+{
+    const int KM = GRIND_LN_KMAX;
+    grind_v8d *restrict e = work, *restrict g = e + n, *restrict dlt = g + n, *restrict s = dlt + n;
+    grind_v8d *restrict hz = s + n, *restrict d = hz + n, *restrict en = d + n;
+    grind_v8d *restrict K = en + 2 * n;
+    grind_v8d *restrict z = K + KM * KM, *restrict hh = z + KM;
+    const grind_v8d zero = ln_v(0.0);
+    grind_v8d gprev = zero, ax = zero, dy = zero;
+    grind_v8l fresh = act;
+    int i, j, k, its = 0;
+    long long any;
+    for (i = 0; i < n; i++) {
+        ax += a[i] * x[i];
+        dy += d[i] * y[i];
+    }
+    for (int it = 0; it < maxiter; it++) {
+        for (i = 0; i < n; i++)                /* s = S g, four rows at a time (S is symmetric) */
+            s[i] = zero;
+        j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const double *r0 = S + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+            grind_v8d g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
+            for (i = 0; i < n; i++)
+                s[i] += (r0[i] * g0 + r1[i] * g1) + (r2[i] * g2 + r3[i] * g3);
+        }
+        for (; j < n; j++) {
+            const double *row = S + j * ld;
+            grind_v8d gj = g[j];
+            for (i = 0; i < n; i++)
+                s[i] += row[i] * gj;
+        }
+        if (m > 0) {
+            grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
+            long long refresh = 0;
+            for (int l = 0; l < LN_L; l++)
+                refresh |= need[l];
+            if (refresh) {                     /* Cholesky of I + H S_AA H, lane by lane */
+                for (i = 0; i < m; i++) {
+                    grind_v8d hv = e[A[i]] * (w[A[i]] * w[A[i]]);
+                    for (int l = 0; l < LN_L; l++)
+                        hv[l] = sqrt(hv[l]);
+                    hh[i] = hv;
+                }
+                for (j = 0; j < m; j++) {
+                    grind_v8d dd = hh[j] * hh[j] * S[A[j] * ld + A[j]] + 1.0;
+                    for (k = 0; k < j; k++)
+                        dd -= K[j * m + k] * K[j * m + k];
+                    for (int l = 0; l < LN_L; l++)
+                        dd[l] = sqrt(dd[l]);
+                    K[j * m + j] = 1.0 / dd;           /* the inverse of the diagonal, kept */
+                    for (i = j + 1; i < m; i++) {
+                        grind_v8d v = hh[i] * hh[j] * S[A[i] * ld + A[j]];
+                        for (k = 0; k < j; k++)
+                            v -= K[i * m + k] * K[j * m + k];
+                        K[i * m + j] = v * K[j * m + j];
+                    }
+                }
+                fresh = act & 0;
+            }
+            for (i = 0; i < m; i++) {          /* z = (I + H S_AA H)^-1 H t_A */
+                grind_v8d v = hh[i] * s[A[i]];
+                for (k = 0; k < i; k++)
+                    v -= K[i * m + k] * z[k];
+                z[i] = v * K[i * m + i];
+            }
+            for (i = m - 1; i >= 0; i--) {
+                grind_v8d v = z[i];
+                for (k = i + 1; k < m; k++)
+                    v -= K[k * m + i] * z[k];
+                z[i] = v * K[i * m + i];
+            }
+            for (j = 0; j < m; j++)
+                hz[j] = hh[j] * z[j];
+        }
+        /* one pass: s -= S_{.A} H z; the line search's sums with Q s taken as g (its part on A,
+         * -D_A s, after); the exps of the full step */
+        grind_v8d as = zero, lin = zero, sqs = zero, sum = zero, Jn;
+        grind_v8d u = ln_sel(act, ln_v(1.0), zero);
+        for (i = 0; i < n; i++) {
+            grind_v8d si = s[i], c0 = zero, c1 = zero;
+            for (j = 0; j + 2 <= m; j += 2) {
+                c0 += S[A[j] * ld + i] * hz[j];
+                c1 += S[A[j + 1] * ld + i] * hz[j + 1];
+            }
+            if (j < m)
+                c0 += S[A[j] * ld + i] * hz[j];
+            si -= c0 + c1;
+            s[i] = si;
+            as += a[i] * si;
+            lin += si * y[i] + d[i] * g[i];
+            sqs += si * g[i];
+            en[i] = ln_vbexp(b[i], w[i], x[i] + u * si);
+            sum += en[i];
+        }
+        for (j = 0; j < m; j++) {              /* Q s = g - D_A s on A */
+            grind_v8d dl = hh[j] * hh[j] * s[A[j]];
+            dlt[j] = dl;
+            lin -= d[A[j]] * dl;
+            sqs -= s[A[j]] * dl;
+        }
+        grind_v8l bad = act & 0;
+        for (int halve = 0; halve <= 40; halve++) {
+            if (halve > 0) {
+                sum = zero;
+                for (i = 0; i < n; i++) {
+                    en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
+                    sum += en[i];
+                }
+            }
+            Jn = ax + u * as - sum - 0.5 * (dy + u * lin + u * u * sqs);
+            bad = act & ~(Jn >= J - 1e-12 * ln_vabs(J));
+            long long worse = 0;
+            for (int l = 0; l < LN_L; l++)
+                worse |= bad[l];
+            if (!worse)
+                break;
+            u = ln_sel(bad, u * 0.5, u);
+            fresh |= bad;
+        }
+        act &= ~bad;                           /* a lane whose step could not be made stops there */
+        u = ln_sel(act, u, zero);
+        grind_v8d smax = zero;
+        gprev = gmax;
+        gmax = zero;
+        for (i = 0; i < n; i++) {
+            grind_v8d st = u * s[i];
+            x[i] += st;
+            y[i] += u * g[i];
+            d[i] += st;
+            e[i] = ln_sel(act, en[i], e[i]);
+            smax = ln_vmax(smax, ln_vabs(st));
+        }
+        for (j = 0; j < m; j++)
+            y[A[j]] -= u * dlt[j];
+        ax = zero;
+        dy = zero;
+        for (i = 0; i < n; i++) {
+            g[i] = a[i] - e[i] * w[i] - y[i];
+            gmax = ln_vmax(gmax, ln_vabs(g[i]));
+            ax += a[i] * x[i];
+            dy += d[i] * y[i];
+        }
+        J = ln_sel(act, Jn, J);
+        for (int l = 0; l < LN_L; l++)
+            its += act[l] != 0;
+        act &= (gmax >= gtol) & (smax > 1e-14);
+        any = 0;
+        for (int l = 0; l < LN_L; l++)
+            any |= act[l];
+        if (!any)
+            break;
+    }
+    *actp = ln_sel(act, ln_v(1.0), zero);
+    return its;
+}
+
 GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
                              const double *restrict w, const double *restrict S, const double *restrict Q,
                              int64_t ld, const double *restrict mu, grind_v8d *restrict x, grind_v8d *restrict y,
@@ -216,6 +382,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             top[j] = v;
             A[j] = i;
         }
+        return ln_mu_chord(n, a, b, w, S, ld, x, y, actp, gtol, maxiter, work, act, J, gmax, A, m);
     }
     for (int it = 0; it < maxiter; it++) {
         for (i = 0; i < n; i++)
@@ -391,7 +558,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     return its;
 }
 
-/* One Newton step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
+/* One step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
 static inline int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
                                 const double *restrict p, double *restrict v, double tol, int on)
 {
@@ -400,7 +567,9 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
     double iv = 1.0 / vv;
     double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
     double h = -hw * hw * E - 0.5 * iv * iv;
-    double vn = vv - g / h;
+    double t3 = -hw * hw * hw * E + iv * iv * iv;       /* J''' */
+    double f = 1.0 - 0.5 * g * t3 / (h * h);           /* Halley's step is Newton's over f */
+    double vn = vv - g / (h * (f > 0.5 && f < 2.0 ? f : 1.0));
     vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
     vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
     on &= fabs(vv * g) >= tol;
@@ -410,8 +579,10 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
 
 /* The sigma~^2 coordinate solves: for each i < n, maximise over v = sigma~^2 > 0 the concave
  *     J(v) = -beta exp(w2 v / 2) - p v / 2 + (log v) / 2
- * (grind.infer.ln.optimise_sigma's objective, there in s = log v) by Newton's method on
- *     J'(v) = -(w2/2) beta exp(w2 v/2) - p/2 + 1/(2 v),   J''(v) = -(w2/2)^2 beta exp(w2 v/2) - 1/(2 v^2) < 0
+ * (grind.infer.ln.optimise_sigma's objective, there in s = log v) by Halley's method on
+ *     J'(v) = -(w2/2) beta exp(w2 v/2) - p/2 + 1/(2 v),   J''(v) = -(w2/2)^2 beta exp(w2 v/2) - 1/(2 v^2) < 0,
+ *     J'''(v) = -(w2/2)^3 beta exp(w2 v/2) + 1/v^3
+ * (the step -J'/J'' over f = 1 - J' J''' / (2 J''^2), Newton's where f is outside (1/2, 2)),
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
  * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
  * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
