@@ -168,9 +168,9 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
 
 /* grind_ln_mu_batch's steps for n > NSMALL, from the state it set up (e, g, d in ``work``;
  * J, gmax and the active lanes; A, its m coordinates): each step one product by S
- * (eight rows at a time), the Woodbury correction, the line search's sums and the trial
- * exps fused in one pass over the coordinates, and one pass moving x, y, g.  The
- * line search and stopping rules are grind_ln_mu_batch's. */
+ * (four rows at a time), then one pass applying the Woodbury correction and taking the
+ * line search's sums and the full step's exps (Q s = g - D_A s: its A part added after),
+ * and one pass moving x, y, g.  The line search and stopping rules are grind_ln_mu_batch's. */
 GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
                                        const double *restrict w, const double *restrict S, int64_t ld,
                                        grind_v8d *restrict x, grind_v8d *restrict y, grind_v8d *restrict actp,
@@ -338,16 +338,14 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
                              grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work)
 {
     const int KM = GRIND_LN_KMAX;
-    grind_v8d *restrict e = work, *restrict g = e + n, *restrict t = g + n, *restrict s = t + n;
+    grind_v8d *restrict e = work, *restrict g = e + n, *restrict s = g + 2 * n;     /* d at 5 n: ln_mu_chord's */
     grind_v8d *restrict qs = s + n, *restrict d = qs + n, *restrict en = d + n, *restrict hsq = en + n;
-    grind_v8d *restrict K = hsq + n;            /* KMAX^2 (NSMALL^2 <= KMAX^2) */
-    grind_v8d *restrict z = K + KM * KM, *restrict hh = z + KM;
+    grind_v8d *restrict K = hsq + n;            /* NSMALL^2 */
     int A[GRIND_LN_KMAX];
     int i, j, k, m = 0, its = 0, small = n <= GRIND_LN_NSMALL;
     const grind_v8d zero = ln_v(0.0);
     grind_v8l act = (grind_v8l) *actp != 0;     /* all ones where active */
-    grind_v8d J = zero, gmax = zero, gprev = zero;
-    grind_v8l fresh = act;
+    grind_v8d J = zero, gmax = zero;
 
     for (i = 0; i < n; i++) {
         e[i] = ln_vbexp(b[i], w[i], x[i]);
@@ -387,121 +385,45 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     for (int it = 0; it < maxiter; it++) {
         for (i = 0; i < n; i++)
             hsq[i] = e[i] * (w[i] * w[i]);
-        if (small) {                           /* exact Newton: (Q + diag(h)) s = g, lane by lane */
-            for (i = 0; i < n; i++)
-                for (j = 0; j <= i; j++)
-                    K[i * n + j] = ln_v(Q[i * ld + j]) + (i == j ? hsq[i] : zero);
-            for (j = 0; j < n; j++) {
-                grind_v8d dd = K[j * n + j];
+        /* n <= NSMALL: exact Newton, (Q + diag(h)) s = g factored lane by lane */
+        for (i = 0; i < n; i++)
+            for (j = 0; j <= i; j++)
+                K[i * n + j] = ln_v(Q[i * ld + j]) + (i == j ? hsq[i] : zero);
+        for (j = 0; j < n; j++) {
+            grind_v8d dd = K[j * n + j];
+            for (k = 0; k < j; k++)
+                dd -= K[j * n + k] * K[j * n + k];
+            grind_v8l okd = dd > zero;
+            for (int l = 0; l < LN_L; l++)
+                if (act[l] && !okd[l])
+                    return -2;
+            dd = ln_sel(okd, dd, ln_v(1.0));
+            for (int l = 0; l < LN_L; l++)
+                dd[l] = sqrt(dd[l]);
+            K[j * n + j] = dd;
+            grind_v8d rd = 1.0 / dd;
+            for (i = j + 1; i < n; i++) {
+                grind_v8d v = K[i * n + j];
                 for (k = 0; k < j; k++)
-                    dd -= K[j * n + k] * K[j * n + k];
-                grind_v8l okd = dd > zero;
-                for (int l = 0; l < LN_L; l++)
-                    if (act[l] && !okd[l])
-                        return -2;
-                dd = ln_sel(okd, dd, ln_v(1.0));
-                for (int l = 0; l < LN_L; l++)
-                    dd[l] = sqrt(dd[l]);
-                K[j * n + j] = dd;
-                grind_v8d rd = 1.0 / dd;
-                for (i = j + 1; i < n; i++) {
-                    grind_v8d v = K[i * n + j];
-                    for (k = 0; k < j; k++)
-                        v -= K[i * n + k] * K[j * n + k];
-                    K[i * n + j] = v * rd;
-                }
+                    v -= K[i * n + k] * K[j * n + k];
+                K[i * n + j] = v * rd;
             }
-            for (i = 0; i < n; i++) {
-                grind_v8d v = g[i];
-                for (k = 0; k < i; k++)
-                    v -= K[i * n + k] * s[k];
-                s[i] = v / K[i * n + i];
-            }
-            for (i = n - 1; i >= 0; i--) {
-                grind_v8d v = s[i];
-                for (k = i + 1; k < n; k++)
-                    v -= K[k * n + i] * s[k];
-                s[i] = v / K[i * n + i];
-            }
-            for (i = 0; i < n; i++)
-                qs[i] = g[i] - hsq[i] * s[i];
-        } else {
-            for (i = 0; i < n; i++)            /* t = S g, summed four rows at a time (S is symmetric) */
-                t[i] = zero;
-            for (j = 0; j + 4 <= n; j += 4) {
-                const double *r0 = S + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
-                grind_v8d g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
-                for (i = 0; i < n; i++)
-                    t[i] += (r0[i] * g0 + r1[i] * g1) + (r2[i] * g2 + r3[i] * g3);
-            }
-            for (; j < n; j++) {
-                const double *row = S + j * ld;
-                grind_v8d gj = g[j];
-                for (i = 0; i < n; i++)
-                    t[i] += row[i] * gj;
-            }
-            for (i = 0; i < n; i++)
-                s[i] = t[i];
-            if (m > 0) {
-                grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
-                long long refresh = 0;
-                for (int l = 0; l < LN_L; l++)
-                    refresh |= need[l];
-                if (refresh) {                 /* Cholesky of I + H S_AA H, lane by lane */
-                    for (i = 0; i < m; i++) {
-                        grind_v8d hv = hsq[A[i]];
-                        for (int l = 0; l < LN_L; l++)
-                            hv[l] = sqrt(hv[l]);
-                        hh[i] = hv;
-                    }
-                    for (j = 0; j < m; j++) {
-                        grind_v8d dd = hh[j] * hh[j] * S[A[j] * ld + A[j]] + 1.0;
-                        for (k = 0; k < j; k++)
-                            dd -= K[j * m + k] * K[j * m + k];
-                        for (int l = 0; l < LN_L; l++)
-                            dd[l] = sqrt(dd[l]);
-                        K[j * m + j] = 1.0 / dd;       /* the inverse of the diagonal, kept */
-                        for (i = j + 1; i < m; i++) {
-                            grind_v8d v = hh[i] * hh[j] * S[A[i] * ld + A[j]];
-                            for (k = 0; k < j; k++)
-                                v -= K[i * m + k] * K[j * m + k];
-                            K[i * m + j] = v * K[j * m + j];
-                        }
-                    }
-                    fresh = act & 0;
-                }
-                for (i = 0; i < m; i++) {      /* z = (I + H S_AA H)^-1 H t_A */
-                    grind_v8d v = hh[i] * t[A[i]];
-                    for (k = 0; k < i; k++)
-                        v -= K[i * m + k] * z[k];
-                    z[i] = v * K[i * m + i];
-                }
-                for (i = m - 1; i >= 0; i--) {
-                    grind_v8d v = z[i];
-                    for (k = i + 1; k < m; k++)
-                        v -= K[k * m + i] * z[k];
-                    z[i] = v * K[i * m + i];
-                }
-                for (j = 0; j + 4 <= m; j += 4) {       /* s -= S_{.A} H z, four rows at a time */
-                    const double *r0 = S + A[j] * ld, *r1 = S + A[j + 1] * ld;
-                    const double *r2 = S + A[j + 2] * ld, *r3 = S + A[j + 3] * ld;
-                    grind_v8d h0 = hh[j] * z[j], h1 = hh[j + 1] * z[j + 1];
-                    grind_v8d h2 = hh[j + 2] * z[j + 2], h3 = hh[j + 3] * z[j + 3];
-                    for (i = 0; i < n; i++)
-                        s[i] -= (r0[i] * h0 + r1[i] * h1) + (r2[i] * h2 + r3[i] * h3);
-                }
-                for (; j < m; j++) {
-                    const double *row = S + A[j] * ld;
-                    grind_v8d hz = hh[j] * z[j];
-                    for (i = 0; i < n; i++)
-                        s[i] -= row[i] * hz;
-                }
-            }
-            for (i = 0; i < n; i++)
-                qs[i] = g[i];
-            for (j = 0; j < m; j++)
-                qs[A[j]] -= hh[j] * hh[j] * s[A[j]];
         }
+        for (i = 0; i < n; i++) {
+            grind_v8d v = g[i];
+            for (k = 0; k < i; k++)
+                v -= K[i * n + k] * s[k];
+            s[i] = v / K[i * n + i];
+        }
+        for (i = n - 1; i >= 0; i--) {
+            grind_v8d v = s[i];
+            for (k = i + 1; k < n; k++)
+                v -= K[k * n + i] * s[k];
+            s[i] = v / K[i * n + i];
+        }
+        for (i = 0; i < n; i++)
+            qs[i] = g[i] - hsq[i] * s[i];
+
         /* line search, lane by lane: J(x + u s) as in grind_ln_mu */
         grind_v8d dy = zero, as = zero, lin = zero, sqs = zero, ax = zero;
         for (i = 0; i < n; i++) {
@@ -527,12 +449,10 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             if (!worse)
                 break;
             u = ln_sel(bad, u * 0.5, u);
-            fresh |= bad;
         }
         act &= ~bad;                           /* a lane whose step could not be made stops there */
         u = ln_sel(act, u, zero);
         grind_v8d smax = zero;
-        gprev = gmax;
         gmax = zero;
         for (i = 0; i < n; i++) {
             grind_v8d st = u * s[i];
