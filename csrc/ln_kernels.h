@@ -154,7 +154,9 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
  * with A the KMAX coordinates of largest sum over the lanes of h_i S_ii at the first step:
  * Newton's step with the smallest curvatures left out (D <= the full curvature: linear
  * convergence at about the dropped part of S D); I + H S_AA H is factored again for
- * every lane when one lane's gradient fell less than fourfold (or its step was halved).
+ * every lane when one lane's gradient fell less than fourfold (or its step was halved); each
+ * such step is taken at the length u = s.g / (s.Q s + s.D' s) (D' the full curvature: the
+ * maximiser along s of J's quadratic model), which makes up for the curvature left out.
  * A lane's step is halved where J would fall (by more than 1e-12 |J|; as
  * grind.infer.ln._newton), and the lane stops when max |g| < gtol or a step moves no
  * coordinate by more than 1e-14 (or after 40 halvings).  The lanes run in lockstep.
@@ -251,9 +253,8 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
                 hz[j] = hh[j] * z[j];
         }
         /* one pass: s -= S_{.A} H z; the line search's sums with Q s taken as g (its part on A,
-         * -D_A s, after); the exps of the full step */
-        grind_v8d as = zero, lin = zero, sqs = zero, sum = zero, Jn;
-        grind_v8d u = ln_sel(act, ln_v(1.0), zero);
+         * -D_A s, after); s.g and s.D s for the step length */
+        grind_v8d as = zero, lin = zero, sqs = zero, sg = zero, sds = zero, sum = zero, Jn;
         for (i = 0; i < n; i++) {
             grind_v8d si = s[i], c0 = zero, c1 = zero;
             for (j = 0; j + 2 <= m; j += 2) {
@@ -267,14 +268,23 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             as += a[i] * si;
             lin += si * y[i] + d[i] * g[i];
             sqs += si * g[i];
-            en[i] = ln_vbexp(b[i], w[i], x[i] + u * si);
-            sum += en[i];
+            sg += si * g[i];
+            sds += si * si * (e[i] * (w[i] * w[i]));
         }
         for (j = 0; j < m; j++) {              /* Q s = g - D_A s on A */
             grind_v8d dl = hh[j] * hh[j] * s[A[j]];
             dlt[j] = dl;
             lin -= d[A[j]] * dl;
             sqs -= s[A[j]] * dl;
+        }
+        /* the step length: the maximiser along s of J's quadratic model at x, s.g / (s.Q s + s.D s)
+         * (1 where that is not positive and finite) */
+        grind_v8d den = sqs + sds, u = sg / ln_sel(den > zero, den, ln_v(1.0));
+        u = ln_sel((den > zero) & (u > zero) & (u < ln_v(1e300)), u, ln_v(1.0));
+        u = ln_sel(act, u, zero);
+        for (i = 0; i < n; i++) {
+            en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
+            sum += en[i];
         }
         grind_v8l bad = act & 0;
         for (int halve = 0; halve <= 40; halve++) {
