@@ -519,25 +519,26 @@ cdef class Shard:
             for lane in range(8):
                 act[lane] = 0.0
                 blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
-            for q in range(8 * n):                    # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
-                u = q // 8
+            for u in range(n):                        # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
                 w = pw[u]
-                vw2[q] = w * w
-                vp[q] = ppp[u]
-                f = qf[q]
-                if f < 0:                             # an empty lane: no data, at the prior (start)
-                    va[q], vc[q], varg[q] = 0.0, 0.0, 0.0
-                    continue
-                va[q] = w * F[f]
-                vc[q] = c[qt[q]]
-                varg[q] = M[f] - w * vx[q] + 0.5 * V[f]
+                for q in range(8 * u, 8 * u + 8):
+                    vw2[q] = w * w
+                    vp[q] = ppp[u]
+                    f = qf[q]
+                    if f < 0:                         # an empty lane: no data, at the prior (start)
+                        va[q], vc[q], varg[q] = 0.0, 0.0, 0.0
+                        continue
+                    va[q] = w * F[f]
+                    vc[q] = c[qt[q]]
+                    varg[q] = M[f] - w * vx[q] + 0.5 * V[f]
             for q in range(8 * n):
                 e = varg[q]
                 vbb[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
             for lane in range(8):
                 lane_data[lane] = 0.0
-            for q in range(8 * n):                    # a lane has data where some a or b is not 0
-                lane_data[q % 8] += (va[q] != 0.0) + (vbb[q] != 0.0)
+            for u in range(n):                        # a lane has data where some a or b is not 0
+                for lane in range(8):
+                    lane_data[lane] += (va[8 * u + lane] != 0.0) + (vbb[8 * u + lane] != 0.0)
             for q in range(8 * n):                    # x before this round: m~ moves by w (x - xo) below
                 vxo[q] = vx[q]
             for lane in range(nl):
@@ -556,13 +557,15 @@ cdef class Shard:
                 status = 3
                 break
             its[0] += got
-            for q in range(8 * n):                    # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
-                f = qf[q]
-                varg[q] = 0.0
-                if f < 0:
-                    continue
-                M[f] += pw[q // 8] * (vx[q] - vxo[q])
-                varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vs[q])
+            for u in range(n):                        # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
+                w = pw[u]
+                for q in range(8 * u, 8 * u + 8):
+                    f = qf[q]
+                    varg[q] = 0.0
+                    if f < 0:
+                        continue
+                    M[f] += w * (vx[q] - vxo[q])
+                    varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vs[q])
             for q in range(8 * n):
                 e = varg[q]
                 vbeta[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)

@@ -498,8 +498,9 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
     double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
     double h = -hw * hw * E - 0.5 * iv * iv;
     double t3 = -hw * hw * hw * E + iv * iv * iv;       /* J''' */
-    double f = 1.0 - 0.5 * g * t3 / (h * h);           /* Halley's step is Newton's over f */
-    double vn = vv - g / (h * (f > 0.5 && f < 2.0 ? f : 1.0));
+    double hf = h * h - 0.5 * g * t3;                  /* Halley's step is Newton's over f = hf / h^2 */
+    int halley = hf > 0.5 * h * h && hf < 2.0 * h * h;
+    double vn = vv - (halley ? g * h : g) / (halley ? hf : h);
     vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
     vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
     on &= fabs(vv * g) >= tol;
