@@ -169,8 +169,7 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
 #define GRIND_LN_NSMALL 4
 
 /* grind_ln_mu_batch's steps for n > NSMALL, from the state it set up (e, g, d in ``work``;
- * J, gmax and the active lanes; A, its m coordinates): each step one product by S
- * (four rows at a time), then one pass applying the Woodbury correction and taking the
+ * J, gmax and the active lanes; A, its m coordinates): each step one product by S, then one pass applying the Woodbury correction and taking the
  * line search's sums and the full step's exps (Q s = g - D_A s: its A part added after),
  * and one pass moving x, y, g.  The line search and stopping rules are grind_ln_mu_batch's. */
 GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
@@ -194,20 +193,36 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         dy += d[i] * y[i];
     }
     for (int it = 0; it < maxiter; it++) {
-        for (i = 0; i < n; i++)                /* s = S g, four rows at a time (S is symmetric) */
-            s[i] = zero;
-        j = 0;
-        for (; j + 4 <= n; j += 4) {
-            const double *r0 = S + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
-            grind_v8d g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
-            for (i = 0; i < n; i++)
-                s[i] += (r0[i] * g0 + r1[i] * g1) + (r2[i] * g2 + r3[i] * g3);
+        /* s = S g, eight coordinates at a time, their sums kept in registers (S is symmetric: row j
+         * of S read as its column) */
+        for (i = 0; i + 8 <= n; i += 8) {
+            grind_v8d c0 = zero, c1 = zero, c2 = zero, c3 = zero, c4 = zero, c5 = zero, c6 = zero, c7 = zero;
+            for (j = 0; j < n; j++) {
+                const double *row = S + j * ld + i;
+                grind_v8d gj = g[j];
+                c0 += row[0] * gj;
+                c1 += row[1] * gj;
+                c2 += row[2] * gj;
+                c3 += row[3] * gj;
+                c4 += row[4] * gj;
+                c5 += row[5] * gj;
+                c6 += row[6] * gj;
+                c7 += row[7] * gj;
+            }
+            s[i] = c0;
+            s[i + 1] = c1;
+            s[i + 2] = c2;
+            s[i + 3] = c3;
+            s[i + 4] = c4;
+            s[i + 5] = c5;
+            s[i + 6] = c6;
+            s[i + 7] = c7;
         }
-        for (; j < n; j++) {
-            const double *row = S + j * ld;
-            grind_v8d gj = g[j];
-            for (i = 0; i < n; i++)
-                s[i] += row[i] * gj;
+        for (; i < n; i++) {
+            grind_v8d c0 = zero;
+            for (j = 0; j < n; j++)
+                c0 += S[j * ld + i] * g[j];
+            s[i] = c0;
         }
         if (m > 0) {
             grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
