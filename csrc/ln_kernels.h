@@ -169,9 +169,10 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
 #define GRIND_LN_NSMALL 4
 
 /* grind_ln_mu_batch's steps for n > NSMALL, from the state it set up (e, g, d in ``work``;
- * J, gmax and the active lanes; A, its m coordinates): each step one product by S, then one pass applying the Woodbury correction and taking the
- * line search's sums and the full step's exps (Q s = g - D_A s: its A part added after),
- * and one pass moving x, y, g.  The line search and stopping rules are grind_ln_mu_batch's. */
+ * J, gmax and the active lanes; A, its m coordinates): each step one product by S, then
+ * one pass applying the Woodbury correction and taking the line search's sums (Q s =
+ * g - D_A s: its A part added after), one taking the exps at the step length, and one
+ * moving x, y, g.  The line search and stopping rules are grind_ln_mu_batch's. */
 GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
                                        const double *restrict w, const double *restrict S, int64_t ld,
                                        grind_v8d *restrict x, grind_v8d *restrict y, grind_v8d *restrict actp,
