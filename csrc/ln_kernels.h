@@ -521,7 +521,7 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
     vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
     on &= fabs(vv * g) >= tol;
     v[i] = on ? vn : vv;
-    return on & (fabs(vn - vv) >= 1e-13 * vv);
+    return on & (fabs(vn - vv) >= (halley ? 1e-7 : 1e-13) * vv);
 }
 
 /* The sigma~^2 coordinate solves: for each i < n, maximise over v = sigma~^2 > 0 the concave
@@ -532,8 +532,9 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
  * (the step -J'/J'' over f = 1 - J' J''' / (2 J''^2), Newton's where f is outside (1/2, 2)),
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
  * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
- * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
- * moves v by less than 1e-13 of itself.  Whole passes over the n coordinates (they
+ * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol, or after a step
+ * that moved v by less than 1e-13 of itself (1e-7 for Halley's: its error is then of the
+ * order of the cube of that).  Whole passes over the n coordinates (they
  * vectorise) while at least a quarter of them still move, then passes over those left
  * (the same steps: each coordinate's iterates do not depend on the others).  ``work``: n
  * doubles then n ints.  Returns the passes. */
