@@ -219,11 +219,38 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             s[i + 6] = c6;
             s[i + 7] = c7;
         }
-        for (; i < n; i++) {
-            grind_v8d c0 = zero;
-            for (j = 0; j < n; j++)
-                c0 += S[j * ld + i] * g[j];
-            s[i] = c0;
+        if (i < n) {                           /* the last eight again (n >= 8), else one by one */
+            i = n >= 8 ? n - 8 : i;
+            if (n >= 8) {
+                grind_v8d c0 = zero, c1 = zero, c2 = zero, c3 = zero, c4 = zero, c5 = zero, c6 = zero, c7 = zero;
+                for (j = 0; j < n; j++) {
+                    const double *row = S + j * ld + i;
+                    grind_v8d gj = g[j];
+                    c0 += row[0] * gj;
+                    c1 += row[1] * gj;
+                    c2 += row[2] * gj;
+                    c3 += row[3] * gj;
+                    c4 += row[4] * gj;
+                    c5 += row[5] * gj;
+                    c6 += row[6] * gj;
+                    c7 += row[7] * gj;
+                }
+                s[i] = c0;
+                s[i + 1] = c1;
+                s[i + 2] = c2;
+                s[i + 3] = c3;
+                s[i + 4] = c4;
+                s[i + 5] = c5;
+                s[i + 6] = c6;
+                s[i + 7] = c7;
+            } else {
+                for (; i < n; i++) {
+                    grind_v8d c0 = zero;
+                    for (j = 0; j < n; j++)
+                        c0 += S[j * ld + i] * g[j];
+                    s[i] = c0;
+                }
+            }
         }
         if (m > 0) {
             grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
@@ -392,10 +419,10 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
         double top[GRIND_LN_KMAX];
         for (i = 0; i < n; i++) {
             grind_v8d ea = ln_sel(act, e[i], zero);
-            double v = 0.0;
-            for (int l = 0; l < LN_L; l++)
-                v += ea[l];
-            v *= w[i] * w[i] * S[i * ld + i];
+            ea += __builtin_shuffle(ea, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
+            ea += __builtin_shuffle(ea, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
+            ea += __builtin_shuffle(ea, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
+            double v = ea[0] * (w[i] * w[i] * S[i * ld + i]);
             if (!(v > 0.0) || (m == KM && v <= top[m - 1]))
                 continue;
             j = m < KM ? m++ : m - 1;
