@@ -438,41 +438,54 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     for (int it = 0; it < maxiter; it++) {
         for (i = 0; i < n; i++)
             hsq[i] = e[i] * (w[i] * w[i]);
-        /* n <= NSMALL: exact Newton, (Q + diag(h)) s = g factored lane by lane */
-        for (i = 0; i < n; i++)
-            for (j = 0; j <= i; j++)
-                K[i * n + j] = ln_v(Q[i * ld + j]) + (i == j ? hsq[i] : zero);
-        for (j = 0; j < n; j++) {
-            grind_v8d dd = K[j * n + j];
-            for (k = 0; k < j; k++)
-                dd -= K[j * n + k] * K[j * n + k];
-            grind_v8l okd = dd > zero;
+        /* n <= NSMALL: exact Newton, (Q + diag(h)) s = g: two coordinates by the inverse's
+         * closed form, more by Cholesky, lane by lane */
+        if (n == 2) {
+            grind_v8d m00 = ln_v(Q[0]) + hsq[0], m01 = ln_v(Q[1]), m11 = ln_v(Q[ld + 1]) + hsq[1];
+            grind_v8d det = m00 * m11 - m01 * m01;
+            grind_v8l okd = (m00 > zero) & (det > zero);
             for (int l = 0; l < LN_L; l++)
                 if (act[l] && !okd[l])
                     return -2;
-            dd = ln_sel(okd, dd, ln_v(1.0));
-            for (int l = 0; l < LN_L; l++)
-                dd[l] = sqrt(dd[l]);
-            K[j * n + j] = dd;
-            grind_v8d rd = 1.0 / dd;
-            for (i = j + 1; i < n; i++) {
-                grind_v8d v = K[i * n + j];
+            grind_v8d r = 1.0 / ln_sel(okd, det, ln_v(1.0));
+            s[0] = (m11 * g[0] - m01 * g[1]) * r;
+            s[1] = (m00 * g[1] - m01 * g[0]) * r;
+        } else {
+            for (i = 0; i < n; i++)
+                for (j = 0; j <= i; j++)
+                    K[i * n + j] = ln_v(Q[i * ld + j]) + (i == j ? hsq[i] : zero);
+            for (j = 0; j < n; j++) {
+                grind_v8d dd = K[j * n + j];
                 for (k = 0; k < j; k++)
-                    v -= K[i * n + k] * K[j * n + k];
-                K[i * n + j] = v * rd;
+                    dd -= K[j * n + k] * K[j * n + k];
+                grind_v8l okd = dd > zero;
+                for (int l = 0; l < LN_L; l++)
+                    if (act[l] && !okd[l])
+                        return -2;
+                dd = ln_sel(okd, dd, ln_v(1.0));
+                for (int l = 0; l < LN_L; l++)
+                    dd[l] = sqrt(dd[l]);
+                K[j * n + j] = dd;
+                grind_v8d rd = 1.0 / dd;
+                for (i = j + 1; i < n; i++) {
+                    grind_v8d v = K[i * n + j];
+                    for (k = 0; k < j; k++)
+                        v -= K[i * n + k] * K[j * n + k];
+                    K[i * n + j] = v * rd;
+                }
             }
-        }
-        for (i = 0; i < n; i++) {
-            grind_v8d v = g[i];
-            for (k = 0; k < i; k++)
-                v -= K[i * n + k] * s[k];
-            s[i] = v / K[i * n + i];
-        }
-        for (i = n - 1; i >= 0; i--) {
-            grind_v8d v = s[i];
-            for (k = i + 1; k < n; k++)
-                v -= K[k * n + i] * s[k];
-            s[i] = v / K[i * n + i];
+            for (i = 0; i < n; i++) {
+                grind_v8d v = g[i];
+                for (k = 0; k < i; k++)
+                    v -= K[i * n + k] * s[k];
+                s[i] = v / K[i * n + i];
+            }
+            for (i = n - 1; i >= 0; i--) {
+                grind_v8d v = s[i];
+                for (k = i + 1; k < n; k++)
+                    v -= K[k * n + i] * s[k];
+                s[i] = v / K[i * n + i];
+            }
         }
         for (i = 0; i < n; i++)
             qs[i] = g[i] - hsq[i] * s[i];
