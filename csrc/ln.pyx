@@ -25,6 +25,7 @@ from libc.math cimport log, exp, INFINITY, NAN
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, calloc, free
 from scipy.linalg.cython_blas cimport dgemm
+from scipy.linalg.cython_lapack cimport dpotrf, dpotri
 
 import numpy as np
 
@@ -716,6 +717,38 @@ cdef void _outer_add(i64 n, i64 m, double *X, double *XW, double *s2, i64 ld, co
         for u in range(n):
             for v in range(n):
                 s2[U[u] * ld + U[v]] += C[u * n + v]
+
+
+def spd_inverse(const double[:, :, ::1] S):
+    """(S^-1, log|S|) of each symmetric positive definite matrix of the stack S (n, L, L), by
+    Cholesky factorisation (LAPACK dpotrf, dpotri); None if one is not positive definite."""
+    cdef Py_ssize_t n = S.shape[0], L = S.shape[1], k, i, j
+    if S.shape[2] != L:
+        raise ValueError("spd_inverse: square matrices")
+    Q = np.array(S, dtype=np.float64, order="C")
+    ld = np.zeros(n)
+    cdef double[:, :, ::1] q = Q
+    cdef double[::1] d = ld
+    cdef int m = <int> L, info = 0
+    cdef char lo = b'L'
+    with nogil:
+        for k in range(n):
+            if L == 0:
+                break
+            dpotrf(&lo, &m, &q[k, 0, 0], &m, &info)      # column-major lower = row-major upper
+            if info:
+                break
+            for i in range(L):
+                d[k] += 2.0 * log(q[k, i, i])
+            dpotri(&lo, &m, &q[k, 0, 0], &m, &info)
+            if info:
+                break
+            for i in range(L):
+                for j in range(i):
+                    q[k, i, j] = q[k, j, i]      # the lower triangle from the upper
+    if info:
+        return None
+    return Q, ld
 
 
 def kernel_exp(const double[::1] x):

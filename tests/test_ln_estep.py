@@ -116,3 +116,16 @@ def test_kernel_exp_is_exp():
     np.testing.assert_allclose(got[fin], want[fin], rtol=4e-16)
     assert np.array_equal(got[~fin] == 0, want[~fin] == 0) and np.isinf(got[np.isinf(want)]).all()
     assert np.isnan(_ln.kernel_exp(np.array([np.nan])))[0]
+
+
+def test_spd_inverse_is_the_inverse_and_log_determinant():
+    from grind.kernels import _ln
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(4, 6, 6))
+    S = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(6)
+    Q, ld = _ln.spd_inverse(S)
+    np.testing.assert_allclose(Q, np.linalg.inv(S), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ld, np.linalg.slogdet(S)[1], rtol=1e-12)
+    assert np.array_equal(Q, np.swapaxes(Q, 1, 2))
+    S[1] = -np.eye(6)                     # positive determinant, not positive definite
+    assert _ln.spd_inverse(S) is None

@@ -922,10 +922,10 @@ class LogisticNormal(Algorithm):
                     raise NumericalError("a logistic-normal covariance is not positive definite")
                 out.append((mu, (1.0 / d)[..., None] * np.eye(S.shape[-1]), np.log(d).sum(-1)))
                 continue
-            sign, logdet = np.linalg.slogdet(S)
-            if np.any(sign <= 0):
+            got = _spd_inverse(S)
+            if got is None:
                 raise NumericalError("a logistic-normal covariance is not positive definite")
-            out.append((mu, np.linalg.inv(S), logdet))
+            out.append((mu, *got))
         return out
 
     def _io_sentences(self, idx):
@@ -1412,6 +1412,13 @@ class LogisticNormal(Algorithm):
 
     def save(self, path):
         save_ln(path, self.g, self.mu, self.Sigma, self.st)
+
+
+def _spd_inverse(S):
+    """(S^-1, log|S|) per matrix of the stack S by Cholesky (csrc/ln.pyx), or None if one is not
+    positive definite."""
+    from grind.kernels import _ln
+    return _ln.spd_inverse(np.ascontiguousarray(S, dtype=np.float64))
 
 
 def _accumulate(S1, S2, muts, s2s, ok):
