@@ -342,7 +342,7 @@ def shard_sums(lay, sh, ok, prior, weight=None):
     yacc = [(np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L))) if y else None
             for gr, y in zip(st.groups, plan["has_y"])]
     pools = [x.reshape(-1) for x in acc] + [x.reshape(-1) for ya in yacc if ya is not None for x in ya]
-    g, e, by_y = lay.pat_g, lay.pat_e, plan["by_y"]
+    e, by_y = lay.pat_e, plan["by_y"]
     cnt = np.zeros(lay.n_patterns)
     wt = np.where(ok, 1.0 if weight is None else weight, 0.0)
     sh.accumulate(wt, pools, plan["where"], plan["L"], plan["uidx"], plan["u0"], by_y, cnt)
@@ -360,6 +360,15 @@ def shard_sums(lay, sh, ok, prior, weight=None):
         np.add.at(blocks, e[sel], np.where(by_y[sel] != 0, cnt[sel], 0.0))
         ys.append((blocks,) + yacc[gi])
     return [(s1[gi], s2[gi], sd[gi]) for gi in range(G)], n_un, ys
+
+
+def zero_sums(st):
+    """What :func:`shard_sums` returns for no sentences."""
+    shared = shared_experts(st)
+    return ([(np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L))) for gr in st.groups],
+            [np.zeros(gr.E) for gr in st.groups],
+            [(np.zeros(gr.E), np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L)))
+             if y.any() else None for gr, y in zip(st.groups, shared)])
 
 
 def add_shard_sums(acc, part):
@@ -410,18 +419,20 @@ def finish_sums(S1, S2, n_un, ys, prior) -> None:
 
 
 def to_dense(lay, sh, prior, vmu, vs2, lo) -> None:
-    """Write the shard's q(eta) into the dense arrays (per group (n, E, L)) at rows lo..lo+B:
+    """Write the shard's q(eta) into the dense arrays (per group (n, E, L)) at rows lo..lo+B
+    (``lo`` None: at the rows of its sentences, ``lay.idx``):
     every expert at the prior's closed form (padding mu~ = 0, sigma~^2 = 1), then the blocks'
     coordinates, and the uncovered coordinates of partly covered experts."""
     st, B = prior.st, lay.B
+    rows = lay.idx if lo is None else lo + np.arange(B)
     for gi, gr in enumerate(st.groups):
-        vmu[gi][lo:lo + B] = np.where(gr.mask, prior.mu[gi], 0.0)
-        vs2[gi][lo:lo + B] = np.where(gr.mask, 1.0 / prior.p[gi], 1.0)
+        vmu[gi][rows] = np.where(gr.mask, prior.mu[gi], 0.0)
+        vs2[gi][rows] = np.where(gr.mask, 1.0 / prior.p[gi], 1.0)
     g, b, e, pos = lay.places
     for gi in range(len(st.groups)):
         sel = g == gi
-        vmu[gi][lo + b[sel], e[sel], pos[sel]] = sh.x[sel]
-        vs2[gi][lo + b[sel], e[sel], pos[sel]] = sh.s2[sel]
+        vmu[gi][rows[b[sel]], e[sel], pos[sel]] = sh.x[sel]
+        vs2[gi][rows[b[sel]], e[sel], pos[sel]] = sh.s2[sel]
     a = lay.arrays
     for k in np.flatnonzero(~lay.pat_full[a["blk_pat"]]):
         p = a["blk_pat"][k]
@@ -429,27 +440,29 @@ def to_dense(lay, sh, prior, vmu, vs2, lo) -> None:
         R = np.setdiff1d(np.arange(st.groups[gi].L), U)
         c0, c1 = a["blk_c0"][k], a["blk_c0"][k + 1]
         sent = np.searchsorted(a["blk_off"], k, side="right") - 1
-        vmu[gi][lo + sent, ee, R] = prior.mu[gi][ee, R] + prior.S[gi][ee][np.ix_(R, U)] @ sh.y[c0:c1]
+        vmu[gi][rows[sent], ee, R] = prior.mu[gi][ee, R] + prior.S[gi][ee][np.ix_(R, U)] @ sh.y[c0:c1]
 
 
 def from_dense(lay, vmu, vs2, lo):
-    """(x, s2) per block coordinate from dense per-group arrays (n, E, L), rows lo..lo+B."""
+    """(x, s2) per block coordinate from dense per-group arrays (n, E, L), rows lo..lo+B
+    (``lo`` None: the rows of its sentences, ``lay.idx``)."""
     g, b, e, pos = lay.places
+    rows = lay.idx if lo is None else lo + np.arange(lay.B)
     x, s2 = np.empty(len(g)), np.empty(len(g))
     for gi in range(len(vmu)):
         sel = g == gi
-        x[sel] = vmu[gi][lo + b[sel], e[sel], pos[sel]]
-        s2[sel] = vs2[gi][lo + b[sel], e[sel], pos[sel]]
+        x[sel] = vmu[gi][rows[b[sel]], e[sel], pos[sel]]
+        s2[sel] = vs2[gi][rows[b[sel]], e[sel], pos[sel]]
     return x, s2
 
 
-def profile(lay, sh, prior, ok, rounds):
+def profile(lay, sh, prior, ok, rounds, weight=None):
     """The Newton M-step's objective on one shard (:meth:`grind.infer.ln.LogisticNormal._profile`):
     from the shard's q(eta) under ``prior`` (y recomputed), ``rounds`` rounds of the
-    fixed-count updates, then sum over the sentences ``ok`` of F . psi~ - sum_j KL_j.
-    Returns (objective, the updated shard)."""
+    fixed-count updates, then sum over the sentences ``ok`` of F . psi~ - sum_j KL_j (each
+    ``weight`` times, per sentence; default once).  Returns (objective, the updated shard)."""
     new = new_shard(lay, prior, (sh.x, sh.s2))
     new.F[:] = sh.F
     _check(new.update(rounds)[0])
     obj = new.data_term() - prior.kl0 - new.kl()
-    return float(obj[ok].sum()), new
+    return float(obj[ok].sum() if weight is None else (weight[ok] * obj[ok]).sum()), new
