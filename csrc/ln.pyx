@@ -24,6 +24,8 @@ Per sentence and round (csrc/ln_kernels.h does the solves):
 from libc.math cimport log, exp, INFINITY, NAN
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, calloc, free
+from scipy.linalg.cython_blas cimport dgemm
+from scipy.linalg.cython_lapack cimport dpotrf, dpotri
 
 import numpy as np
 
@@ -50,6 +52,8 @@ cdef double GTOL = 1e-11
 cdef int MAXITER = 400
 cdef double STOL = 1e-13
 cdef int SITERS = 60
+#: Shard.accumulate hands BLAS this many blocks' outer products at once (OpenBLAS stays on one thread)
+cdef i64 ACC_BATCH = 128
 
 
 cdef int _bases(list pools, const double **base, i64 *size) except -1:
@@ -107,6 +111,7 @@ cdef class Shard:
     cdef const double **pp
     cdef i64 *ld
     cdef i64 maxn
+    cdef double[::1] _lp               # per pattern, sum of log p_U over its coordinates (set_prior)
 
     def __cinit__(self):
         self.sig = self.q = self.pw = self.pmu = self.pp = NULL
@@ -268,6 +273,11 @@ cdef class Shard:
                 tabs[j][k] = base[pi] + off if base[pi] != NULL else NULL
             if bad:
                 break
+        if not bad:
+            self._lp = np.zeros(max(self.P, 1))
+            for k in range(self.P):
+                for j in range(size[k]):
+                    self._lp[k] += log(self.pp[k][j])
         free(base); free(plen); free(size)
         if bad:
             self._free_prior()
@@ -584,7 +594,7 @@ cdef class Shard:
         out = np.zeros(self.B)
         cdef double[::1] o = out
         cdef i64 b, k, u, p, c0, n, q
-        cdef double acc, pp
+        cdef double acc
         with nogil:
             for b in range(self.B):
                 acc = 0.0
@@ -593,9 +603,9 @@ cdef class Shard:
                         continue
                     p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                     n = self.blk_c0[k + 1] - c0
+                    acc -= n + self._lp[p]
                     for u in range(n):
-                        pp = self.pp[p][u]
-                        acc += (pp * self._ls[q + 8 * u] - 1.0 - log(self._ls[q + 8 * u]) - log(pp)
+                        acc += (self.pp[p][u] * self._ls[q + 8 * u] - log(self._ls[q + 8 * u])
                                 + (self._lx[q + 8 * u] - self.pmu[p][u]) * self._ly[q + 8 * u])
                 o[b] = 0.5 * acc
         return out
@@ -620,33 +630,39 @@ cdef class Shard:
         free(corr)
         return out
 
-    def accumulate(self, const unsigned char[::1] ok, list pools, const i64[:, ::1] where,
+    def accumulate(self, const double[::1] weight, list pools, const i64[:, ::1] where,
                    const i64[::1] ld, const i64[::1] uidx, const i64[::1] u0, const unsigned char[::1] by_y,
                    double[::1] cnt):
-        """Add, over the (not idle) blocks of the sentences ``ok``, at pattern p's places: x_U to
-        A1, s2_U to SD and x_U x_U^T to A2; or, where by_y[p], y to A1, s2_U to SD, y y^T to A2 and
-        1 to CU (the experts whose uncovered coordinates x_R = mu_R + Sigma_RU y follow: their
-        x - mu is Sigma times y scattered into the expert).  ``where[p]`` = (pool, offset) pairs
-        of A1, SD, A2 (leading dimension ld[p]), CU into the float64 arrays ``pools``; coordinate
-        u at index uidx[u0[p] + u] there.  Counts the blocks of each pattern in cnt[p]."""
-        cdef i64 b, k, u, v, p, c0, n, i, j, L, q
+        """Add, over the (not idle) blocks of the sentences b with weight[b] > 0, weight[b] times:
+        at pattern p's places, x_U to A1, s2_U to SD and x_U x_U^T to A2; or, where by_y[p], y to
+        A1, s2_U to SD, y y^T to A2 and 1 to CU (the experts whose uncovered coordinates
+        x_R = mu_R + Sigma_RU y follow: their x - mu is Sigma times y scattered into the expert).
+        ``where[p]`` = (pool, offset) pairs of A1, SD, A2 (leading dimension ld[p]), CU into the
+        float64 arrays ``pools``; coordinate u at index uidx[u0[p] + u] there.  Adds the weights
+        of each pattern's blocks to cnt[p].  The outer products of a pattern's blocks go to BLAS
+        as one matrix product a batch of blocks."""
+        cdef i64 b, k, u, v, p, n, i, j, L, q, r, r1, m, nb
         cdef double *s1
         cdef double *sd
         cdef double *s2
         cdef double *cu
+        cdef double wb
         if where.shape[0] != self.P or where.shape[1] != 8 or ld.shape[0] != self.P or u0.shape[0] != self.P \
-                or cnt.shape[0] != self.P or ok.shape[0] != self.B or by_y.shape[0] != self.P:
+                or cnt.shape[0] != self.P or weight.shape[0] != self.B or by_y.shape[0] != self.P:
             raise ValueError("Shard.accumulate: sizes")
         cdef i64 G = len(pools), pi, o
         cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
         cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
         cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
         cdef double **P = <double **> calloc(4 * max(self.P, 1), sizeof(double *))
-        cdef double *src = <double *> malloc(self.maxn * sizeof(double))
+        cdef i64 *bsent = <i64 *> malloc(max(self.NB, 1) * sizeof(i64))
+        cdef double *X = <double *> malloc(2 * ACC_BATCH * self.maxn * sizeof(double) + self.maxn * self.maxn * sizeof(double))
+        cdef double *XW = X + ACC_BATCH * self.maxn
+        cdef double *C = XW + ACC_BATCH * self.maxn
         cdef const double *lane
-        cdef int bad = 0
-        if base == NULL or plen == NULL or size == NULL or P == NULL or src == NULL:
-            free(base); free(plen); free(size); free(P); free(src)
+        cdef int bad = 0, contiguous
+        if base == NULL or plen == NULL or size == NULL or P == NULL or bsent == NULL or X == NULL:
+            free(base); free(plen); free(size); free(P); free(bsent); free(X)
             raise MemoryError()
         _bases(pools, base, plen)
         for k in range(self.NB):
@@ -664,40 +680,95 @@ cdef class Shard:
                     P[4 * k + j] = <double *> base[pi] + o
         free(base); free(plen); free(size)
         if bad:
-            free(P); free(src)
+            free(P); free(bsent); free(X)
             raise ValueError("Shard.accumulate: a pattern reaches past its pool")
         with nogil:
             for b in range(self.B):
-                if not ok[b]:
-                    continue
                 for k in range(self.blk_off[b], self.blk_off[b + 1]):
-                    if self._idle[k]:
+                    bsent[k] = b
+            r = 0
+            while r < self.NB:                 # the blocks of one pattern are a run of ``order``
+                p = self.blk_pat[self.order[r]]
+                r1 = r
+                while r1 < self.NB and self.blk_pat[self.order[r1]] == p:
+                    r1 += 1
+                n = self.blk_c0[self.order[r] + 1] - self.blk_c0[self.order[r]]
+                s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
+                contiguous = uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1     # U = 0..n-1
+                m = 0
+                for i in range(r, r1):
+                    k = self.order[i]
+                    wb = weight[bsent[k]]
+                    if not wb > 0.0 or self._idle[k]:
                         continue
-                    p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
-                    n = self.blk_c0[k + 1] - c0
-                    cnt[p] += 1.0
-                    s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
+                    q = self._bq[k]
+                    cnt[p] += wb
                     lane = &self._ly[q] if by_y[p] else &self._lx[q]     # coordinate u at lane[8 u]
                     for u in range(n):
-                        src[u] = lane[8 * u]
-                    if uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1:      # U = 0..n-1: rows contiguous
-                        for u in range(n):
-                            s1[u] += src[u]
-                            sd[u] += self._ls[q + 8 * u]
-                            for v in range(n):
-                                s2[u * ld[p] + v] += src[u] * src[v]
-                            if cu != NULL:
-                                cu[u] += 1.0
-                        continue
-                    for u in range(n):
-                        i = uidx[u0[p] + u]
-                        s1[i] += src[u]
-                        sd[i] += self._ls[q + 8 * u]
-                        for v in range(n):
-                            s2[i * ld[p] + uidx[u0[p] + v]] += src[u] * src[v]
+                        j = uidx[u0[p] + u]
+                        X[m * n + u] = lane[8 * u]
+                        XW[m * n + u] = wb * lane[8 * u]
+                        s1[j] += wb * lane[8 * u]
+                        sd[j] += wb * self._ls[q + 8 * u]
                         if cu != NULL:
-                            cu[i] += 1.0
-        free(P); free(src)
+                            cu[j] += wb
+                    m += 1
+                    if m == ACC_BATCH:
+                        _outer_add(n, m, X, XW, s2, ld[p], &uidx[u0[p]], contiguous, C)
+                        m = 0
+                if m:
+                    _outer_add(n, m, X, XW, s2, ld[p], &uidx[u0[p]], contiguous, C)
+                r = r1
+        free(P); free(bsent); free(X)
+
+
+cdef void _outer_add(i64 n, i64 m, double *X, double *XW, double *s2, i64 ld, const i64 *U, int contiguous,
+                     double *C) noexcept nogil:
+    """s2[U, U] += sum over the m rows x of X (w x the rows of XW) of x (w x)^T: one BLAS matrix
+    product (X and XW row-major m x n; s2 row-major with leading dimension ld)."""
+    cdef int ni = <int> n, mi = <int> m, lc = <int> (ld if contiguous else n)
+    cdef double one = 1.0, zero = 0.0
+    cdef char tn = b'N', tt = b'T'
+    cdef i64 u, v
+    dgemm(&tn, &tt, &ni, &ni, &mi, &one, X, &ni, XW, &ni, &one if contiguous else &zero,
+          s2 if contiguous else C, &lc)
+    if not contiguous:
+        for u in range(n):
+            for v in range(n):
+                s2[U[u] * ld + U[v]] += C[u * n + v]
+
+
+def spd_inverse(const double[:, :, ::1] S):
+    """(S^-1, log|S|) of each symmetric positive definite matrix of the stack S (n, L, L), by
+    Cholesky factorisation (LAPACK dpotrf, dpotri); None if one is not positive definite."""
+    cdef Py_ssize_t n = S.shape[0], L = S.shape[1], k, i, j
+    if S.shape[2] != L:
+        raise ValueError("spd_inverse: square matrices")
+    Q = np.array(S, dtype=np.float64, order="C")
+    ld = np.zeros(n)
+    cdef double[:, :, ::1] q = Q
+    cdef double[::1] d = ld
+    cdef int m = <int> L, info = 0
+    cdef char lo = b'L'
+    with nogil:
+        for k in range(n):
+            if L == 0:
+                break
+            dpotrf(&lo, &m, &q[k, 0, 0], &m, &info)      # column-major lower = row-major upper
+            if info:
+                break
+            for i in range(L):
+                d[k] += 2.0 * log(q[k, i, i])
+            dpotri(&lo, &m, &q[k, 0, 0], &m, &info)
+            if info:
+                break
+            for i in range(L):
+                for j in range(i):
+                    q[k, i, j] = q[k, j, i]      # the lower triangle from the upper
+    if info:
+        return None
+    return Q, ld
+
 
 def kernel_exp(const double[::1] x):
     """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""
