@@ -310,6 +310,11 @@ cdef class Shard:
         if d == NULL:
             raise MemoryError()
         cdef bint warm = x is not None
+        cdef i64 q0
+        cdef double mu, s0
+        cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
+        cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
+        cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
         if warm:
             xi, si = x, s2
             if xi.shape[0] != self.NBC or si.shape[0] != self.NBC:
@@ -319,11 +324,13 @@ cdef class Shard:
             for ch in range(self.chunk_off.shape[0] - 1):    # every slot at the prior (empty lanes stay there)
                 k = self.order[self.chunk_off[ch]]
                 p = self.blk_pat[k]
-                for q in range(self._chunk_q0[ch], self._chunk_q0[ch + 1]):
-                    u = (q - self._chunk_q0[ch]) // 8
-                    self._lx[q] = self.pmu[p][u]
-                    self._ls[q] = 1.0 / self.pp[p][u]
-                    self._ly[q] = 0.0
+                q0 = self._chunk_q0[ch]
+                for u in range((self._chunk_q0[ch + 1] - q0) // 8):
+                    mu, s0 = self.pmu[p][u], 1.0 / self.pp[p][u]
+                    for q in range(q0 + 8 * u, q0 + 8 * u + 8):
+                        LX[q] = mu
+                        LS[q] = s0
+                        LY[q] = 0.0
             for k in range(self.NB):
                 p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                 n = self.blk_c0[k + 1] - c0
