@@ -38,7 +38,7 @@ cdef extern from "ln_kernels.h" nogil:
     double grind_ln_exp(double x)
     int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
                           const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
-                          double gtol, int maxiter, grind_v8d *work)
+                          double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0)
     int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
                        int iters, double *work)
     void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
@@ -101,6 +101,7 @@ cdef class Shard:
     # (its coordinate u at bq + 8 u); made once with the layout
     cdef i64[::1] _chunk_q0, _slot_f, _slot_t, _bq
     cdef public object layout
+    cdef bint _plain                 # each instance coordinate in one block, w = 1: e from exp(m~ + v~/2)
     cdef object prior
     # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
     # coordinate w, mu_U and p_U = (Sigma^-1)_ii
@@ -169,6 +170,7 @@ cdef class Shard:
         self._zeta = np.ones(self.T)
         self._idle = np.ones(self.NB, dtype=np.uint8)
         self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
+        self._plain = self.NBC == self.C and isinstance(layout, dict) and bool(layout.get("plain", False))
 
     cdef void _slots(self):
         """The chunks' lane slots, made once a layout (kept in it: a shard is made anew every
@@ -282,6 +284,10 @@ cdef class Shard:
         if bad:
             self._free_prior()
             raise ValueError("Shard.set_prior: a pattern reaches past its pool")
+        for k in range(self.NB if self._plain else 0):
+            for j in range(self.blk_c0[k + 1] - self.blk_c0[k]):
+                if self.pw[self.blk_pat[k]][j] != 1.0:
+                    self._plain = False
         self.prior = pools
 
     def copy(self):
@@ -496,6 +502,7 @@ cdef class Shard:
         cdef double *vp = vb + 64 * n
         cdef double *vc = vb + 72 * n                   # c_t of each slot (0: an empty lane)
         cdef double *varg = vb + 80 * n                 # the exps' arguments
+        cdef double *ve = vb + 16 * n                   # plain: b exp(w x) = c_t exp(min(m~ + v~/2, 700)), as combine left it
         cdef double *act = vb + 96 * n
         cdef double *vwork = vb + 96 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
         cdef const i64 *qf
@@ -514,6 +521,7 @@ cdef class Shard:
         cdef double *V = &self._v[0] if self.C else NULL
         cdef const double *F = &self._F[0] if self.C else NULL
         cdef const i64 *bc0 = &self.blk_c0[0]
+        cdef const double *EE = &self._ee[0] if self.C else NULL
         cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
         cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
         cdef double lane_data[8]
@@ -551,6 +559,10 @@ cdef class Shard:
             for q in range(8 * n):
                 e = varg[q]
                 vbb[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            if self._plain:
+                for q in range(8 * n):
+                    f = qf[q]
+                    ve[q] = vc[q] * EE[f] if f >= 0 else 0.0
             for lane in range(8):
                 lane_data[lane] = 0.0
             for u in range(n):                        # a lane has data where some a or b is not 0
@@ -569,7 +581,7 @@ cdef class Shard:
                     act[lane] = 1.0
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
                                     pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
-                                    <grind_v8d *> vwork)
+                                    <grind_v8d *> vwork, <grind_v8d *> ve if self._plain else NULL)
             if got == -2:
                 status = 3
                 break

@@ -161,7 +161,8 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
  * grind.infer.ln._newton), and the lane stops when max |g| < gtol or a step moves no
  * coordinate by more than 1e-14 (or after 40 halvings).  The lanes run in lockstep.
  * ``act``: the lanes to solve (in), none (out).  ``work``: 8 n + KMAX (KMAX + 2) lane
- * vectors (64-byte aligned, as every lane vector).  Returns the sum over the lanes of the
+ * vectors (64-byte aligned, as every lane vector).  ``e0``: b_i exp(w_i x_i) at the start where
+ * the caller has it, or NULL.  Returns the sum over the lanes of the
  * steps taken, or -2 if a matrix that should be positive definite was not. */
 #ifndef GRIND_LN_KMAX
 #define GRIND_LN_KMAX 12
@@ -353,6 +354,10 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         grind_v8d smax = zero;
         gprev = gmax;
         gmax = zero;
+        for (j = 0; j < m; j++)                /* y += u Q s = u (g - D_A s) */
+            y[A[j]] -= u * dlt[j];
+        ax = zero;
+        dy = zero;
         for (i = 0; i < n; i++) {
             grind_v8d st = u * s[i];
             x[i] += st;
@@ -360,12 +365,6 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             d[i] += st;
             e[i] = ln_sel(act, en[i], e[i]);
             smax = ln_vmax(smax, ln_vabs(st));
-        }
-        for (j = 0; j < m; j++)
-            y[A[j]] -= u * dlt[j];
-        ax = zero;
-        dy = zero;
-        for (i = 0; i < n; i++) {
             g[i] = a[i] - e[i] * w[i] - y[i];
             gmax = ln_vmax(gmax, ln_vabs(g[i]));
             ax += a[i] * x[i];
@@ -388,7 +387,8 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
 GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
                              const double *restrict w, const double *restrict S, const double *restrict Q,
                              int64_t ld, const double *restrict mu, grind_v8d *restrict x, grind_v8d *restrict y,
-                             grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work)
+                             grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work,
+                             const grind_v8d *restrict e0)
 {
     const int KM = GRIND_LN_KMAX;
     grind_v8d *restrict e = work, *restrict g = e + n, *restrict s = g + 2 * n;     /* d at 5 n: ln_mu_chord's */
@@ -401,7 +401,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     grind_v8d J = zero, gmax = zero;
 
     for (i = 0; i < n; i++) {
-        e[i] = ln_vbexp(b[i], w[i], x[i]);
+        e[i] = e0 != NULL ? e0[i] : ln_vbexp(b[i], w[i], x[i]);
         g[i] = a[i] - e[i] * w[i] - y[i];
         gmax = ln_vmax(gmax, ln_vabs(g[i]));
         d[i] = x[i] - mu[i];

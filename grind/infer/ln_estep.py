@@ -127,6 +127,7 @@ class Layout:
                                                                  np.diff(a["inst_off"]))))
         d = np.diff(inst_c0)[order]
         a["blk_off"] = a["inst_off"]
+        a["plain"] = True                # every instance one block over all of it (csrc/ln.pyx: Shard._plain)
         a["blk_pat"] = pat.reshape(-1)[order].astype(np.int64)
         a["blk_c0"] = np.concatenate([[0], np.cumsum(d)]).astype(np.int64)
         a["bc_f"] = (np.repeat(inst_c0[order] - a["blk_c0"][:-1], d) + np.arange(a["blk_c0"][-1])).astype(np.int64)
