@@ -196,8 +196,9 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
     }
     for (int it = 0; it < maxiter; it++) {
         /* s = S g, eight coordinates at a time, their sums kept in registers (S is symmetric: row j
-         * of S read as its column) */
-        for (i = 0; i + 8 <= n; i += 8) {
+         * of S read as its column); the last eight end at n (recomputing a few); one by one if n < 8 */
+        for (int i0 = 0; n >= 8 && i0 < n; i0 += 8) {
+            i = i0 + 8 <= n ? i0 : n - 8;
             grind_v8d c0 = zero, c1 = zero, c2 = zero, c3 = zero, c4 = zero, c5 = zero, c6 = zero, c7 = zero;
             for (j = 0; j < n; j++) {
                 const double *row = S + j * ld + i;
@@ -220,38 +221,11 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             s[i + 6] = c6;
             s[i + 7] = c7;
         }
-        if (i < n) {                           /* the last eight again (n >= 8), else one by one */
-            i = n >= 8 ? n - 8 : i;
-            if (n >= 8) {
-                grind_v8d c0 = zero, c1 = zero, c2 = zero, c3 = zero, c4 = zero, c5 = zero, c6 = zero, c7 = zero;
-                for (j = 0; j < n; j++) {
-                    const double *row = S + j * ld + i;
-                    grind_v8d gj = g[j];
-                    c0 += row[0] * gj;
-                    c1 += row[1] * gj;
-                    c2 += row[2] * gj;
-                    c3 += row[3] * gj;
-                    c4 += row[4] * gj;
-                    c5 += row[5] * gj;
-                    c6 += row[6] * gj;
-                    c7 += row[7] * gj;
-                }
-                s[i] = c0;
-                s[i + 1] = c1;
-                s[i + 2] = c2;
-                s[i + 3] = c3;
-                s[i + 4] = c4;
-                s[i + 5] = c5;
-                s[i + 6] = c6;
-                s[i + 7] = c7;
-            } else {
-                for (; i < n; i++) {
-                    grind_v8d c0 = zero;
-                    for (j = 0; j < n; j++)
-                        c0 += S[j * ld + i] * g[j];
-                    s[i] = c0;
-                }
-            }
+        for (i = 0; n < 8 && i < n; i++) {
+            grind_v8d c0 = zero;
+            for (j = 0; j < n; j++)
+                c0 += S[j * ld + i] * g[j];
+            s[i] = c0;
         }
         if (m > 0) {
             grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
