@@ -169,6 +169,38 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
 #endif
 #define GRIND_LN_NSMALL 4
 
+/* The line search of both mu~ solvers: the exps at x + u s (into en) and J there, as
+ *     J(x + u s) = ax + u as - sum_i en_i - 1/2 (dy + u lin + u^2 sqs)
+ * (ax = a.x, as = a.s, dy = d.y, lin = s.y + d.Qs, sqs = s.Qs); u is halved in the lanes where J
+ * would fall by more than 1e-12 |J|, at most 40 times.  Returns the lanes that could not step (u,
+ * en and *Jn as found; ``fresh``, if given, gets the lanes whose step was halved). */
+static inline grind_v8l ln_line_search(int n, const grind_v8d *restrict b, const double *restrict w,
+                                       const grind_v8d *restrict x, const grind_v8d *restrict s,
+                                       grind_v8d *restrict en, grind_v8d *u, grind_v8l act, grind_v8d J,
+                                       grind_v8d ax, grind_v8d as, grind_v8d dy, grind_v8d lin, grind_v8d sqs,
+                                       grind_v8d *Jn, grind_v8l *fresh)
+{
+    grind_v8l bad = act & 0;
+    for (int halve = 0; halve <= 40; halve++) {
+        grind_v8d sum = ln_v(0.0);
+        for (int i = 0; i < n; i++) {
+            en[i] = ln_vbexp(b[i], w[i], x[i] + *u * s[i]);
+            sum += en[i];
+        }
+        *Jn = ax + *u * as - sum - 0.5 * (dy + *u * lin + *u * *u * sqs);
+        bad = act & ~(*Jn >= J - 1e-12 * ln_vabs(J));
+        long long worse = 0;
+        for (int l = 0; l < LN_L; l++)
+            worse |= bad[l];
+        if (!worse)
+            break;
+        *u = ln_sel(bad, *u * 0.5, *u);
+        if (fresh != NULL)
+            *fresh |= bad;
+    }
+    return bad;
+}
+
 /* grind_ln_mu_batch's steps for n > NSMALL, from the state it set up (e, g, d in ``work``;
  * J, gmax and the active lanes; A, its m coordinates): each step one product by S, then
  * one pass applying the Woodbury correction and taking the line search's sums (Q s =
@@ -272,7 +304,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         }
         /* one pass: s -= S_{.A} H z; the line search's sums with Q s taken as g (its part on A,
          * -D_A s, after); s.g and s.D s for the step length */
-        grind_v8d as = zero, lin = zero, sqs = zero, sg = zero, sds = zero, sum = zero, Jn;
+        grind_v8d as = zero, lin = zero, sqs = zero, sg = zero, sds = zero, Jn;
         for (i = 0; i < n; i++) {
             grind_v8d si = s[i], c0 = zero, c1 = zero;
             for (j = 0; j + 2 <= m; j += 2) {
@@ -300,29 +332,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         grind_v8d den = sqs + sds, u = sg / ln_sel(den > zero, den, ln_v(1.0));
         u = ln_sel((den > zero) & (u > zero) & (u < ln_v(1e300)), u, ln_v(1.0));
         u = ln_sel(act, u, zero);
-        for (i = 0; i < n; i++) {
-            en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
-            sum += en[i];
-        }
-        grind_v8l bad = act & 0;
-        for (int halve = 0; halve <= 40; halve++) {
-            if (halve > 0) {
-                sum = zero;
-                for (i = 0; i < n; i++) {
-                    en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
-                    sum += en[i];
-                }
-            }
-            Jn = ax + u * as - sum - 0.5 * (dy + u * lin + u * u * sqs);
-            bad = act & ~(Jn >= J - 1e-12 * ln_vabs(J));
-            long long worse = 0;
-            for (int l = 0; l < LN_L; l++)
-                worse |= bad[l];
-            if (!worse)
-                break;
-            u = ln_sel(bad, u * 0.5, u);
-            fresh |= bad;
-        }
+        grind_v8l bad = ln_line_search(n, b, w, x, s, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, &fresh);
         act &= ~bad;                           /* a lane whose step could not be made stops there */
         u = ln_sel(act, u, zero);
         grind_v8d smax = zero;
@@ -474,22 +484,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             ax += a[i] * x[i];
         }
         grind_v8d u = ln_sel(act, ln_v(1.0), zero), Jn = zero;
-        grind_v8l bad = act & 0;
-        for (int halve = 0; halve <= 40; halve++) {
-            grind_v8d sum = zero;
-            for (i = 0; i < n; i++) {
-                en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
-                sum += en[i];
-            }
-            Jn = ax + u * as - sum - 0.5 * (dy + u * lin + u * u * sqs);
-            bad = act & ~(Jn >= J - 1e-12 * ln_vabs(J));
-            long long worse = 0;
-            for (int l = 0; l < LN_L; l++)
-                worse |= bad[l];
-            if (!worse)
-                break;
-            u = ln_sel(bad, u * 0.5, u);
-        }
+        grind_v8l bad = ln_line_search(n, b, w, x, s, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, NULL);
         act &= ~bad;                           /* a lane whose step could not be made stops there */
         u = ln_sel(act, u, zero);
         grind_v8d smax = zero;
