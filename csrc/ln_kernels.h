@@ -169,6 +169,20 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
 #endif
 #define GRIND_LN_NSMALL 4
 
+/* After a step of a mu~ solver: counts the lanes that stepped into ``its``, stops those whose
+ * largest gradient is below gtol or whose step moved no coordinate by more than 1e-14;
+ * returns whether any lane goes on. */
+static inline int ln_go_on(grind_v8l *act, grind_v8d gmax, grind_v8d smax, double gtol, int *its)
+{
+    long long any = 0;
+    for (int l = 0; l < LN_L; l++)
+        *its += (*act)[l] != 0;
+    *act &= (gmax >= ln_v(gtol)) & (smax > ln_v(1e-14));
+    for (int l = 0; l < LN_L; l++)
+        any |= (*act)[l];
+    return any != 0;
+}
+
 /* The line search of both mu~ solvers: the exps at x + u s (into en) and J there, as
  *     J(x + u s) = ax + u as - sum_i en_i - 1/2 (dy + u lin + u^2 sqs)
  * (ax = a.x, as = a.s, dy = d.y, lin = s.y + d.Qs, sqs = s.Qs); u is halved in the lanes where J
@@ -221,7 +235,6 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
     grind_v8d gprev = zero, ax = zero, dy = zero;
     grind_v8l fresh = act;
     int i, j, k, its = 0;
-    long long any;
     for (i = 0; i < n; i++) {
         ax += a[i] * x[i];
         dy += d[i] * y[i];
@@ -355,13 +368,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             dy += d[i] * y[i];
         }
         J = ln_sel(act, Jn, J);
-        for (int l = 0; l < LN_L; l++)
-            its += act[l] != 0;
-        act &= (gmax >= gtol) & (smax > 1e-14);
-        any = 0;
-        for (int l = 0; l < LN_L; l++)
-            any |= act[l];
-        if (!any)
+        if (!ln_go_on(&act, gmax, smax, gtol, &its))
             break;
     }
     *actp = ln_sel(act, ln_v(1.0), zero);
@@ -500,13 +507,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             gmax = ln_vmax(gmax, ln_vabs(g[i]));
         }
         J = ln_sel(act, Jn, J);
-        for (int l = 0; l < LN_L; l++)
-            its += act[l] != 0;
-        act &= (gmax >= gtol) & (smax > 1e-14);
-        any = 0;
-        for (int l = 0; l < LN_L; l++)
-            any |= act[l];
-        if (!any)
+        if (!ln_go_on(&act, gmax, smax, gtol, &its))
             break;
     }
     *actp = ln_sel(act, ln_v(1.0), zero);
