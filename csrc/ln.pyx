@@ -24,6 +24,8 @@ Per sentence and round (csrc/ln_kernels.h does the solves):
 from libc.math cimport log, exp, INFINITY, NAN
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, calloc, free
+from scipy.linalg.cython_blas cimport dgemm
+from scipy.linalg.cython_lapack cimport dpotrf, dpotri
 
 import numpy as np
 
@@ -36,7 +38,7 @@ cdef extern from "ln_kernels.h" nogil:
     double grind_ln_exp(double x)
     int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
                           const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
-                          double gtol, int maxiter, grind_v8d *work)
+                          double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0)
     int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
                        int iters, double *work)
     void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
@@ -50,6 +52,8 @@ cdef double GTOL = 1e-11
 cdef int MAXITER = 400
 cdef double STOL = 1e-13
 cdef int SITERS = 60
+#: Shard.accumulate hands BLAS this many blocks' outer products at once (OpenBLAS stays on one thread)
+cdef i64 ACC_BATCH = 128
 
 
 cdef int _bases(list pools, const double **base, i64 *size) except -1:
@@ -97,6 +101,7 @@ cdef class Shard:
     # (its coordinate u at bq + 8 u); made once with the layout
     cdef i64[::1] _chunk_q0, _slot_f, _slot_t, _bq
     cdef public object layout
+    cdef bint _plain                 # each instance coordinate in one block, w = 1: e from exp(m~ + v~/2)
     cdef object prior
     # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
     # coordinate w, mu_U and p_U = (Sigma^-1)_ii
@@ -107,6 +112,7 @@ cdef class Shard:
     cdef const double **pp
     cdef i64 *ld
     cdef i64 maxn
+    cdef double[::1] _lp               # per pattern, sum of log p_U over its coordinates (set_prior)
 
     def __cinit__(self):
         self.sig = self.q = self.pw = self.pmu = self.pp = NULL
@@ -164,6 +170,7 @@ cdef class Shard:
         self._zeta = np.ones(self.T)
         self._idle = np.ones(self.NB, dtype=np.uint8)
         self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
+        self._plain = self.NBC == self.C and isinstance(layout, dict) and bool(layout.get("plain", False))
 
     cdef void _slots(self):
         """The chunks' lane slots, made once a layout (kept in it: a shard is made anew every
@@ -268,10 +275,19 @@ cdef class Shard:
                 tabs[j][k] = base[pi] + off if base[pi] != NULL else NULL
             if bad:
                 break
+        if not bad:
+            self._lp = np.zeros(max(self.P, 1))
+            for k in range(self.P):
+                for j in range(size[k]):
+                    self._lp[k] += log(self.pp[k][j])
         free(base); free(plen); free(size)
         if bad:
             self._free_prior()
             raise ValueError("Shard.set_prior: a pattern reaches past its pool")
+        for k in range(self.NB if self._plain else 0):
+            for j in range(self.blk_c0[k + 1] - self.blk_c0[k]):
+                if self.pw[self.blk_pat[k]][j] != 1.0:
+                    self._plain = False
         self.prior = pools
 
     def copy(self):
@@ -300,6 +316,11 @@ cdef class Shard:
         if d == NULL:
             raise MemoryError()
         cdef bint warm = x is not None
+        cdef i64 q0
+        cdef double mu, s0
+        cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
+        cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
+        cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
         if warm:
             xi, si = x, s2
             if xi.shape[0] != self.NBC or si.shape[0] != self.NBC:
@@ -309,11 +330,13 @@ cdef class Shard:
             for ch in range(self.chunk_off.shape[0] - 1):    # every slot at the prior (empty lanes stay there)
                 k = self.order[self.chunk_off[ch]]
                 p = self.blk_pat[k]
-                for q in range(self._chunk_q0[ch], self._chunk_q0[ch + 1]):
-                    u = (q - self._chunk_q0[ch]) // 8
-                    self._lx[q] = self.pmu[p][u]
-                    self._ls[q] = 1.0 / self.pp[p][u]
-                    self._ly[q] = 0.0
+                q0 = self._chunk_q0[ch]
+                for u in range((self._chunk_q0[ch + 1] - q0) // 8):
+                    mu, s0 = self.pmu[p][u], 1.0 / self.pp[p][u]
+                    for q in range(q0 + 8 * u, q0 + 8 * u + 8):
+                        LX[q] = mu
+                        LS[q] = s0
+                        LY[q] = 0.0
             for k in range(self.NB):
                 p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                 n = self.blk_c0[k + 1] - c0
@@ -339,33 +362,49 @@ cdef class Shard:
             status = self._combine()
         return status
 
-    cdef int _combine(self) noexcept nogil:
-        cdef i64 ch, p, f, t, i, q
+    cdef int _combine(self, bint afresh=True) noexcept nogil:
+        """:meth:`combine`; ``afresh`` False: m~ and v~ as :meth:`_update` left them (it moves them
+        with every block's step), only the exps and zeta~ anew."""
+        cdef i64 ch, p, f, t, i, q, q0, u, n, lane
         cdef double w, top, z, e
-        for i in range(self.C):
-            self._m[i] = 0.0
-            self._v[i] = 0.0
+        if self.C == 0:
+            return 0
+        cdef double *M = &self._m[0]
+        cdef double *V = &self._v[0]
+        cdef double *EE = &self._ee[0]
+        cdef const double *LX = &self._lx[0]
+        cdef const double *LS = &self._ls[0]
+        cdef const i64 *sf = &self._slot_f[0]
+        cdef const i64 *q0s = &self._chunk_q0[0]
+        cdef const i64 *ic0 = &self.inst_c0[0]
+        cdef const double *pw
+        for i in range(self.C if afresh else 0):
+            M[i] = 0.0
+            V[i] = 0.0
         # slot by slot: the blocks adding to one m~ (at most one of each group) come in group order,
         # as they would block by block
-        for ch in range(self.chunk_off.shape[0] - 1):
-            p = self.blk_pat[self.order[self.chunk_off[ch]]]
-            for q in range(self._chunk_q0[ch], self._chunk_q0[ch + 1]):
-                f = self._slot_f[q]
-                if f < 0:
-                    continue
-                w = self.pw[p][(q - self._chunk_q0[ch]) // 8]
-                self._m[f] += w * self._lx[q]
-                self._v[f] += w * w * self._ls[q]
+        for ch in range(self.chunk_off.shape[0] - 1 if afresh else 0):
+            pw = self.pw[self.blk_pat[self.order[self.chunk_off[ch]]]]
+            q0 = q0s[ch]
+            n = (q0s[ch + 1] - q0) // 8
+            for u in range(n):
+                w = pw[u]
+                for lane in range(8):
+                    q = q0 + 8 * u + lane
+                    f = sf[q]
+                    if f >= 0:
+                        M[f] += w * LX[q]
+                        V[f] += w * w * LS[q]
         for i in range(self.C):
-            e = self._m[i] + 0.5 * self._v[i]
-            self._ee[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            e = M[i] + 0.5 * V[i]
+            EE[i] = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
         for t in range(self.T):
             top = -INFINITY
             z = 0.0
-            for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
-                e = self._m[i] + 0.5 * self._v[i]
+            for i in range(ic0[t], ic0[t + 1]):
+                e = M[i] + 0.5 * V[i]
                 top = e if e > top else top
-                z += self._ee[i]
+                z += EE[i]
             if top > EXP_MAX:
                 return 1
             if z == 0.0:
@@ -435,7 +474,7 @@ cdef class Shard:
             for r in range(rounds):
                 status = self._update(its)
                 if status == 0:
-                    status = self._combine()
+                    status = self._combine(False)
                 if status:
                     break
         return status, its[0], its[1]
@@ -463,6 +502,7 @@ cdef class Shard:
         cdef double *vp = vb + 64 * n
         cdef double *vc = vb + 72 * n                   # c_t of each slot (0: an empty lane)
         cdef double *varg = vb + 80 * n                 # the exps' arguments
+        cdef double *ve = vb + 16 * n                   # plain: b exp(w x) = c_t exp(min(m~ + v~/2, 700)), as combine left it
         cdef double *act = vb + 96 * n
         cdef double *vwork = vb + 96 * n + 8           # the mu~ solves' scratch, and the sigma~^2 solves' (8 n)
         cdef const i64 *qf
@@ -481,6 +521,7 @@ cdef class Shard:
         cdef double *V = &self._v[0] if self.C else NULL
         cdef const double *F = &self._F[0] if self.C else NULL
         cdef const i64 *bc0 = &self.blk_c0[0]
+        cdef const double *EE = &self._ee[0] if self.C else NULL
         cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
         cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
         cdef double lane_data[8]
@@ -503,25 +544,32 @@ cdef class Shard:
             for lane in range(8):
                 act[lane] = 0.0
                 blk[lane] = self.order[self.chunk_off[ch] + lane] if lane < nl else -1
-            for q in range(8 * n):                    # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
-                u = q // 8
+            for u in range(n):                        # gather; b = c_t exp(min(m~ - w x + v~/2, 700))
                 w = pw[u]
-                vw2[q] = w * w
-                vp[q] = ppp[u]
-                f = qf[q]
-                if f < 0:                             # an empty lane: no data, at the prior (start)
-                    va[q], vc[q], varg[q] = 0.0, 0.0, 0.0
-                    continue
-                va[q] = w * F[f]
-                vc[q] = c[qt[q]]
-                varg[q] = M[f] - w * vx[q] + 0.5 * V[f]
+                for q in range(8 * u, 8 * u + 8):
+                    vw2[q] = w * w
+                    vp[q] = ppp[u]
+                    f = qf[q]
+                    if f < 0:                         # an empty lane: no data, at the prior (start)
+                        va[q], vc[q], varg[q] = 0.0, 0.0, 0.0
+                        continue
+                    va[q] = w * F[f]
+                    vc[q] = c[qt[q]]
+                    varg[q] = M[f] - w * vx[q] + 0.5 * V[f]
             for q in range(8 * n):
                 e = varg[q]
                 vbb[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+            if self._plain:
+                for q in range(8 * n):
+                    f = qf[q]
+                    ve[q] = vc[q] * EE[f] if f >= 0 else 0.0
             for lane in range(8):
                 lane_data[lane] = 0.0
-            for q in range(8 * n):                    # a lane has data where some a or b is not 0
-                lane_data[q % 8] += (va[q] != 0.0) + (vbb[q] != 0.0)
+            for u in range(n):                        # a lane has data where some a or b is not 0
+                for lane in range(8):
+                    lane_data[lane] += (va[8 * u + lane] != 0.0) + (vbb[8 * u + lane] != 0.0)
+            for q in range(8 * n):                    # x before this round: m~ moves by w (x - xo) below
+                vxo[q] = vx[q]
             for lane in range(nl):
                 idle = lane_data[lane] == 0.0
                 self._idle[blk[lane]] = idle
@@ -531,22 +579,22 @@ cdef class Shard:
                         vy[u * 8 + lane] = 0.0
                 else:
                     act[lane] = 1.0
-            for q in range(8 * n):
-                vxo[q] = vx[q]
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
                                     pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
-                                    <grind_v8d *> vwork)
+                                    <grind_v8d *> vwork, <grind_v8d *> ve if self._plain else NULL)
             if got == -2:
                 status = 3
                 break
             its[0] += got
-            for q in range(8 * n):                    # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
-                f = qf[q]
-                varg[q] = 0.0
-                if f < 0:
-                    continue
-                M[f] += pw[q // 8] * (vx[q] - vxo[q])
-                varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vs[q])
+            for u in range(n):                        # beta = c_t exp(min(m~ + (v~ - w^2 s2)/2, 700))
+                w = pw[u]
+                for q in range(8 * u, 8 * u + 8):
+                    f = qf[q]
+                    varg[q] = 0.0
+                    if f < 0:
+                        continue
+                    M[f] += w * (vx[q] - vxo[q])
+                    varg[q] = M[f] + 0.5 * (V[f] - vw2[q] * vs[q])
             for q in range(8 * n):
                 e = varg[q]
                 vbeta[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
@@ -565,7 +613,7 @@ cdef class Shard:
         out = np.zeros(self.B)
         cdef double[::1] o = out
         cdef i64 b, k, u, p, c0, n, q
-        cdef double acc, pp
+        cdef double acc
         with nogil:
             for b in range(self.B):
                 acc = 0.0
@@ -574,9 +622,9 @@ cdef class Shard:
                         continue
                     p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
                     n = self.blk_c0[k + 1] - c0
+                    acc -= n + self._lp[p]
                     for u in range(n):
-                        pp = self.pp[p][u]
-                        acc += (pp * self._ls[q + 8 * u] - 1.0 - log(self._ls[q + 8 * u]) - log(pp)
+                        acc += (self.pp[p][u] * self._ls[q + 8 * u] - log(self._ls[q + 8 * u])
                                 + (self._lx[q + 8 * u] - self.pmu[p][u]) * self._ly[q + 8 * u])
                 o[b] = 0.5 * acc
         return out
@@ -601,33 +649,39 @@ cdef class Shard:
         free(corr)
         return out
 
-    def accumulate(self, const unsigned char[::1] ok, list pools, const i64[:, ::1] where,
+    def accumulate(self, const double[::1] weight, list pools, const i64[:, ::1] where,
                    const i64[::1] ld, const i64[::1] uidx, const i64[::1] u0, const unsigned char[::1] by_y,
                    double[::1] cnt):
-        """Add, over the (not idle) blocks of the sentences ``ok``, at pattern p's places: x_U to
-        A1, s2_U to SD and x_U x_U^T to A2; or, where by_y[p], y to A1, s2_U to SD, y y^T to A2 and
-        1 to CU (the experts whose uncovered coordinates x_R = mu_R + Sigma_RU y follow: their
-        x - mu is Sigma times y scattered into the expert).  ``where[p]`` = (pool, offset) pairs
-        of A1, SD, A2 (leading dimension ld[p]), CU into the float64 arrays ``pools``; coordinate
-        u at index uidx[u0[p] + u] there.  Counts the blocks of each pattern in cnt[p]."""
-        cdef i64 b, k, u, v, p, c0, n, i, j, L, q
+        """Add, over the (not idle) blocks of the sentences b with weight[b] > 0, weight[b] times:
+        at pattern p's places, x_U to A1, s2_U to SD and x_U x_U^T to A2; or, where by_y[p], y to
+        A1, s2_U to SD, y y^T to A2 and 1 to CU (the experts whose uncovered coordinates
+        x_R = mu_R + Sigma_RU y follow: their x - mu is Sigma times y scattered into the expert).
+        ``where[p]`` = (pool, offset) pairs of A1, SD, A2 (leading dimension ld[p]), CU into the
+        float64 arrays ``pools``; coordinate u at index uidx[u0[p] + u] there.  Adds the weights
+        of each pattern's blocks to cnt[p].  The outer products of a pattern's blocks go to BLAS
+        as one matrix product a batch of blocks."""
+        cdef i64 b, k, u, v, p, n, i, j, L, q, r, r1, m, nb
         cdef double *s1
         cdef double *sd
         cdef double *s2
         cdef double *cu
+        cdef double wb
         if where.shape[0] != self.P or where.shape[1] != 8 or ld.shape[0] != self.P or u0.shape[0] != self.P \
-                or cnt.shape[0] != self.P or ok.shape[0] != self.B or by_y.shape[0] != self.P:
+                or cnt.shape[0] != self.P or weight.shape[0] != self.B or by_y.shape[0] != self.P:
             raise ValueError("Shard.accumulate: sizes")
         cdef i64 G = len(pools), pi, o
         cdef const double **base = <const double **> malloc(max(G, 1) * sizeof(double *))
         cdef i64 *plen = <i64 *> malloc(max(G, 1) * sizeof(i64))
         cdef i64 *size = <i64 *> calloc(max(self.P, 1), sizeof(i64))
         cdef double **P = <double **> calloc(4 * max(self.P, 1), sizeof(double *))
-        cdef double *src = <double *> malloc(self.maxn * sizeof(double))
+        cdef i64 *bsent = <i64 *> malloc(max(self.NB, 1) * sizeof(i64))
+        cdef double *X = <double *> malloc(2 * ACC_BATCH * self.maxn * sizeof(double) + self.maxn * self.maxn * sizeof(double))
+        cdef double *XW = X + ACC_BATCH * self.maxn
+        cdef double *C = XW + ACC_BATCH * self.maxn
         cdef const double *lane
-        cdef int bad = 0
-        if base == NULL or plen == NULL or size == NULL or P == NULL or src == NULL:
-            free(base); free(plen); free(size); free(P); free(src)
+        cdef int bad = 0, contiguous
+        if base == NULL or plen == NULL or size == NULL or P == NULL or bsent == NULL or X == NULL:
+            free(base); free(plen); free(size); free(P); free(bsent); free(X)
             raise MemoryError()
         _bases(pools, base, plen)
         for k in range(self.NB):
@@ -645,40 +699,95 @@ cdef class Shard:
                     P[4 * k + j] = <double *> base[pi] + o
         free(base); free(plen); free(size)
         if bad:
-            free(P); free(src)
+            free(P); free(bsent); free(X)
             raise ValueError("Shard.accumulate: a pattern reaches past its pool")
         with nogil:
             for b in range(self.B):
-                if not ok[b]:
-                    continue
                 for k in range(self.blk_off[b], self.blk_off[b + 1]):
-                    if self._idle[k]:
+                    bsent[k] = b
+            r = 0
+            while r < self.NB:                 # the blocks of one pattern are a run of ``order``
+                p = self.blk_pat[self.order[r]]
+                r1 = r
+                while r1 < self.NB and self.blk_pat[self.order[r1]] == p:
+                    r1 += 1
+                n = self.blk_c0[self.order[r] + 1] - self.blk_c0[self.order[r]]
+                s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
+                contiguous = uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1     # U = 0..n-1
+                m = 0
+                for i in range(r, r1):
+                    k = self.order[i]
+                    wb = weight[bsent[k]]
+                    if not wb > 0.0 or self._idle[k]:
                         continue
-                    p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
-                    n = self.blk_c0[k + 1] - c0
-                    cnt[p] += 1.0
-                    s1, sd, s2, cu = P[4 * p], P[4 * p + 1], P[4 * p + 2], P[4 * p + 3]
+                    q = self._bq[k]
+                    cnt[p] += wb
                     lane = &self._ly[q] if by_y[p] else &self._lx[q]     # coordinate u at lane[8 u]
                     for u in range(n):
-                        src[u] = lane[8 * u]
-                    if uidx[u0[p]] == 0 and uidx[u0[p] + n - 1] == n - 1:      # U = 0..n-1: rows contiguous
-                        for u in range(n):
-                            s1[u] += src[u]
-                            sd[u] += self._ls[q + 8 * u]
-                            for v in range(n):
-                                s2[u * ld[p] + v] += src[u] * src[v]
-                            if cu != NULL:
-                                cu[u] += 1.0
-                        continue
-                    for u in range(n):
-                        i = uidx[u0[p] + u]
-                        s1[i] += src[u]
-                        sd[i] += self._ls[q + 8 * u]
-                        for v in range(n):
-                            s2[i * ld[p] + uidx[u0[p] + v]] += src[u] * src[v]
+                        j = uidx[u0[p] + u]
+                        X[m * n + u] = lane[8 * u]
+                        XW[m * n + u] = wb * lane[8 * u]
+                        s1[j] += wb * lane[8 * u]
+                        sd[j] += wb * self._ls[q + 8 * u]
                         if cu != NULL:
-                            cu[i] += 1.0
-        free(P); free(src)
+                            cu[j] += wb
+                    m += 1
+                    if m == ACC_BATCH:
+                        _outer_add(n, m, X, XW, s2, ld[p], &uidx[u0[p]], contiguous, C)
+                        m = 0
+                if m:
+                    _outer_add(n, m, X, XW, s2, ld[p], &uidx[u0[p]], contiguous, C)
+                r = r1
+        free(P); free(bsent); free(X)
+
+
+cdef void _outer_add(i64 n, i64 m, double *X, double *XW, double *s2, i64 ld, const i64 *U, int contiguous,
+                     double *C) noexcept nogil:
+    """s2[U, U] += sum over the m rows x of X (w x the rows of XW) of x (w x)^T: one BLAS matrix
+    product (X and XW row-major m x n; s2 row-major with leading dimension ld)."""
+    cdef int ni = <int> n, mi = <int> m, lc = <int> (ld if contiguous else n)
+    cdef double one = 1.0, zero = 0.0
+    cdef char tn = b'N', tt = b'T'
+    cdef i64 u, v
+    dgemm(&tn, &tt, &ni, &ni, &mi, &one, X, &ni, XW, &ni, &one if contiguous else &zero,
+          s2 if contiguous else C, &lc)
+    if not contiguous:
+        for u in range(n):
+            for v in range(n):
+                s2[U[u] * ld + U[v]] += C[u * n + v]
+
+
+def spd_inverse(const double[:, :, ::1] S):
+    """(S^-1, log|S|) of each symmetric positive definite matrix of the stack S (n, L, L), by
+    Cholesky factorisation (LAPACK dpotrf, dpotri); None if one is not positive definite."""
+    cdef Py_ssize_t n = S.shape[0], L = S.shape[1], k, i, j
+    if S.shape[2] != L:
+        raise ValueError("spd_inverse: square matrices")
+    Q = np.array(S, dtype=np.float64, order="C")
+    ld = np.zeros(n)
+    cdef double[:, :, ::1] q = Q
+    cdef double[::1] d = ld
+    cdef int m = <int> L, info = 0
+    cdef char lo = b'L'
+    with nogil:
+        for k in range(n):
+            if L == 0:
+                break
+            dpotrf(&lo, &m, &q[k, 0, 0], &m, &info)      # column-major lower = row-major upper
+            if info:
+                break
+            for i in range(L):
+                d[k] += 2.0 * log(q[k, i, i])
+            dpotri(&lo, &m, &q[k, 0, 0], &m, &info)
+            if info:
+                break
+            for i in range(L):
+                for j in range(i):
+                    q[k, i, j] = q[k, j, i]      # the lower triangle from the upper
+    if info:
+        return None
+    return Q, ld
+
 
 def kernel_exp(const double[::1] x):
     """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""

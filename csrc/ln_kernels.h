@@ -154,37 +154,245 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
  * with A the KMAX coordinates of largest sum over the lanes of h_i S_ii at the first step:
  * Newton's step with the smallest curvatures left out (D <= the full curvature: linear
  * convergence at about the dropped part of S D); I + H S_AA H is factored again for
- * every lane when one lane's gradient fell less than fourfold (or its step was halved).
+ * every lane when one lane's gradient fell less than fourfold (or its step was halved); each
+ * such step is taken at the length u = s.g / (s.Q s + s.D' s) (D' the full curvature: the
+ * maximiser along s of J's quadratic model), which makes up for the curvature left out.
  * A lane's step is halved where J would fall (by more than 1e-12 |J|; as
  * grind.infer.ln._newton), and the lane stops when max |g| < gtol or a step moves no
  * coordinate by more than 1e-14 (or after 40 halvings).  The lanes run in lockstep.
  * ``act``: the lanes to solve (in), none (out).  ``work``: 8 n + KMAX (KMAX + 2) lane
- * vectors (64-byte aligned, as every lane vector).  Returns the sum over the lanes of the
+ * vectors (64-byte aligned, as every lane vector).  ``e0``: b_i exp(w_i x_i) at the start where
+ * the caller has it, or NULL.  Returns the sum over the lanes of the
  * steps taken, or -2 if a matrix that should be positive definite was not. */
 #ifndef GRIND_LN_KMAX
 #define GRIND_LN_KMAX 12
 #endif
 #define GRIND_LN_NSMALL 4
 
+/* After a step of a mu~ solver: counts the lanes that stepped into ``its``, stops those whose
+ * largest gradient is below gtol or whose step moved no coordinate by more than 1e-14;
+ * returns whether any lane goes on. */
+static inline int ln_go_on(grind_v8l *act, grind_v8d gmax, grind_v8d smax, double gtol, int *its)
+{
+    long long any = 0;
+    for (int l = 0; l < LN_L; l++)
+        *its += (*act)[l] != 0;
+    *act &= (gmax >= ln_v(gtol)) & (smax > ln_v(1e-14));
+    for (int l = 0; l < LN_L; l++)
+        any |= (*act)[l];
+    return any != 0;
+}
+
+/* The line search of both mu~ solvers: the exps at x + u s (into en) and J there, as
+ *     J(x + u s) = ax + u as - sum_i en_i - 1/2 (dy + u lin + u^2 sqs)
+ * (ax = a.x, as = a.s, dy = d.y, lin = s.y + d.Qs, sqs = s.Qs); u is halved in the lanes where J
+ * would fall by more than 1e-12 |J|, at most 40 times.  Returns the lanes that could not step (u,
+ * en and *Jn as found; ``fresh``, if given, gets the lanes whose step was halved). */
+static inline grind_v8l ln_line_search(int n, const grind_v8d *restrict b, const double *restrict w,
+                                       const grind_v8d *restrict x, const grind_v8d *restrict s,
+                                       grind_v8d *restrict en, grind_v8d *u, grind_v8l act, grind_v8d J,
+                                       grind_v8d ax, grind_v8d as, grind_v8d dy, grind_v8d lin, grind_v8d sqs,
+                                       grind_v8d *Jn, grind_v8l *fresh)
+{
+    grind_v8l bad = act & 0;
+    for (int halve = 0; halve <= 40; halve++) {
+        grind_v8d sum = ln_v(0.0);
+        for (int i = 0; i < n; i++) {
+            en[i] = ln_vbexp(b[i], w[i], x[i] + *u * s[i]);
+            sum += en[i];
+        }
+        *Jn = ax + *u * as - sum - 0.5 * (dy + *u * lin + *u * *u * sqs);
+        bad = act & ~(*Jn >= J - 1e-12 * ln_vabs(J));
+        long long worse = 0;
+        for (int l = 0; l < LN_L; l++)
+            worse |= bad[l];
+        if (!worse)
+            break;
+        *u = ln_sel(bad, *u * 0.5, *u);
+        if (fresh != NULL)
+            *fresh |= bad;
+    }
+    return bad;
+}
+
+/* grind_ln_mu_batch's steps for n > NSMALL, from the state it set up (e, g, d in ``work``;
+ * J, gmax and the active lanes; A, its m coordinates): each step one product by S, then
+ * one pass applying the Woodbury correction and taking the line search's sums (Q s =
+ * g - D_A s: its A part added after), one taking the exps at the step length, and one
+ * moving x, y, g.  The line search and stopping rules are grind_ln_mu_batch's. */
+GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
+                                       const double *restrict w, const double *restrict S, int64_t ld,
+                                       grind_v8d *restrict x, grind_v8d *restrict y, grind_v8d *restrict actp,
+                                       double gtol, int maxiter, grind_v8d *restrict work, grind_v8l act,
+                                       grind_v8d J, grind_v8d gmax, const int *restrict A, int m)
+{
+    const int KM = GRIND_LN_KMAX;
+    grind_v8d *restrict e = work, *restrict g = e + n, *restrict dlt = g + n, *restrict s = dlt + n;
+    grind_v8d *restrict hz = s + n, *restrict d = hz + n, *restrict en = d + n;
+    grind_v8d *restrict K = en + 2 * n;
+    grind_v8d *restrict z = K + KM * KM, *restrict hh = z + KM;
+    const grind_v8d zero = ln_v(0.0);
+    grind_v8d gprev = zero, ax = zero, dy = zero;
+    grind_v8l fresh = act;
+    int i, j, k, its = 0;
+    for (i = 0; i < n; i++) {
+        ax += a[i] * x[i];
+        dy += d[i] * y[i];
+    }
+    for (int it = 0; it < maxiter; it++) {
+        /* s = S g, eight coordinates at a time, their sums kept in registers (S is symmetric: row j
+         * of S read as its column); the last eight end at n (recomputing a few); one by one if n < 8 */
+        for (int i0 = 0; n >= 8 && i0 < n; i0 += 8) {
+            i = i0 + 8 <= n ? i0 : n - 8;
+            grind_v8d c0 = zero, c1 = zero, c2 = zero, c3 = zero, c4 = zero, c5 = zero, c6 = zero, c7 = zero;
+            for (j = 0; j < n; j++) {
+                const double *row = S + j * ld + i;
+                grind_v8d gj = g[j];
+                c0 += row[0] * gj;
+                c1 += row[1] * gj;
+                c2 += row[2] * gj;
+                c3 += row[3] * gj;
+                c4 += row[4] * gj;
+                c5 += row[5] * gj;
+                c6 += row[6] * gj;
+                c7 += row[7] * gj;
+            }
+            s[i] = c0;
+            s[i + 1] = c1;
+            s[i + 2] = c2;
+            s[i + 3] = c3;
+            s[i + 4] = c4;
+            s[i + 5] = c5;
+            s[i + 6] = c6;
+            s[i + 7] = c7;
+        }
+        for (i = 0; n < 8 && i < n; i++) {
+            grind_v8d c0 = zero;
+            for (j = 0; j < n; j++)
+                c0 += S[j * ld + i] * g[j];
+            s[i] = c0;
+        }
+        if (m > 0) {
+            grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
+            long long refresh = 0;
+            for (int l = 0; l < LN_L; l++)
+                refresh |= need[l];
+            if (refresh) {                     /* Cholesky of I + H S_AA H, lane by lane */
+                for (i = 0; i < m; i++) {
+                    grind_v8d hv = e[A[i]] * (w[A[i]] * w[A[i]]);
+                    for (int l = 0; l < LN_L; l++)
+                        hv[l] = sqrt(hv[l]);
+                    hh[i] = hv;
+                }
+                for (j = 0; j < m; j++) {
+                    grind_v8d dd = hh[j] * hh[j] * S[A[j] * ld + A[j]] + 1.0;
+                    for (k = 0; k < j; k++)
+                        dd -= K[j * m + k] * K[j * m + k];
+                    for (int l = 0; l < LN_L; l++)
+                        dd[l] = sqrt(dd[l]);
+                    K[j * m + j] = 1.0 / dd;           /* the inverse of the diagonal, kept */
+                    for (i = j + 1; i < m; i++) {
+                        grind_v8d v = hh[i] * hh[j] * S[A[i] * ld + A[j]];
+                        for (k = 0; k < j; k++)
+                            v -= K[i * m + k] * K[j * m + k];
+                        K[i * m + j] = v * K[j * m + j];
+                    }
+                }
+                fresh = act & 0;
+            }
+            for (i = 0; i < m; i++) {          /* z = (I + H S_AA H)^-1 H t_A */
+                grind_v8d v = hh[i] * s[A[i]];
+                for (k = 0; k < i; k++)
+                    v -= K[i * m + k] * z[k];
+                z[i] = v * K[i * m + i];
+            }
+            for (i = m - 1; i >= 0; i--) {
+                grind_v8d v = z[i];
+                for (k = i + 1; k < m; k++)
+                    v -= K[k * m + i] * z[k];
+                z[i] = v * K[i * m + i];
+            }
+            for (j = 0; j < m; j++)
+                hz[j] = hh[j] * z[j];
+        }
+        /* one pass: s -= S_{.A} H z; the line search's sums with Q s taken as g (its part on A,
+         * -D_A s, after); s.g and s.D s for the step length */
+        grind_v8d as = zero, lin = zero, sqs = zero, sg = zero, sds = zero, Jn;
+        for (i = 0; i < n; i++) {
+            grind_v8d si = s[i], c0 = zero, c1 = zero;
+            for (j = 0; j + 2 <= m; j += 2) {
+                c0 += S[A[j] * ld + i] * hz[j];
+                c1 += S[A[j + 1] * ld + i] * hz[j + 1];
+            }
+            if (j < m)
+                c0 += S[A[j] * ld + i] * hz[j];
+            si -= c0 + c1;
+            s[i] = si;
+            as += a[i] * si;
+            lin += si * y[i] + d[i] * g[i];
+            sqs += si * g[i];
+            sg += si * g[i];
+            sds += si * si * (e[i] * (w[i] * w[i]));
+        }
+        for (j = 0; j < m; j++) {              /* Q s = g - D_A s on A */
+            grind_v8d dl = hh[j] * hh[j] * s[A[j]];
+            dlt[j] = dl;
+            lin -= d[A[j]] * dl;
+            sqs -= s[A[j]] * dl;
+        }
+        /* the step length: the maximiser along s of J's quadratic model at x, s.g / (s.Q s + s.D s)
+         * (1 where that is not positive and finite) */
+        grind_v8d den = sqs + sds, u = sg / ln_sel(den > zero, den, ln_v(1.0));
+        u = ln_sel((den > zero) & (u > zero) & (u < ln_v(1e300)), u, ln_v(1.0));
+        u = ln_sel(act, u, zero);
+        grind_v8l bad = ln_line_search(n, b, w, x, s, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, &fresh);
+        act &= ~bad;                           /* a lane whose step could not be made stops there */
+        u = ln_sel(act, u, zero);
+        grind_v8d smax = zero;
+        gprev = gmax;
+        gmax = zero;
+        for (j = 0; j < m; j++)                /* y += u Q s = u (g - D_A s) */
+            y[A[j]] -= u * dlt[j];
+        ax = zero;
+        dy = zero;
+        for (i = 0; i < n; i++) {
+            grind_v8d st = u * s[i];
+            x[i] += st;
+            y[i] += u * g[i];
+            d[i] += st;
+            e[i] = ln_sel(act, en[i], e[i]);
+            smax = ln_vmax(smax, ln_vabs(st));
+            g[i] = a[i] - e[i] * w[i] - y[i];
+            gmax = ln_vmax(gmax, ln_vabs(g[i]));
+            ax += a[i] * x[i];
+            dy += d[i] * y[i];
+        }
+        J = ln_sel(act, Jn, J);
+        if (!ln_go_on(&act, gmax, smax, gtol, &its))
+            break;
+    }
+    *actp = ln_sel(act, ln_v(1.0), zero);
+    return its;
+}
+
 GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a, const grind_v8d *restrict b,
                              const double *restrict w, const double *restrict S, const double *restrict Q,
                              int64_t ld, const double *restrict mu, grind_v8d *restrict x, grind_v8d *restrict y,
-                             grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work)
+                             grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work,
+                             const grind_v8d *restrict e0)
 {
     const int KM = GRIND_LN_KMAX;
-    grind_v8d *restrict e = work, *restrict g = e + n, *restrict t = g + n, *restrict s = t + n;
+    grind_v8d *restrict e = work, *restrict g = e + n, *restrict s = g + 2 * n;     /* d at 5 n: ln_mu_chord's */
     grind_v8d *restrict qs = s + n, *restrict d = qs + n, *restrict en = d + n, *restrict hsq = en + n;
-    grind_v8d *restrict K = hsq + n;            /* KMAX^2 (NSMALL^2 <= KMAX^2) */
-    grind_v8d *restrict z = K + KM * KM, *restrict hh = z + KM;
+    grind_v8d *restrict K = hsq + n;            /* NSMALL^2 */
     int A[GRIND_LN_KMAX];
     int i, j, k, m = 0, its = 0, small = n <= GRIND_LN_NSMALL;
     const grind_v8d zero = ln_v(0.0);
     grind_v8l act = (grind_v8l) *actp != 0;     /* all ones where active */
-    grind_v8d J = zero, gmax = zero, gprev = zero;
-    grind_v8l fresh = act;
+    grind_v8d J = zero, gmax = zero;
 
     for (i = 0; i < n; i++) {
-        e[i] = ln_vbexp(b[i], w[i], x[i]);
+        e[i] = e0 != NULL ? e0[i] : ln_vbexp(b[i], w[i], x[i]);
         g[i] = a[i] - e[i] * w[i] - y[i];
         gmax = ln_vmax(gmax, ln_vabs(g[i]));
         d[i] = x[i] - mu[i];
@@ -202,10 +410,10 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
         double top[GRIND_LN_KMAX];
         for (i = 0; i < n; i++) {
             grind_v8d ea = ln_sel(act, e[i], zero);
-            double v = 0.0;
-            for (int l = 0; l < LN_L; l++)
-                v += ea[l];
-            v *= w[i] * w[i] * S[i * ld + i];
+            ea += __builtin_shuffle(ea, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
+            ea += __builtin_shuffle(ea, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
+            ea += __builtin_shuffle(ea, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
+            double v = ea[0] * (w[i] * w[i] * S[i * ld + i]);
             if (!(v > 0.0) || (m == KM && v <= top[m - 1]))
                 continue;
             j = m < KM ? m++ : m - 1;
@@ -216,11 +424,24 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             top[j] = v;
             A[j] = i;
         }
+        return ln_mu_chord(n, a, b, w, S, ld, x, y, actp, gtol, maxiter, work, act, J, gmax, A, m);
     }
     for (int it = 0; it < maxiter; it++) {
         for (i = 0; i < n; i++)
             hsq[i] = e[i] * (w[i] * w[i]);
-        if (small) {                           /* exact Newton: (Q + diag(h)) s = g, lane by lane */
+        /* n <= NSMALL: exact Newton, (Q + diag(h)) s = g: two coordinates by the inverse's
+         * closed form, more by Cholesky, lane by lane */
+        if (n == 2) {
+            grind_v8d m00 = ln_v(Q[0]) + hsq[0], m01 = ln_v(Q[1]), m11 = ln_v(Q[ld + 1]) + hsq[1];
+            grind_v8d det = m00 * m11 - m01 * m01;
+            grind_v8l okd = (m00 > zero) & (det > zero);
+            for (int l = 0; l < LN_L; l++)
+                if (act[l] && !okd[l])
+                    return -2;
+            grind_v8d r = 1.0 / ln_sel(okd, det, ln_v(1.0));
+            s[0] = (m11 * g[0] - m01 * g[1]) * r;
+            s[1] = (m00 * g[1] - m01 * g[0]) * r;
+        } else {
             for (i = 0; i < n; i++)
                 for (j = 0; j <= i; j++)
                     K[i * n + j] = ln_v(Q[i * ld + j]) + (i == j ? hsq[i] : zero);
@@ -256,85 +477,10 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
                     v -= K[k * n + i] * s[k];
                 s[i] = v / K[i * n + i];
             }
-            for (i = 0; i < n; i++)
-                qs[i] = g[i] - hsq[i] * s[i];
-        } else {
-            for (i = 0; i < n; i++)            /* t = S g, summed four rows at a time (S is symmetric) */
-                t[i] = zero;
-            for (j = 0; j + 4 <= n; j += 4) {
-                const double *r0 = S + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
-                grind_v8d g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
-                for (i = 0; i < n; i++)
-                    t[i] += (r0[i] * g0 + r1[i] * g1) + (r2[i] * g2 + r3[i] * g3);
-            }
-            for (; j < n; j++) {
-                const double *row = S + j * ld;
-                grind_v8d gj = g[j];
-                for (i = 0; i < n; i++)
-                    t[i] += row[i] * gj;
-            }
-            for (i = 0; i < n; i++)
-                s[i] = t[i];
-            if (m > 0) {
-                grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
-                long long refresh = 0;
-                for (int l = 0; l < LN_L; l++)
-                    refresh |= need[l];
-                if (refresh) {                 /* Cholesky of I + H S_AA H, lane by lane */
-                    for (i = 0; i < m; i++) {
-                        grind_v8d hv = hsq[A[i]];
-                        for (int l = 0; l < LN_L; l++)
-                            hv[l] = sqrt(hv[l]);
-                        hh[i] = hv;
-                    }
-                    for (j = 0; j < m; j++) {
-                        grind_v8d dd = hh[j] * hh[j] * S[A[j] * ld + A[j]] + 1.0;
-                        for (k = 0; k < j; k++)
-                            dd -= K[j * m + k] * K[j * m + k];
-                        for (int l = 0; l < LN_L; l++)
-                            dd[l] = sqrt(dd[l]);
-                        K[j * m + j] = 1.0 / dd;       /* the inverse of the diagonal, kept */
-                        for (i = j + 1; i < m; i++) {
-                            grind_v8d v = hh[i] * hh[j] * S[A[i] * ld + A[j]];
-                            for (k = 0; k < j; k++)
-                                v -= K[i * m + k] * K[j * m + k];
-                            K[i * m + j] = v * K[j * m + j];
-                        }
-                    }
-                    fresh = act & 0;
-                }
-                for (i = 0; i < m; i++) {      /* z = (I + H S_AA H)^-1 H t_A */
-                    grind_v8d v = hh[i] * t[A[i]];
-                    for (k = 0; k < i; k++)
-                        v -= K[i * m + k] * z[k];
-                    z[i] = v * K[i * m + i];
-                }
-                for (i = m - 1; i >= 0; i--) {
-                    grind_v8d v = z[i];
-                    for (k = i + 1; k < m; k++)
-                        v -= K[k * m + i] * z[k];
-                    z[i] = v * K[i * m + i];
-                }
-                for (j = 0; j + 4 <= m; j += 4) {       /* s -= S_{.A} H z, four rows at a time */
-                    const double *r0 = S + A[j] * ld, *r1 = S + A[j + 1] * ld;
-                    const double *r2 = S + A[j + 2] * ld, *r3 = S + A[j + 3] * ld;
-                    grind_v8d h0 = hh[j] * z[j], h1 = hh[j + 1] * z[j + 1];
-                    grind_v8d h2 = hh[j + 2] * z[j + 2], h3 = hh[j + 3] * z[j + 3];
-                    for (i = 0; i < n; i++)
-                        s[i] -= (r0[i] * h0 + r1[i] * h1) + (r2[i] * h2 + r3[i] * h3);
-                }
-                for (; j < m; j++) {
-                    const double *row = S + A[j] * ld;
-                    grind_v8d hz = hh[j] * z[j];
-                    for (i = 0; i < n; i++)
-                        s[i] -= row[i] * hz;
-                }
-            }
-            for (i = 0; i < n; i++)
-                qs[i] = g[i];
-            for (j = 0; j < m; j++)
-                qs[A[j]] -= hh[j] * hh[j] * s[A[j]];
         }
+        for (i = 0; i < n; i++)
+            qs[i] = g[i] - hsq[i] * s[i];
+
         /* line search, lane by lane: J(x + u s) as in grind_ln_mu */
         grind_v8d dy = zero, as = zero, lin = zero, sqs = zero, ax = zero;
         for (i = 0; i < n; i++) {
@@ -345,27 +491,10 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             ax += a[i] * x[i];
         }
         grind_v8d u = ln_sel(act, ln_v(1.0), zero), Jn = zero;
-        grind_v8l bad = act & 0;
-        for (int halve = 0; halve <= 40; halve++) {
-            grind_v8d sum = zero;
-            for (i = 0; i < n; i++) {
-                en[i] = ln_vbexp(b[i], w[i], x[i] + u * s[i]);
-                sum += en[i];
-            }
-            Jn = ax + u * as - sum - 0.5 * (dy + u * lin + u * u * sqs);
-            bad = act & ~(Jn >= J - 1e-12 * ln_vabs(J));
-            long long worse = 0;
-            for (int l = 0; l < LN_L; l++)
-                worse |= bad[l];
-            if (!worse)
-                break;
-            u = ln_sel(bad, u * 0.5, u);
-            fresh |= bad;
-        }
+        grind_v8l bad = ln_line_search(n, b, w, x, s, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, NULL);
         act &= ~bad;                           /* a lane whose step could not be made stops there */
         u = ln_sel(act, u, zero);
         grind_v8d smax = zero;
-        gprev = gmax;
         gmax = zero;
         for (i = 0; i < n; i++) {
             grind_v8d st = u * s[i];
@@ -378,20 +507,14 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             gmax = ln_vmax(gmax, ln_vabs(g[i]));
         }
         J = ln_sel(act, Jn, J);
-        for (int l = 0; l < LN_L; l++)
-            its += act[l] != 0;
-        act &= (gmax >= gtol) & (smax > 1e-14);
-        any = 0;
-        for (int l = 0; l < LN_L; l++)
-            any |= act[l];
-        if (!any)
+        if (!ln_go_on(&act, gmax, smax, gtol, &its))
             break;
     }
     *actp = ln_sel(act, ln_v(1.0), zero);
     return its;
 }
 
-/* One Newton step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
+/* One step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
 static inline int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
                                 const double *restrict p, double *restrict v, double tol, int on)
 {
@@ -400,22 +523,28 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
     double iv = 1.0 / vv;
     double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
     double h = -hw * hw * E - 0.5 * iv * iv;
-    double vn = vv - g / h;
+    double t3 = -hw * hw * hw * E + iv * iv * iv;       /* J''' */
+    double hf = h * h - 0.5 * g * t3;                  /* Halley's step is Newton's over f = hf / h^2 */
+    int halley = hf > 0.5 * h * h && hf < 2.0 * h * h;
+    double vn = vv - (halley ? g * h : g) / (halley ? hf : h);
     vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
     vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
     on &= fabs(vv * g) >= tol;
     v[i] = on ? vn : vv;
-    return on & (fabs(vn - vv) >= 1e-13 * vv);
+    return on & (fabs(vn - vv) >= (halley ? 1e-7 : 1e-13) * vv);
 }
 
 /* The sigma~^2 coordinate solves: for each i < n, maximise over v = sigma~^2 > 0 the concave
  *     J(v) = -beta exp(w2 v / 2) - p v / 2 + (log v) / 2
- * (grind.infer.ln.optimise_sigma's objective, there in s = log v) by Newton's method on
- *     J'(v) = -(w2/2) beta exp(w2 v/2) - p/2 + 1/(2 v),   J''(v) = -(w2/2)^2 beta exp(w2 v/2) - 1/(2 v^2) < 0
+ * (grind.infer.ln.optimise_sigma's objective, there in s = log v) by Halley's method on
+ *     J'(v) = -(w2/2) beta exp(w2 v/2) - p/2 + 1/(2 v),   J''(v) = -(w2/2)^2 beta exp(w2 v/2) - 1/(2 v^2) < 0,
+ *     J'''(v) = -(w2/2)^3 beta exp(w2 v/2) + 1/v^3
+ * (the step -J'/J'' over f = 1 - J' J''' / (2 J''^2), Newton's where f is outside (1/2, 2)),
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
  * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
- * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol or a step
- * moves v by less than 1e-13 of itself.  Whole passes over the n coordinates (they
+ * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol, or after a step
+ * that moved v by less than 1e-13 of itself (1e-7 for Halley's: its error is then of the
+ * order of the cube of that).  Whole passes over the n coordinates (they
  * vectorise) while at least a quarter of them still move, then passes over those left
  * (the same steps: each coordinate's iterates do not depend on the others).  ``work``: n
  * doubles then n ints.  Returns the passes. */

@@ -5,6 +5,7 @@ per-sentence local parses of the chart kernels against their whole-grammar parse
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from grind.grammars.dmv import dmv_grammar
 from grind.infer import ln, ln_estep
 from grind.kernels.contract import ChartParser
 from grind.kernels.dmv import DMVParser
+from grind.infer.training import ShardedEstep
 from test_ln import make, randomise
 
 FAM = {"a": "x", "b": "x", "c": "y"}
@@ -116,3 +118,53 @@ def test_kernel_exp_is_exp():
     np.testing.assert_allclose(got[fin], want[fin], rtol=4e-16)
     assert np.array_equal(got[~fin] == 0, want[~fin] == 0) and np.isinf(got[np.isinf(want)]).all()
     assert np.isnan(_ln.kernel_exp(np.array([np.nan])))[0]
+
+
+def test_spd_inverse_is_the_inverse_and_log_determinant():
+    from grind.kernels import _ln
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(4, 6, 6))
+    S = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(6)
+    Q, ld = _ln.spd_inverse(S)
+    np.testing.assert_allclose(Q, np.linalg.inv(S), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ld, np.linalg.slogdet(S)[1], rtol=1e-12)
+    assert np.array_equal(Q, np.swapaxes(Q, 1, 2))
+    S[1] = -np.eye(6)                     # positive determinant, not positive definite
+    assert _ln.spd_inverse(S) is None
+
+
+@pytest.mark.parametrize("extra", [{}, dict(ln_warm=True, ln_mstep="newton"), dict(tie="A", ln_warm=True)],
+                         ids=["cold", "warm-newton", "tied-warm"])
+def test_identical_sentences_computed_once_give_the_same_run(extra, monkeypatch):
+    """Model I's compiled E-step computes each distinct sentence once, its bound, M-step sums,
+    parsed count and the Newton M-step's data weighted by its copies: the same bounds and
+    grammar (to 1e-10) as computing every sentence; with the weights dropped they differ."""
+    monkeypatch.setattr(ln, "SHARD", 8)              # several shards, some of copies only
+    rng = np.random.default_rng(5)
+    sents = [list(s) for s in rng.choice(["a", "b", "c"], size=(30, 2))]      # 30 sentences, 9 distinct
+    g = dmv_grammar(sents)
+    est = ShardedEstep(DMVParser(g, sents))
+    theta0 = g.normalize(np.exp(rng.standard_normal(len(g))))
+
+    def run(dedup, drop=False):
+        a = ln.LogisticNormal(g, est, None, theta0, SimpleNamespace(iterations=4, tolerance=0, model=1,
+                                                                     families=FAM, **extra))
+        a.dedup = dedup
+        if drop:
+            units = a._units
+            monkeypatch.setattr(a, "_units", lambda: (units()[0], None))
+        steps = [a.step() for _ in range(4)]
+        return a, [s.objective for s in steps], [s.extra["parsed"] for s in steps]
+
+    a, bounds, parsed = run(True)
+    assert len(a._units()[0]) == 9 and a._units()[1].sum() == 30
+    b, bounds0, parsed0 = run(False)
+    assert len(b._units()[0]) == 30
+    np.testing.assert_allclose(bounds, bounds0, rtol=1e-10)
+    np.testing.assert_allclose(a.weights(), b.weights(), rtol=1e-10, atol=1e-12)
+    assert parsed == parsed0 == [30] * 4
+    if a.warm:                                       # the kept state has every sentence's row
+        for x, y in zip(a._vmu + a._vs2, b._vmu + b._vs2):
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-10)
+    _, dropped, parsed1 = run(True, drop=True)
+    assert parsed1 == [9] * 4 and abs(dropped[0] - bounds0[0]) > 1.0

@@ -894,7 +894,8 @@ class LogisticNormal(Algorithm):
         self.remote = bool(getattr(estep, "remote", False)) and self.model == 1
         self._dmu = self._ds2 = None  # warm starts: q(eta) as dense arrays (the numpy E-step's; _vmu / _vs2)
         self._shards = None          # ... or as the compiled E-step's shards, {lo: (layout, shard, prior)}
-        self._layouts = {}           # the compiled E-step's shard layouts, {(lo, size): Layout}
+        self._shard_units = None     # ... of these units (:meth:`_units`)
+        self._layouts = {}           # the compiled E-step's shard layouts, {(units, lo, hi): Layout}
         self._warm_ready = False     # _vmu / _vs2 hold a whole E-step's q(eta) (not one half-way through)
         #: Model I with Newton's mu~ step runs the compiled E-step (grind.infer.ln_estep); False: the numpy one
         self.compiled = self.model == 1 and self.optimizer == "newton"
@@ -922,10 +923,10 @@ class LogisticNormal(Algorithm):
                     raise NumericalError("a logistic-normal covariance is not positive definite")
                 out.append((mu, (1.0 / d)[..., None] * np.eye(S.shape[-1]), np.log(d).sum(-1)))
                 continue
-            sign, logdet = np.linalg.slogdet(S)
-            if np.any(sign <= 0):
+            got = _spd_inverse(S)
+            if got is None:
                 raise NumericalError("a logistic-normal covariance is not positive definite")
-            out.append((mu, np.linalg.inv(S), logdet))
+            out.append((mu, *got))
         return out
 
     def _io_sentences(self, idx):
@@ -1193,49 +1194,89 @@ class LogisticNormal(Algorithm):
     def _compiled_estep(self, prior, S1, S2, R, kept):
         """Model I's E-step in the compiled kernel (:mod:`grind.infer.ln_estep`), shard by
         shard (``jobs`` at once), the sums added in shard order; fills ``kept`` and ``R`` for
-        the Newton M-step and keeps the shards for warm starts.  Returns (bound, parsed)."""
+        the Newton M-step and keeps the shards for warm starts.  Identical sentences
+        (:meth:`_units`) are computed once, their contributions weighted by how many there
+        are.  Returns (bound, parsed)."""
         from grind.infer import ln_estep
         pv = ln_estep.Prior(self.st, effective_sigma(self.st, self.Sigma), prior)
-        lays = [self._layout(lo) for lo in range(0, self.n, SHARD)]
+        units, mult = self._units()
+        # the units of each SHARD sentences of the corpus make a shard (those of a remote shard)
+        cut = np.searchsorted(units, np.arange(0, self.n + SHARD, SHARD))
+        lays = [(int(a), self._layout(units, a, b)) for a, b in zip(cut[:-1], cut[1:]) if b > a]
         newton = self.mstep == "newton"
 
-        def one(lay):
-            lo = int(lay.idx[0])
+        def one(job):
+            lo, lay = job
             sh, logz, b = ln_estep.run_shard(self.parser, lay, pv, self.cycles, self._init_compiled(lo, lay))
             ok = np.isfinite(logz)
-            return lo, lay, sh, ok, b, ln_estep.shard_sums(lay, sh, ok, pv)
+            w = None if mult is None else mult[lo:lo + lay.B]
+            return lo, lay, sh, ok, w, b, ln_estep.shard_sums(lay, sh, ok, pv, w)
 
         if self.jobs > 1 and len(lays) > 1:
             with ThreadPoolExecutor(self.jobs) as ex:
                 done = list(ex.map(one, lays))
         else:
-            done = [one(lay) for lay in lays]
+            done = [one(job) for job in lays]
         bound, parsed, shards, rest = 0.0, 0, {}, None
-        for lo, lay, sh, ok, b, (sums, *more) in done:
-            bound += float(b[ok].sum())
-            parsed += int(ok.sum())
+        for lo, lay, sh, ok, w, b, (sums, *more) in done:
+            bound += float(b[ok].sum() if w is None else (w[ok] * b[ok]).sum())
+            parsed += int(ok.sum() if w is None else w[ok].sum())
             _add_sums(S1, S2, sums)
             rest = ln_estep.add_shard_sums(rest, [[], *more])
             if newton:
-                kept.append((lo, ok, lay, sh))
+                kept.append((lo, ok, lay, sh, w))
                 g, sent, e, pos = lay.places
                 sel = ok[sent] & ~np.repeat(sh.idle.astype(bool), np.diff(lay.arrays["blk_c0"]))
                 for gi, r in enumerate(R):
                     m = sel & (g == gi)
-                    np.add.at(r, (e[m], pos[m]), 1.0 - sh.s2[m] * pv.p[gi][e[m], pos[m]])
+                    d = 1.0 - sh.s2[m] * pv.p[gi][e[m], pos[m]]
+                    np.add.at(r, (e[m], pos[m]), d if w is None else w[sent[m]] * d)
             shards[lo] = (lay, sh, pv)
         ln_estep.finish_sums(S1, S2, rest[1], rest[2], pv)
         if self.warm:
-            self._shards, self._dmu, self._ds2 = shards, None, None
+            self._shards, self._shard_units, self._dmu, self._ds2 = shards, (units, mult), None, None
         return bound, parsed
 
-    def _layout(self, lo):
-        """The compiled E-step's layout of the shard at ``lo`` (made once per structure)."""
+    #: Model I's compiled E-step computes identical sentences once (:meth:`_units`); False: each
+    dedup = True
+
+    def _units(self):
+        """The sentences the compiled E-step computes, and how many sentences each stands for
+        (None: one each).  Sentences the parser says parse alike (its ``duplicate_keys``) have
+        the same q(eta) when they start alike: at the prior, or warm from the last E-step's
+        shards (made with these units), or from dense states equal across the copies (else,
+        e.g. a checkpoint of another run, every sentence is its own unit)."""
+        every = np.arange(self.n, dtype=np.int64), None
+        if self.warm and self._warm_ready and self._shards is not None:
+            return self._shard_units
+        if not self.dedup:
+            return every
+        if getattr(self, "_distinct", None) is None:
+            keys = self.parser.duplicate_keys() if hasattr(self.parser, "duplicate_keys") else None
+            first: dict = {}
+            of = np.array([first.setdefault(k, len(first)) for k in keys] if keys is not None else [], dtype=np.int64)
+            if keys is None or len(first) == self.n:
+                self._distinct = False
+            else:
+                reps = np.zeros(len(first), dtype=np.int64)
+                reps[of[::-1]] = np.arange(self.n - 1, -1, -1)          # each key's first sentence
+                self._distinct = (reps, np.bincount(of).astype(np.float64), of)
+        if self._distinct is False:
+            return every
+        reps, mult, of = self._distinct
+        if self.warm and self._warm_ready and self._dmu is not None:
+            if not all(np.array_equal(x, x[reps[of]]) for x in self._dmu + self._ds2):
+                return every
+        return reps, mult
+
+    def _layout(self, units, lo, hi):
+        """The compiled E-step's layout of the shard ``units[lo:hi]`` (made once per structure)."""
         from grind.infer import ln_estep
-        idx = np.arange(lo, min(lo + SHARD, self.n))
-        lay = self._layouts.get((lo, len(idx)))
+        idx = units[lo:hi]
+        key = (len(units), lo, hi)
+        lay = self._layouts.get(key)
         if lay is None or lay.st is not self.st:
-            lay = self._layouts[(lo, len(idx))] = ln_estep.Layout(self.parser, idx, self.st)
+            lay = self._layouts[key] = ln_estep.Layout(self.parser, idx, self.st)
         return lay
 
     def _init_compiled(self, lo, lay):
@@ -1249,17 +1290,22 @@ class LogisticNormal(Algorithm):
             return sh.x, sh.s2
         if self._dmu is None:
             self._densify()
-        return ln_estep.from_dense(lay, self._dmu, self._ds2, lo) if self._dmu is not None else None
+        return ln_estep.from_dense(lay, self._dmu, self._ds2, None) if self._dmu is not None else None
 
     def _densify(self) -> None:
-        """The compiled E-step's shards as the dense per-group arrays (n, E, L) of _vmu / _vs2."""
+        """The compiled E-step's shards as the dense per-group arrays (n, E, L) of _vmu / _vs2
+        (a sentence computed once for its copies: every copy's row)."""
         if self._shards is None:
             return
         from grind.infer import ln_estep
         vmu = [np.zeros((self.n, gr.E, gr.L)) for gr in self.st.groups]
         vs2 = [np.ones((self.n, gr.E, gr.L)) for gr in self.st.groups]
-        for lo, (lay, sh, pv) in self._shards.items():
-            ln_estep.to_dense(lay, sh, pv, vmu, vs2, lo)
+        for lay, sh, pv in self._shards.values():
+            ln_estep.to_dense(lay, sh, pv, vmu, vs2, None)
+        units, mult = self._shard_units
+        if mult is not None:
+            rows = units[self._distinct[2]]
+            vmu, vs2 = [x[rows] for x in vmu], [x[rows] for x in vs2]
         self._dmu, self._ds2, self._shards = vmu, vs2, None
 
     _vmu = _warm_state("_dmu", "Warm starts: every posterior's mu~ per group, (n, E, L) (None before the first one).")
@@ -1340,8 +1386,8 @@ class LogisticNormal(Algorithm):
         if self.compiled:
             from grind.infer import ln_estep
             pv = ln_estep.Prior(self.st, effective_sigma(self.st, Sigmas), prior)
-            for _, ok, lay, sh in kept:
-                J, new = ln_estep.profile(lay, sh, pv, ok, rounds)
+            for _, ok, lay, sh, w in kept:
+                J, new = ln_estep.profile(lay, sh, pv, ok, rounds, w)
                 total += J
                 out.append((lay, new, pv))
             return total, out
@@ -1414,6 +1460,13 @@ class LogisticNormal(Algorithm):
         save_ln(path, self.g, self.mu, self.Sigma, self.st)
 
 
+def _spd_inverse(S):
+    """(S^-1, log|S|) per matrix of the stack S by Cholesky (csrc/ln.pyx), or None if one is not
+    positive definite."""
+    from grind.kernels import _ln
+    return _ln.spd_inverse(np.ascontiguousarray(S, dtype=np.float64))
+
+
 def _accumulate(S1, S2, muts, s2s, ok):
     """Add sum_m mu~ and sum_m (diag sigma~^2 + mu~ mu~^T) of the posteriors ``ok``, per group."""
     _add_sums(S1, S2, _shard_sums(muts, s2s, ok))
@@ -1451,6 +1504,14 @@ class ShardWork:
         self.st, self.pk, self.cycles, self.optimizer = ln.st, ln.pk, ln.cycles, ln.optimizer
         self.Sigma, self.prior, self.compiled = ln.Sigma, prior, ln.compiled
         self.parser, self._cache = None, {}
+        #: the compiled E-step's weight of each sentence of the corpus (None: 1 each; 0: a copy of
+        #: an earlier sentence, which stands for it: LogisticNormal._units)
+        self.mult = None
+        if ln.compiled:
+            units, mult = ln._units()
+            if mult is not None:
+                self.mult = np.zeros(ln.n)
+                self.mult[units] = mult
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in ("parser", "_cache")}
@@ -1481,11 +1542,18 @@ def model1_shard(parser, idx, work: ShardWork) -> tuple:
         trim = 128 * 1024
     if work.compiled:               # as LogisticNormal._compiled_estep does it, shard by shard
         from grind.infer import ln_estep
-        lay = ln_estep.Layout(parser, np.asarray(idx, dtype=np.int64), work.st)
+        idx, w = np.asarray(idx, dtype=np.int64), None
         pv = ln_estep.Prior(work.st, effective_sigma(work.st, work.Sigma), work.prior)
+        if work.mult is not None:
+            w = work.mult[idx]
+            idx, w = idx[w > 0], w[w > 0]
+            if not len(idx):
+                return ln_estep.zero_sums(work.st), 0.0, 0
+        lay = ln_estep.Layout(parser, idx, work.st)
         _, logz, b = ln_estep.run_shard(parser, lay, pv, work.cycles)
         ok = np.isfinite(logz)
-        return ln_estep.shard_sums(lay, _, ok, pv), float(b[ok].sum()), int(ok.sum())
+        return (ln_estep.shard_sums(lay, _, ok, pv, w), float(b[ok].sum() if w is None else (w[ok] * b[ok]).sum()),
+                int(ok.sum() if w is None else w[ok].sum()))
     with freed_blocks_kept(force=True, trim_after=trim):
         muts, s2s, _, F, logz, b = run.e_step(run._io_sentences(idx), len(idx), run.prior)
     ok = np.isfinite(logz)

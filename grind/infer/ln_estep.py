@@ -114,6 +114,9 @@ class Layout:
         a["chunk_off"] = np.concatenate(cuts + [[len(ks)]]).astype(np.int64)
         self.arrays = a
         self.B = B
+        #: the E-step's shard of this layout, made once and restarted every iteration (:func:`run_shard`)
+        self.shard = None
+        self._sums_plan = None
 
     def _plain_blocks(self, st, inst_k, inst_c0, a):
         """One block a instance, over the whole of the multinomial's own expert."""
@@ -124,6 +127,7 @@ class Layout:
                                                                  np.diff(a["inst_off"]))))
         d = np.diff(inst_c0)[order]
         a["blk_off"] = a["inst_off"]
+        a["plain"] = True                # every instance one block over all of it (csrc/ln.pyx: Shard._plain)
         a["blk_pat"] = pat.reshape(-1)[order].astype(np.int64)
         a["blk_c0"] = np.concatenate([[0], np.cumsum(d)]).astype(np.int64)
         a["bc_f"] = (np.repeat(inst_c0[order] - a["blk_c0"][:-1], d) + np.arange(a["blk_c0"][-1])).astype(np.int64)
@@ -168,6 +172,33 @@ class Layout:
         self.pat_e = np.array(pat_e, dtype=np.int64)
         self.pat_u = pat_u
         self.pat_full = np.array([len(u) == st.groups[g].L for g, u in zip(pat_g, pat_u)], dtype=bool)
+
+    def sums_plan(self) -> dict:
+        """Where :meth:`_ln.Shard.accumulate` adds each pattern's sums (:func:`shard_sums`),
+        made once: the pools are A1, SD, A2 per group, then (y, y y^T, CU) of each group with
+        shared experts (``has_y``); a pattern of a shared expert (``by_y``) adds y there."""
+        if self._sums_plan is not None:
+            return self._sums_plan
+        st = self.st
+        G, P = len(st.groups), self.n_patterns
+        shared = shared_experts(st)
+        has_y = [bool(s.any()) for s in shared]
+        ybase = dict(zip([gi for gi in range(G) if has_y[gi]], range(3 * G, 3 * G + 3 * sum(has_y), 3)))
+        g, e = self.pat_g, self.pat_e
+        L = np.array([gr.L for gr in st.groups], dtype=np.int64)[g] if P else np.zeros(0, dtype=np.int64)
+        by_y = np.array([shared[gi][ee] for gi, ee in zip(g, e)], dtype=np.uint8) if P else np.zeros(0, np.uint8)
+        where = np.full((P, 8), -1, dtype=np.int64)
+        where[:, 0], where[:, 1] = g, e * L
+        where[:, 2], where[:, 3] = G + g, e * L
+        where[:, 4], where[:, 5] = 2 * G + g, e * L * L
+        for p in np.flatnonzero(by_y):
+            yb = ybase[int(g[p])]
+            where[p, 0], where[p, 4], where[p, 6], where[p, 7] = yb, yb + 1, yb + 2, e[p] * L[p]
+        u0 = np.concatenate([[0], np.cumsum([len(u) for u in self.pat_u])]).astype(np.int64)
+        uidx = np.concatenate(self.pat_u).astype(np.int64) if P else np.zeros(0, dtype=np.int64)
+        self._sums_plan = dict(has_y=has_y, by_y=by_y, where=where, L=L, uidx=uidx, u0=u0[:-1].copy(),
+                               sel=[g == gi for gi in range(G)])
+        return self._sums_plan
 
     @property
     def n_patterns(self) -> int:
@@ -245,10 +276,15 @@ class Prior:
         return got
 
 
-def new_shard(lay, prior, init=None):
+def new_shard(lay, prior, init=None, reuse=False):
     """A :class:`_ln.Shard` for ``lay`` under ``prior``, started at the prior or at ``init``
-    = (x, s2) per block coordinate."""
-    sh = _kernel().Shard(lay.arrays, lay.n_patterns)
+    = (x, s2) per block coordinate.  ``reuse``: the layout's own shard (``lay.shard``, made
+    on first use), its state overwritten."""
+    sh = lay.shard if reuse else None
+    if sh is None:
+        sh = _kernel().Shard(lay.arrays, lay.n_patterns)
+        if reuse:
+            lay.shard = sh
     sh.set_prior(*prior.for_layout(lay, need_q=init is not None))
     _check(sh.start() if init is None else sh.start(*init))
     return sh
@@ -258,8 +294,9 @@ def run_shard(parser, lay, prior, cycles, init=None, trace=None):
     """Appendix B's cycles for the sentences of ``lay`` (module docstring): returns the
     shard (its final q(eta) and counts), log Z and the bound per sentence
     (log Z - KL0 - the blocks' KL; the numpy E-step's ``bound``).  ``trace`` (a list)
-    gets the bound per cycle."""
-    sh = new_shard(lay, prior, init)
+    gets the bound per cycle.  The shard is the layout's own (``lay.shard``): the next call
+    on ``lay`` overwrites its state (``init`` is read first)."""
+    sh = new_shard(lay, prior, init, reuse=True)
     lw = np.empty(sh.NL)
     for c in range(cycles + 1):
         sh.weights(lw)
@@ -286,10 +323,10 @@ def shared_experts(st) -> list:
     return [np.array([len(st.experts[j][1]) > 1 for j in gr.members], dtype=bool) for gr in st.groups]
 
 
-def shard_sums(lay, sh, ok, prior):
-    """The M-step's sums over the sentences ``ok`` of the shard, in three parts (added up by
-    :func:`finish_sums`; together :func:`grind.infer.ln._shard_sums` of the dense q(eta)
-    the numpy E-step would hold):
+def shard_sums(lay, sh, ok, prior, weight=None):
+    """The M-step's sums over the sentences ``ok`` of the shard, each counted ``weight`` times
+    (per sentence of the shard; default once), in three parts (added up by :func:`finish_sums`;
+    together :func:`grind.infer.ln._shard_sums` of the dense q(eta) the numpy E-step would hold):
 
     * per group (sum mu~, sum mu~ mu~^T, sum sigma~^2) over the blocks of experts that
       cover one multinomial (sigma~^2: every expert's covered coordinates);
@@ -300,38 +337,22 @@ def shard_sums(lay, sh, ok, prior):
       coordinates (0 elsewhere): then x - mu = Sigma y over the whole expert."""
     st = prior.st
     G = len(st.groups)
-    shared = shared_experts(st)
+    plan = lay.sums_plan()
     acc = [np.zeros((gr.E, gr.L)) for gr in st.groups] + [np.zeros((gr.E, gr.L)) for gr in st.groups] \
         + [np.zeros((gr.E, gr.L, gr.L)) for gr in st.groups]
-    yacc = [(np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L))) if sh_.any() else None
-            for gr, sh_ in zip(st.groups, shared)]
-    pools = [x.reshape(-1) for x in acc]
-    ybase = {}
-    for gi, ya in enumerate(yacc):
-        if ya is not None:
-            ybase[gi] = len(pools)
-            pools += [x.reshape(-1) for x in ya]
-    P = lay.n_patterns
-    g, e = lay.pat_g, lay.pat_e
-    L = np.array([gr.L for gr in st.groups], dtype=np.int64)[g] if P else np.zeros(0, dtype=np.int64)
-    by_y = np.array([shared[gi][ee] for gi, ee in zip(g, e)], dtype=np.uint8) if P else np.zeros(0, np.uint8)
-    where = np.full((P, 8), -1, dtype=np.int64)
-    where[:, 0], where[:, 1] = g, e * L
-    where[:, 2], where[:, 3] = G + g, e * L
-    where[:, 4], where[:, 5] = 2 * G + g, e * L * L
-    for p in np.flatnonzero(by_y):
-        yb = ybase[int(g[p])]
-        where[p, 0], where[p, 4], where[p, 6], where[p, 7] = yb, yb + 1, yb + 2, e[p] * L[p]
-    u0 = np.concatenate([[0], np.cumsum([len(u) for u in lay.pat_u])]).astype(np.int64)
-    uidx = np.concatenate(lay.pat_u).astype(np.int64) if P else np.zeros(0, dtype=np.int64)
-    cnt = np.zeros(P)
-    sh.accumulate(np.ascontiguousarray(ok, dtype=np.uint8), pools, where, L, uidx, u0[:-1].copy(), by_y, cnt)
+    yacc = [(np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L))) if y else None
+            for gr, y in zip(st.groups, plan["has_y"])]
+    pools = [x.reshape(-1) for x in acc] + [x.reshape(-1) for ya in yacc if ya is not None for x in ya]
+    e, by_y = lay.pat_e, plan["by_y"]
+    cnt = np.zeros(lay.n_patterns)
+    wt = np.where(ok, 1.0 if weight is None else weight, 0.0)
+    sh.accumulate(wt, pools, plan["where"], plan["L"], plan["uidx"], plan["u0"], by_y, cnt)
     s1, sd, s2 = acc[:G], acc[G:2 * G], acc[2 * G:]
-    M = float(np.count_nonzero(ok))
+    M = float(wt.sum())
     n_un = [np.full(gr.E, M) for gr in st.groups]
     ys = []
     for gi in range(G):
-        sel = g == gi
+        sel = plan["sel"][gi]
         np.subtract.at(n_un[gi], e[sel], cnt[sel])
         if yacc[gi] is None:
             ys.append(None)
@@ -340,6 +361,15 @@ def shard_sums(lay, sh, ok, prior):
         np.add.at(blocks, e[sel], np.where(by_y[sel] != 0, cnt[sel], 0.0))
         ys.append((blocks,) + yacc[gi])
     return [(s1[gi], s2[gi], sd[gi]) for gi in range(G)], n_un, ys
+
+
+def zero_sums(st):
+    """What :func:`shard_sums` returns for no sentences."""
+    shared = shared_experts(st)
+    return ([(np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L))) for gr in st.groups],
+            [np.zeros(gr.E) for gr in st.groups],
+            [(np.zeros(gr.E), np.zeros((gr.E, gr.L)), np.zeros((gr.E, gr.L, gr.L)), np.zeros((gr.E, gr.L)))
+             if y.any() else None for gr, y in zip(st.groups, shared)])
 
 
 def add_shard_sums(acc, part):
@@ -390,18 +420,20 @@ def finish_sums(S1, S2, n_un, ys, prior) -> None:
 
 
 def to_dense(lay, sh, prior, vmu, vs2, lo) -> None:
-    """Write the shard's q(eta) into the dense arrays (per group (n, E, L)) at rows lo..lo+B:
+    """Write the shard's q(eta) into the dense arrays (per group (n, E, L)) at rows lo..lo+B
+    (``lo`` None: at the rows of its sentences, ``lay.idx``):
     every expert at the prior's closed form (padding mu~ = 0, sigma~^2 = 1), then the blocks'
     coordinates, and the uncovered coordinates of partly covered experts."""
     st, B = prior.st, lay.B
+    rows = lay.idx if lo is None else lo + np.arange(B)
     for gi, gr in enumerate(st.groups):
-        vmu[gi][lo:lo + B] = np.where(gr.mask, prior.mu[gi], 0.0)
-        vs2[gi][lo:lo + B] = np.where(gr.mask, 1.0 / prior.p[gi], 1.0)
+        vmu[gi][rows] = np.where(gr.mask, prior.mu[gi], 0.0)
+        vs2[gi][rows] = np.where(gr.mask, 1.0 / prior.p[gi], 1.0)
     g, b, e, pos = lay.places
     for gi in range(len(st.groups)):
         sel = g == gi
-        vmu[gi][lo + b[sel], e[sel], pos[sel]] = sh.x[sel]
-        vs2[gi][lo + b[sel], e[sel], pos[sel]] = sh.s2[sel]
+        vmu[gi][rows[b[sel]], e[sel], pos[sel]] = sh.x[sel]
+        vs2[gi][rows[b[sel]], e[sel], pos[sel]] = sh.s2[sel]
     a = lay.arrays
     for k in np.flatnonzero(~lay.pat_full[a["blk_pat"]]):
         p = a["blk_pat"][k]
@@ -409,27 +441,29 @@ def to_dense(lay, sh, prior, vmu, vs2, lo) -> None:
         R = np.setdiff1d(np.arange(st.groups[gi].L), U)
         c0, c1 = a["blk_c0"][k], a["blk_c0"][k + 1]
         sent = np.searchsorted(a["blk_off"], k, side="right") - 1
-        vmu[gi][lo + sent, ee, R] = prior.mu[gi][ee, R] + prior.S[gi][ee][np.ix_(R, U)] @ sh.y[c0:c1]
+        vmu[gi][rows[sent], ee, R] = prior.mu[gi][ee, R] + prior.S[gi][ee][np.ix_(R, U)] @ sh.y[c0:c1]
 
 
 def from_dense(lay, vmu, vs2, lo):
-    """(x, s2) per block coordinate from dense per-group arrays (n, E, L), rows lo..lo+B."""
+    """(x, s2) per block coordinate from dense per-group arrays (n, E, L), rows lo..lo+B
+    (``lo`` None: the rows of its sentences, ``lay.idx``)."""
     g, b, e, pos = lay.places
+    rows = lay.idx if lo is None else lo + np.arange(lay.B)
     x, s2 = np.empty(len(g)), np.empty(len(g))
     for gi in range(len(vmu)):
         sel = g == gi
-        x[sel] = vmu[gi][lo + b[sel], e[sel], pos[sel]]
-        s2[sel] = vs2[gi][lo + b[sel], e[sel], pos[sel]]
+        x[sel] = vmu[gi][rows[b[sel]], e[sel], pos[sel]]
+        s2[sel] = vs2[gi][rows[b[sel]], e[sel], pos[sel]]
     return x, s2
 
 
-def profile(lay, sh, prior, ok, rounds):
+def profile(lay, sh, prior, ok, rounds, weight=None):
     """The Newton M-step's objective on one shard (:meth:`grind.infer.ln.LogisticNormal._profile`):
     from the shard's q(eta) under ``prior`` (y recomputed), ``rounds`` rounds of the
-    fixed-count updates, then sum over the sentences ``ok`` of F . psi~ - sum_j KL_j.
-    Returns (objective, the updated shard)."""
+    fixed-count updates, then sum over the sentences ``ok`` of F . psi~ - sum_j KL_j (each
+    ``weight`` times, per sentence; default once).  Returns (objective, the updated shard)."""
     new = new_shard(lay, prior, (sh.x, sh.s2))
     new.F[:] = sh.F
     _check(new.update(rounds)[0])
     obj = new.data_term() - prior.kl0 - new.kl()
-    return float(obj[ok].sum()), new
+    return float(obj[ok].sum() if weight is None else (weight[ok] * obj[ok]).sum()), new

@@ -104,6 +104,12 @@ class ChartParser(abc.ABC):
         rules = np.flatnonzero(counts)
         return rules, counts[rules], logz
 
+    def duplicate_keys(self):
+        """Per sentence a hashable key, equal for two sentences only if every quantity of theirs
+        (log Z, counts, Viterbi, samples) is the same under any weights; or None (this default:
+        the kernel does not say).  Callers may then compute one sentence of each key."""
+        return None
+
     def local_tables(self, idx=None) -> LocalRules:
         """The rules each sentence of ``idx`` can read: its counts and log Z depend on
         their weights only.  This default says every rule; a kernel that knows its

@@ -95,6 +95,11 @@ class DMVParser(ChartParser):
         self._core = _dmv.Corpus(self.tok_off, types, ix.type_rules.ravel(),
                                  np.zeros(0, np.int32) if dense is None else dense, T, tab_off, pool, bad)
 
+    def duplicate_keys(self):
+        """Per sentence (its tokens, its mask's identity): equal tokens under one mask function
+        (or none) parse the same."""
+        return [(tuple(s), id(m)) for s, m in zip(self.sentences, self.masks)]
+
     @property
     def index(self) -> DMVIndex:
         """The grammar's :class:`DMVIndex` (made again from the grammar after :meth:`release_index`)."""
