@@ -24,6 +24,8 @@ def test_ln_bench_runs(capsys):
     assert names == ["EM (reference)", "LN-I identity", "LN-I families", "SLN TieA families",
                      "LN-I identity, the numpy E-step (first 10 sentences, scaled)"]
     assert all(t > 0 for _, _, t in r["rows"]) and r["goal_ratio"] > 0
+    assert "EWT sample <= 10 (XPOS)" in r["ratios"]          # shipped: measured everywhere
+    assert r["goal_ratio"] == max(r["ratios"].values())
     assert [m["n"] for m in r["model2"]] == [40, 60]
     assert [name for name, _, _ in r["model2"][1]["rows"]] == [
         "EM (reference)", "LN-II identity, 5 cycles from the prior",
