@@ -317,7 +317,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         }
         /* one pass: s -= S_{.A} H z; the line search's sums with Q s taken as g (its part on A,
          * -D_A s, after); s.g and s.D s for the step length */
-        grind_v8d as = zero, lin = zero, sqs = zero, sg = zero, sds = zero, Jn;
+        grind_v8d as = zero, lin = zero, sg = zero, sds = zero, Jn;
         for (i = 0; i < n; i++) {
             grind_v8d si = s[i], c0 = zero, c1 = zero;
             for (j = 0; j + 2 <= m; j += 2) {
@@ -330,11 +330,11 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             s[i] = si;
             as += a[i] * si;
             lin += si * y[i] + d[i] * g[i];
-            sqs += si * g[i];
             sg += si * g[i];
             sds += si * si * (e[i] * (w[i] * w[i]));
         }
-        for (j = 0; j < m; j++) {              /* Q s = g - D_A s on A */
+        grind_v8d sqs = sg;                    /* s.Q s, with Q s = g - D_A s: its A part next */
+        for (j = 0; j < m; j++) {
             grind_v8d dl = hh[j] * hh[j] * s[A[j]];
             dlt[j] = dl;
             lin -= d[A[j]] * dl;
