@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import threading
 import time
@@ -157,9 +158,11 @@ def dask_client(spec: str):
     cluster = None
     try:
         if kind == "local":
+            # its processes log only what is critical: a worker lost is grind's to say (DaskEstep.map_shards),
+            # not a traceback from each worker that was fetching data from it
             with _workers_ignore_sigint():
                 cluster = distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
-                                                   dashboard_address=None)
+                                                   dashboard_address=None, silence_logs=logging.CRITICAL)
             client = distributed.Client(cluster)
         else:
             client = distributed.Client(value)
