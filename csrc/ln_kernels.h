@@ -514,12 +514,14 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     return its;
 }
 
-/* One step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
+/* One step of the sigma~^2 solve below at coordinate i (``ex``: exp(min(w2 v/2, 700)) at v[i],
+ * or NULL: computed); returns whether i goes on. */
 static inline int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
-                                const double *restrict p, double *restrict v, double tol, int on)
+                                const double *restrict p, double *restrict v, double tol, int on,
+                                const double *restrict ex)
 {
     double vv = v[i], hw = 0.5 * w2[i], tt = hw * vv;
-    double E = beta[i] * grind_ln_exp(tt < 700.0 ? tt : 700.0);
+    double E = beta[i] * (ex != NULL ? ex[i] : grind_ln_exp(tt < 700.0 ? tt : 700.0));
     double iv = 1.0 / vv;
     double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
     double h = -hw * hw * E - 0.5 * iv * iv;
@@ -546,10 +548,12 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
  * that moved v by less than 1e-13 of itself (1e-7 for Halley's: its error is then of the
  * order of the cube of that).  Whole passes over the n coordinates (they
  * vectorise) while at least a quarter of them still move, then passes over those left
- * (the same steps: each coordinate's iterates do not depend on the others).  ``work``: n
- * doubles then n ints.  Returns the passes. */
+ * (the same steps: each coordinate's iterates do not depend on the others).  ``ex0``:
+ * exp(min(w2 v/2, 700)) at the start where the caller has it (its first step's exp), or NULL.
+ * ``work``: n doubles then n ints.  Returns the passes. */
 GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
-                          double *restrict v, double tol, int iters, double *restrict work)
+                          double *restrict v, double tol, int iters, double *restrict work,
+                          const double *restrict ex0)
 {
     double *restrict act = work;
     int *restrict live_i = (int *) (work + n);  /* the coordinates still going, once few are */
@@ -569,18 +573,25 @@ GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, co
             for (; it < iters && m > 0; it++) {
                 int k = 0;
                 for (int j = 0; j < m; j++)
-                    if (ln_sigma_step(live_i[j], beta, w2, p, v, tol, 1))
+                    if (ln_sigma_step(live_i[j], beta, w2, p, v, tol, 1, it == 0 ? ex0 : NULL))
                         live_i[k++] = live_i[j];
                 m = k;
             }
             return it;
         }
         live = 0;
-        for (i = 0; i < n; i++) {
-            int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0);
-            act[i] = on;
-            live += on;
-        }
+        if (it == 0 && ex0 != NULL)
+            for (i = 0; i < n; i++) {
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, ex0);
+                act[i] = on;
+                live += on;
+            }
+        else
+            for (i = 0; i < n; i++) {
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, NULL);
+                act[i] = on;
+                live += on;
+            }
     }
     return it;
 }
