@@ -100,12 +100,14 @@ cdef class Shard:
     # coordinate of each (-1: an empty lane) and its instance; per block the slot of its coordinate 0
     # (its coordinate u at bq + 8 u); made once with the layout
     cdef i64[::1] _chunk_q0, _slot_f, _slot_t, _bq
+    cdef i64[::1] _f_slot              # per instance coordinate, its slot (plain; -1: none)
     cdef public object layout
     cdef bint _plain                 # each instance coordinate in one block, w = 1: e from exp(m~ + v~/2)
     # plain: per slot exp(min(s2/2, 700)) and exp(min(x + s2/2, 700)) as the last round left them
     # (valid while _cached; :meth:`_update_plain`)
     cdef double[::1] _lh, _le
     cdef bint _cached
+    cdef bint _stale                 # plain: m~, v~ and exp(m~ + v~/2) behind the lanes (:meth:`_sync`)
     cdef object prior
     # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
     # coordinate w, mu_U and p_U = (Sigma^-1)_ii
@@ -176,6 +178,7 @@ cdef class Shard:
         self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
         self._plain = self.NBC == self.C and isinstance(layout, dict) and bool(layout.get("plain", False))
         self._cached = False
+        self._stale = False
         if self._plain:
             self._lh, self._le = _lanes(NS, 1.0), _lanes(NS, 1.0)
 
@@ -184,7 +187,7 @@ cdef class Shard:
         iteration from the same layout)."""
         cached = self.layout.get("_slots") if isinstance(self.layout, dict) else None
         if cached is not None:
-            self._chunk_q0, self._slot_f, self._slot_t, self._bq = cached
+            self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot = cached
             return
         cdef i64 nch = self.chunk_off.shape[0] - 1, ch, k, n, lane, u, q, total = 0
         self._chunk_q0 = np.zeros(nch + 1, dtype=np.int64)
@@ -204,8 +207,12 @@ cdef class Shard:
                     q = self._chunk_q0[ch] + u * 8 + lane
                     self._slot_f[q] = self.bc_f[self.blk_c0[k] + u]
                     self._slot_t[q] = self.c_inst[self._slot_f[q]]
+        self._f_slot = np.full(self.C, -1, dtype=np.int64)
+        for q in range(total):
+            if self._slot_f[q] >= 0:
+                self._f_slot[self._slot_f[q]] = q
         if isinstance(self.layout, dict):
-            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq)
+            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot)
 
     cdef object _blocks_of(self, const double[::1] lane):
         """A per-slot array in block-coordinate order (a new array)."""
@@ -230,6 +237,7 @@ cdef class Shard:
         lanes = {"x": self._lx, "s2": self._ls, "y": self._ly}
         if name in lanes:
             return self._blocks_of(lanes[name])
+        self._sync()
         views = {"m": self._m, "v": self._v, "F": self._F, "zeta": self._zeta}
         if name not in views:
             raise AttributeError(name)
@@ -300,6 +308,7 @@ cdef class Shard:
     def copy(self):
         """A shard of the same layout, without a prior, holding a copy of the state."""
         cdef Shard out = Shard(self.layout, self.P)
+        self._sync()
         out._lx[:] = self._lx
         out._ls[:] = self._ls
         out._ly[:] = self._ly
@@ -401,11 +410,6 @@ cdef class Shard:
                     LY[q] = 0.0
                     LH[q] = h
                     LE[q] = e
-                    f = sf[q]
-                    if f >= 0:
-                        self._m[f] = mu
-                        self._v[f] = s0
-                        self._ee[f] = e
             if top > EXP_MAX:
                 status = 1
             elif z == 0.0:
@@ -415,7 +419,22 @@ cdef class Shard:
                 self._zeta[t] = z
                 self._lz[t] = log(z)
         self._cached = status == 0
+        self._stale = True
         return status
+
+    cdef void _sync(self) noexcept nogil:
+        """m~, v~ and exp(min(m~ + v~/2, 700)) of the instances from the lanes, where a plain
+        round or start left them behind."""
+        cdef i64 q, f
+        if not self._stale:
+            return
+        for q in range(self._slot_f.shape[0]):
+            f = self._slot_f[q]
+            if f >= 0:
+                self._m[f] = self._lx[q]
+                self._v[f] = self._ls[q]
+                self._ee[f] = self._le[q]
+        self._stale = False
 
     def combine(self):
         """m~ = sum_j w x_j, v~ = sum_j w^2 s2_j over the blocks covering each coordinate, and
@@ -433,6 +452,10 @@ cdef class Shard:
         cdef i64 ch, p, f, t, i, q, q0, u, n, lane
         cdef double w, top, z, e
         self._cached = False
+        if afresh:
+            self._stale = False
+        else:
+            self._sync()
         if self.C == 0:
             return 0
         cdef double *M = &self._m[0]
@@ -490,11 +513,17 @@ cdef class Shard:
         if corr == NULL:
             raise MemoryError()
         with nogil:
-            self._corr(corr)
-            for j in range(self.NL):
-                f = self.loc_f[j]
-                t = self.c_inst[f] if f >= 0 else 0
-                lw[j] = self._m[f] - self._lz[t] + corr[t] if f >= 0 else 0.0
+            if self._plain and self._cached:      # m~ = x; corr = 0 (zeta~ is the sum of the slots' E)
+                for j in range(self.NL):
+                    f = self.loc_f[j]
+                    t = self.c_inst[f] if f >= 0 else 0
+                    lw[j] = self._lx[self._f_slot[f]] - self._lz[t] if f >= 0 else 0.0
+            else:
+                self._corr(corr)
+                for j in range(self.NL):
+                    f = self.loc_f[j]
+                    t = self.c_inst[f] if f >= 0 else 0
+                    lw[j] = self._m[f] - self._lz[t] + corr[t] if f >= 0 else 0.0
             for j in range(self.NL):
                 lw[j] = grind_ln_exp(lw[j])
         free(corr)
@@ -504,6 +533,7 @@ cdef class Shard:
         zeta~ is the closed form of the current m~, v~, as the same sum)."""
         cdef i64 t, i
         cdef double e
+        self._sync()
         for t in range(self.T):
             e = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
@@ -555,8 +585,8 @@ cdef class Shard:
         and exp(min(x + s2/2, 700)) (E) are kept from the last round: b = c H, the solve's first
         b exp(x) = c E, beta = c exp(x) is its last b exp(x) over H, the sigma~^2 solve's first
         exp is H, and the new E is beta H / c (exp where c = 0).  zeta~ is summed lane by
-        lane; m~, v~, exp(m~ + v~/2), zeta~ and log zeta~ of each instance are written back after
-        its chunk (what _combine makes; the same values up to rounding)."""
+        lane into zeta~ and log zeta~ of the instances; m~, v~ and exp(m~ + v~/2) are left behind
+        (:meth:`_sync` makes them: what _combine makes, the same values up to rounding)."""
         cdef i64 n = self.maxn, ch, lane, k, u, p, f, q, q0, t
         cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
         cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
@@ -589,9 +619,6 @@ cdef class Shard:
         cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
         cdef double *LH = &self._lh[0] if self._lh.shape[0] else NULL
         cdef double *LE = &self._le[0] if self._le.shape[0] else NULL
-        cdef double *M = &self._m[0] if self.C else NULL
-        cdef double *V = &self._v[0] if self.C else NULL
-        cdef double *EE = &self._ee[0] if self.C else NULL
         cdef double *Z = &self._zeta[0] if self.T else NULL
         cdef double *LZ = &self._lz[0] if self.T else NULL
         cdef const double *F = &self._F[0] if self.C else NULL
@@ -689,14 +716,9 @@ cdef class Shard:
                 LZ[tl[lane]] = log(zl[lane])
             if status:
                 break
-            for q in range(8 * n):
-                f = qf[q]
-                if f >= 0:
-                    M[f] = vx[q]
-                    V[f] = vs[q]
-                    EE[f] = E[q]
         free(vb)
         self._cached = status == 0
+        self._stale = True
         return status
 
     cdef int _update(self, i64 *its) noexcept nogil:
