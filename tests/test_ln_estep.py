@@ -170,6 +170,7 @@ def test_identical_sentences_computed_once_give_the_same_run(extra, monkeypatch)
     parsed count and the Newton M-step's data weighted by its copies: the same bounds and
     grammar (to 1e-10) as computing every sentence; with the weights dropped they differ."""
     monkeypatch.setattr(ln, "SHARD", 8)              # several shards, some of copies only
+    monkeypatch.setattr(ln, "COMPILED_SHARD", 8)
     rng = np.random.default_rng(5)
     sents = [list(s) for s in rng.choice(["a", "b", "c"], size=(30, 2))]      # 30 sentences, 9 distinct
     g = dmv_grammar(sents)

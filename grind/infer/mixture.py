@@ -250,9 +250,9 @@ class RemoteMixtureEstep(ShardedEstep):
     def __call__(self, weights, idx=None):
         return self.reduce(self.map_shards(_shard_io, np.asarray(weights, dtype=np.float64), idx))
 
-    def map_shards(self, fn, payload, idx=None) -> list:
-        shards = self.shards(idx)
-        parts = self.inner.map_shards(mixture_shard, MixtureWork(self.spec, self.parser.beta, fn, payload), idx)
+    def map_shards(self, fn, payload, idx=None, size=None) -> list:
+        shards = self.shards(idx, size)
+        parts = self.inner.map_shards(mixture_shard, MixtureWork(self.spec, self.parser.beta, fn, payload), idx, size)
         out = []
         for s, (result, logz_k, fallback) in zip(shards, parts):
             self.parser.logz_k[:, s] = logz_k
