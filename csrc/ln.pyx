@@ -101,6 +101,7 @@ cdef class Shard:
     # (its coordinate u at bq + 8 u); made once with the layout
     cdef i64[::1] _chunk_q0, _slot_f, _slot_t, _bq
     cdef i64[::1] _f_slot              # per instance coordinate, its slot (plain; -1: none)
+    cdef i64[::1] _loc_q, _loc_t       # per local rule, its coordinate's slot and instance (plain; -1, 0: none)
     cdef public object layout
     cdef bint _plain                 # each instance coordinate in one block, w = 1: e from exp(m~ + v~/2)
     # plain: per slot exp(min(s2/2, 700)) and exp(min(x + s2/2, 700)) as the last round left them
@@ -187,7 +188,7 @@ cdef class Shard:
         iteration from the same layout)."""
         cached = self.layout.get("_slots") if isinstance(self.layout, dict) else None
         if cached is not None:
-            self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot = cached
+            self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot, self._loc_q, self._loc_t = cached
             return
         cdef i64 nch = self.chunk_off.shape[0] - 1, ch, k, n, lane, u, q, total = 0
         self._chunk_q0 = np.zeros(nch + 1, dtype=np.int64)
@@ -211,8 +212,15 @@ cdef class Shard:
         for q in range(total):
             if self._slot_f[q] >= 0:
                 self._f_slot[self._slot_f[q]] = q
+        self._loc_q = np.full(self.NL, -1, dtype=np.int64)
+        self._loc_t = np.zeros(self.NL, dtype=np.int64)
+        for q in range(self.NL):
+            if self.loc_f[q] >= 0:
+                self._loc_q[q] = self._f_slot[self.loc_f[q]]
+                self._loc_t[q] = self.c_inst[self.loc_f[q]]
         if isinstance(self.layout, dict):
-            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot)
+            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot,
+                                     self._loc_q, self._loc_t)
 
     cdef object _blocks_of(self, const double[::1] lane):
         """A per-slot array in block-coordinate order (a new array)."""
@@ -509,15 +517,14 @@ cdef class Shard:
         if lw.shape[0] != self.NL:
             raise ValueError("Shard.weights: one weight a local rule")
         cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
-        cdef i64 t, j, f
+        cdef i64 t, j, f, q
         if corr == NULL:
             raise MemoryError()
         with nogil:
             if self._plain and self._cached:      # m~ = x; corr = 0 (zeta~ is the sum of the slots' E)
                 for j in range(self.NL):
-                    f = self.loc_f[j]
-                    t = self.c_inst[f] if f >= 0 else 0
-                    lw[j] = self._lx[self._f_slot[f]] - self._lz[t] if f >= 0 else 0.0
+                    q = self._loc_q[j]
+                    lw[j] = self._lx[q] - self._lz[self._loc_t[j]] if q >= 0 else 0.0
             else:
                 self._corr(corr)
                 for j in range(self.NL):
@@ -853,21 +860,33 @@ cdef class Shard:
         1/2 sum over block coordinates of [p s2 - 1 - log s2 - log p + (x - mu) y]."""
         self._ready()
         out = np.zeros(self.B)
+        kb = np.zeros(self.NB)
         cdef double[::1] o = out
-        cdef i64 b, k, u, p, c0, n, q
-        cdef double acc
+        cdef double[::1] K = kb
+        cdef i64 b, k, u, p, n, q, q0, ch, lane, nl
+        cdef double acc, ls
+        cdef double lane_acc[8]
         with nogil:
+            for ch in range(self.chunk_off.shape[0] - 1):     # per block, in the lanes' order (contiguous)
+                nl = self.chunk_off[ch + 1] - self.chunk_off[ch]
+                p = self.blk_pat[self.order[self.chunk_off[ch]]]
+                q0 = self._chunk_q0[ch]
+                n = (self._chunk_q0[ch + 1] - q0) // 8
+                for lane in range(8):
+                    lane_acc[lane] = -(n + self._lp[p])
+                for u in range(n):
+                    for lane in range(8):
+                        q = q0 + 8 * u + lane
+                        ls = self._ls[q]
+                        lane_acc[lane] += (self.pp[p][u] * ls - log(ls)
+                                           + (self._lx[q] - self.pmu[p][u]) * self._ly[q])
+                for lane in range(nl):
+                    K[self.order[self.chunk_off[ch] + lane]] = lane_acc[lane]
             for b in range(self.B):
                 acc = 0.0
                 for k in range(self.blk_off[b], self.blk_off[b + 1]):
-                    if self._idle[k]:
-                        continue
-                    p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
-                    n = self.blk_c0[k + 1] - c0
-                    acc -= n + self._lp[p]
-                    for u in range(n):
-                        acc += (self.pp[p][u] * self._ls[q + 8 * u] - log(self._ls[q + 8 * u])
-                                + (self._lx[q + 8 * u] - self.pmu[p][u]) * self._ly[q + 8 * u])
+                    if not self._idle[k]:
+                        acc += K[k]
                 o[b] = 0.5 * acc
         return out
 
