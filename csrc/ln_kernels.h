@@ -327,17 +327,21 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
                 }
                 fresh = act & 0;
             }
-            for (i = 0; i < m; i++) {          /* z = (I + H S_AA H)^-1 H t_A */
-                grind_v8d v = hh[i] * s[A[i]];
-                for (k = 0; k < i; k++)
-                    v -= K[i * m + k] * z[k];
-                z[i] = v * K[i * m + i];
+            /* z = (I + H S_AA H)^-1 H t_A: the two triangular solves column by column (each
+             * solved entry updates the ones after it: independent products, no chain of sums) */
+            for (i = 0; i < m; i++)
+                z[i] = hh[i] * s[A[i]];
+            for (i = 0; i < m; i++) {
+                grind_v8d zi = z[i] * K[i * m + i];
+                z[i] = zi;
+                for (k = i + 1; k < m; k++)
+                    z[k] -= K[k * m + i] * zi;
             }
             for (i = m - 1; i >= 0; i--) {
-                grind_v8d v = z[i];
-                for (k = i + 1; k < m; k++)
-                    v -= K[k * m + i] * z[k];
-                z[i] = v * K[i * m + i];
+                grind_v8d zi = z[i] * K[i * m + i];
+                z[i] = zi;
+                for (k = 0; k < i; k++)
+                    z[k] -= K[i * m + k] * zi;
             }
             for (j = 0; j < m; j++)
                 hz[j] = hh[j] * z[j];
