@@ -40,7 +40,7 @@ cdef extern from "ln_kernels.h" nogil:
                           const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
                           double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0)
     int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
-                       int iters, double *work)
+                       int iters, double *work, const double *ex0)
     void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
     enum: GRIND_LN_KMAX
 
@@ -100,8 +100,15 @@ cdef class Shard:
     # coordinate of each (-1: an empty lane) and its instance; per block the slot of its coordinate 0
     # (its coordinate u at bq + 8 u); made once with the layout
     cdef i64[::1] _chunk_q0, _slot_f, _slot_t, _bq
+    cdef i64[::1] _f_slot              # per instance coordinate, its slot (plain; -1: none)
+    cdef i64[::1] _loc_q, _loc_t       # per local rule, its coordinate's slot and instance (plain; -1, 0: none)
     cdef public object layout
     cdef bint _plain                 # each instance coordinate in one block, w = 1: e from exp(m~ + v~/2)
+    # plain: per slot exp(min(s2/2, 700)) and exp(min(x + s2/2, 700)) as the last round left them
+    # (valid while _cached; :meth:`_update_plain`)
+    cdef double[::1] _lh, _le
+    cdef bint _cached
+    cdef bint _stale                 # plain: m~, v~ and exp(m~ + v~/2) behind the lanes (:meth:`_sync`)
     cdef object prior
     # the prior, per pattern: Sigma_UU and Q = Sigma_UU^-1 (leading dimension ld), and per
     # coordinate w, mu_U and p_U = (Sigma^-1)_ii
@@ -171,13 +178,17 @@ cdef class Shard:
         self._idle = np.ones(self.NB, dtype=np.uint8)
         self._ee, self._lz = np.zeros(self.C), np.zeros(self.T)
         self._plain = self.NBC == self.C and isinstance(layout, dict) and bool(layout.get("plain", False))
+        self._cached = False
+        self._stale = False
+        if self._plain:
+            self._lh, self._le = _lanes(NS, 1.0), _lanes(NS, 1.0)
 
     cdef void _slots(self):
         """The chunks' lane slots, made once a layout (kept in it: a shard is made anew every
         iteration from the same layout)."""
         cached = self.layout.get("_slots") if isinstance(self.layout, dict) else None
         if cached is not None:
-            self._chunk_q0, self._slot_f, self._slot_t, self._bq = cached
+            self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot, self._loc_q, self._loc_t = cached
             return
         cdef i64 nch = self.chunk_off.shape[0] - 1, ch, k, n, lane, u, q, total = 0
         self._chunk_q0 = np.zeros(nch + 1, dtype=np.int64)
@@ -197,8 +208,19 @@ cdef class Shard:
                     q = self._chunk_q0[ch] + u * 8 + lane
                     self._slot_f[q] = self.bc_f[self.blk_c0[k] + u]
                     self._slot_t[q] = self.c_inst[self._slot_f[q]]
+        self._f_slot = np.full(self.C, -1, dtype=np.int64)
+        for q in range(total):
+            if self._slot_f[q] >= 0:
+                self._f_slot[self._slot_f[q]] = q
+        self._loc_q = np.full(self.NL, -1, dtype=np.int64)
+        self._loc_t = np.zeros(self.NL, dtype=np.int64)
+        for q in range(self.NL):
+            if self.loc_f[q] >= 0:
+                self._loc_q[q] = self._f_slot[self.loc_f[q]]
+                self._loc_t[q] = self.c_inst[self.loc_f[q]]
         if isinstance(self.layout, dict):
-            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq)
+            self.layout["_slots"] = (self._chunk_q0, self._slot_f, self._slot_t, self._bq, self._f_slot,
+                                     self._loc_q, self._loc_t)
 
     cdef object _blocks_of(self, const double[::1] lane):
         """A per-slot array in block-coordinate order (a new array)."""
@@ -223,6 +245,7 @@ cdef class Shard:
         lanes = {"x": self._lx, "s2": self._ls, "y": self._ly}
         if name in lanes:
             return self._blocks_of(lanes[name])
+        self._sync()
         views = {"m": self._m, "v": self._v, "F": self._F, "zeta": self._zeta}
         if name not in views:
             raise AttributeError(name)
@@ -293,6 +316,7 @@ cdef class Shard:
     def copy(self):
         """A shard of the same layout, without a prior, holding a copy of the state."""
         cdef Shard out = Shard(self.layout, self.P)
+        self._sync()
         out._lx[:] = self._lx
         out._ls[:] = self._ls
         out._ly[:] = self._ly
@@ -321,6 +345,12 @@ cdef class Shard:
         cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
         cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
         cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
+        cdef int status
+        if not warm and self._plain:
+            free(d)
+            with nogil:
+                status = self._start_plain()
+            return status
         if warm:
             xi, si = x, s2
             if xi.shape[0] != self.NBC or si.shape[0] != self.NBC:
@@ -352,6 +382,68 @@ cdef class Shard:
         free(d)
         return self.combine()
 
+    cdef int _start_plain(self) noexcept nogil:
+        """:meth:`start` at the prior for a plain structure: every lane of a pattern holds the
+        same x = mu, s2 = 1/p, y = 0, so exp(min(s2/2, 700)), exp(min(x + s2/2, 700)) and zeta~
+        are made once a chunk (the values combine makes: :meth:`_update_plain` reads them)."""
+        cdef i64 ch, k, p, n, u, q, q0, lane, f, t
+        cdef double mu, s0, h, e, z, top
+        cdef int status = 0
+        cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
+        cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
+        cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
+        cdef double *LH = &self._lh[0] if self._lh.shape[0] else NULL
+        cdef double *LE = &self._le[0] if self._le.shape[0] else NULL
+        cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
+        cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
+        for k in range(self.NB):
+            self._idle[k] = 1
+        for ch in range(self.chunk_off.shape[0] - 1):
+            k = self.order[self.chunk_off[ch]]
+            p = self.blk_pat[k]
+            q0 = self._chunk_q0[ch]
+            n = (self._chunk_q0[ch + 1] - q0) // 8
+            z = 0.0
+            top = -INFINITY
+            for u in range(n):
+                mu, s0 = self.pmu[p][u], 1.0 / self.pp[p][u]
+                h = grind_ln_exp(0.5 * s0 if 0.5 * s0 < EXP_MAX else EXP_MAX)
+                e = mu + 0.5 * s0
+                top = e if e > top else top
+                e = grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
+                z += e
+                for q in range(q0 + 8 * u, q0 + 8 * u + 8):
+                    LX[q] = mu
+                    LS[q] = s0
+                    LY[q] = 0.0
+                    LH[q] = h
+                    LE[q] = e
+            if top > EXP_MAX:
+                status = 1
+            elif z == 0.0:
+                status = 2
+            for lane in range(self.chunk_off[ch + 1] - self.chunk_off[ch]):
+                t = st[q0 + lane]
+                self._zeta[t] = z
+                self._lz[t] = log(z)
+        self._cached = status == 0
+        self._stale = True
+        return status
+
+    cdef void _sync(self) noexcept nogil:
+        """m~, v~ and exp(min(m~ + v~/2, 700)) of the instances from the lanes, where a plain
+        round or start left them behind."""
+        cdef i64 q, f
+        if not self._stale:
+            return
+        for q in range(self._slot_f.shape[0]):
+            f = self._slot_f[q]
+            if f >= 0:
+                self._m[f] = self._lx[q]
+                self._v[f] = self._ls[q]
+                self._ee[f] = self._le[q]
+        self._stale = False
+
     def combine(self):
         """m~ = sum_j w x_j, v~ = sum_j w^2 s2_j over the blocks covering each coordinate, and
         zeta~_t = sum_i exp(min(m~ + v~/2, 700)).  Returns 0, or 1 if an m~ + v~/2 exceeds 700,
@@ -367,6 +459,11 @@ cdef class Shard:
         with every block's step), only the exps and zeta~ anew."""
         cdef i64 ch, p, f, t, i, q, q0, u, n, lane
         cdef double w, top, z, e
+        self._cached = False
+        if afresh:
+            self._stale = False
+        else:
+            self._sync()
         if self.C == 0:
             return 0
         cdef double *M = &self._m[0]
@@ -420,15 +517,20 @@ cdef class Shard:
         if lw.shape[0] != self.NL:
             raise ValueError("Shard.weights: one weight a local rule")
         cdef double *corr = <double *> malloc(max(self.T, 1) * sizeof(double))
-        cdef i64 t, j, f
+        cdef i64 t, j, f, q
         if corr == NULL:
             raise MemoryError()
         with nogil:
-            self._corr(corr)
-            for j in range(self.NL):
-                f = self.loc_f[j]
-                t = self.c_inst[f] if f >= 0 else 0
-                lw[j] = self._m[f] - self._lz[t] + corr[t] if f >= 0 else 0.0
+            if self._plain and self._cached:      # m~ = x; corr = 0 (zeta~ is the sum of the slots' E)
+                for j in range(self.NL):
+                    q = self._loc_q[j]
+                    lw[j] = self._lx[q] - self._lz[self._loc_t[j]] if q >= 0 else 0.0
+            else:
+                self._corr(corr)
+                for j in range(self.NL):
+                    f = self.loc_f[j]
+                    t = self.c_inst[f] if f >= 0 else 0
+                    lw[j] = self._m[f] - self._lz[t] + corr[t] if f >= 0 else 0.0
             for j in range(self.NL):
                 lw[j] = grind_ln_exp(lw[j])
         free(corr)
@@ -438,6 +540,7 @@ cdef class Shard:
         zeta~ is the closed form of the current m~, v~, as the same sum)."""
         cdef i64 t, i
         cdef double e
+        self._sync()
         for t in range(self.T):
             e = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
@@ -472,12 +575,158 @@ cdef class Shard:
         its[0] = its[1] = 0
         with nogil:
             for r in range(rounds):
-                status = self._update(its)
-                if status == 0:
-                    status = self._combine(False)
+                if self._plain:
+                    status = self._update_plain(its)
+                else:
+                    status = self._update(its)
+                    if status == 0:
+                        status = self._combine(False)
                 if status:
                     break
         return status, its[0], its[1]
+
+    cdef int _update_plain(self, i64 *its) noexcept nogil:
+        """:meth:`_update` and then ``_combine(False)`` for a plain structure: each instance is one
+        block (lane) over all of it with w = 1, so m~ = x and v~ = s2 slot by slot, and every
+        value of a chunk is read contiguously from its lanes.  Per slot, exp(min(s2/2, 700)) (H)
+        and exp(min(x + s2/2, 700)) (E) are kept from the last round: b = c H, the solve's first
+        b exp(x) = c E, beta = c exp(x) is its last b exp(x) over H, the sigma~^2 solve's first
+        exp is H, and the new E is beta H / c (exp where c = 0).  zeta~ is summed lane by
+        lane into zeta~ and log zeta~ of the instances; m~, v~ and exp(m~ + v~/2) are left behind
+        (:meth:`_sync` makes them: what _combine makes, the same values up to rounding)."""
+        cdef i64 n = self.maxn, ch, lane, k, u, p, f, q, q0, t
+        cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
+        cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
+        cdef double *va = vb
+        cdef double *vbb = vb + 8 * n
+        cdef double *ve = vb + 16 * n
+        cdef double *vbeta = vb + 24 * n
+        cdef double *vw2 = vb + 32 * n
+        cdef double *vp = vb + 40 * n
+        cdef double *act = vb + 48 * n
+        cdef double *vwork = vb + 48 * n + 8             # the solves' scratch; the mu~ solve's last e at its start
+        cdef double *vx
+        cdef double *vy
+        cdef double *vs
+        cdef double *H
+        cdef double *E
+        cdef const i64 *qf
+        cdef const double *pmu
+        cdef const double *ppp
+        cdef i64 blk[8]
+        cdef i64 tl[8]
+        cdef double cl[8]
+        cdef double ic[8]
+        cdef double zl[8]
+        cdef double top[8]
+        cdef double N, h, z
+        cdef int status = 0, got, nl
+        cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
+        cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
+        cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
+        cdef double *LH = &self._lh[0] if self._lh.shape[0] else NULL
+        cdef double *LE = &self._le[0] if self._le.shape[0] else NULL
+        cdef double *Z = &self._zeta[0] if self.T else NULL
+        cdef double *LZ = &self._lz[0] if self.T else NULL
+        cdef const double *F = &self._F[0] if self.C else NULL
+        cdef const i64 *bc0 = &self.blk_c0[0]
+        cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
+        cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
+        cdef i64 NS = self._lx.shape[0]
+        if vb == NULL:
+            return 4
+        if not self._cached:
+            for q in range(NS):
+                h = 0.5 * LS[q]
+                LH[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
+                h = LX[q] + h
+                LE[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
+        self._cached = False
+        for ch in range(self.chunk_off.shape[0] - 1):
+            nl = <int> (self.chunk_off[ch + 1] - self.chunk_off[ch])
+            k = self.order[self.chunk_off[ch]]
+            p = self.blk_pat[k]
+            n = bc0[k + 1] - bc0[k]
+            pmu, ppp = self.pmu[p], self.pp[p]
+            q0 = self._chunk_q0[ch]
+            qf = sf + q0
+            vx, vy, vs, H, E = LX + q0, LY + q0, LS + q0, LH + q0, LE + q0
+            for q in range(8 * n):                    # a = F (0 in an empty lane)
+                f = qf[q]
+                va[q] = F[f] if f >= 0 else 0.0
+            for lane in range(8):                     # c = N / zeta~ of the lane's instance, fixed through the round
+                act[lane] = 0.0
+                cl[lane] = 0.0
+                blk[lane] = -1
+                tl[lane] = -1
+                if lane < nl:
+                    blk[lane] = self.order[self.chunk_off[ch] + lane]
+                    tl[lane] = st[q0 + lane]
+                    N = 0.0
+                    for u in range(n):
+                        N += va[8 * u + lane]
+                    cl[lane] = N / Z[tl[lane]] if N > 0.0 else 0.0
+            for u in range(n):
+                for lane in range(8):
+                    q = 8 * u + lane
+                    vbb[q] = cl[lane] * H[q]
+                    ve[q] = cl[lane] * E[q]
+                    vw2[q] = 1.0
+                    vp[q] = ppp[u]
+            for lane in range(nl):
+                self._idle[blk[lane]] = cl[lane] == 0.0
+                if cl[lane] == 0.0:                   # no data: the maximiser is mu exactly
+                    for u in range(n):
+                        vx[u * 8 + lane] = pmu[u]
+                        vy[u * 8 + lane] = 0.0
+                else:
+                    act[lane] = 1.0
+            got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, self.pw[p], self.sig[p], self.q[p],
+                                    self.ld[p], pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL,
+                                    MAXITER, <grind_v8d *> vwork, <grind_v8d *> ve)
+            if got == -2:
+                status = 3
+                break
+            its[0] += got
+            for q in range(8 * n):                    # beta = c exp(x): the last b exp(x) over H
+                vbeta[q] = vwork[q] / H[q]
+            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vs, STOL, SITERS, vwork, H)
+            for lane in range(8):
+                ic[lane] = 1.0 / cl[lane] if cl[lane] > 0.0 else 0.0
+            for u in range(n):                        # H anew; E = exp(x) H = beta H / c (an idle lane's below)
+                for lane in range(8):
+                    q = 8 * u + lane
+                    h = 0.5 * vs[q]
+                    H[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
+                    E[q] = vbeta[q] * H[q] * ic[lane]
+            for lane in range(nl):
+                if cl[lane] == 0.0:
+                    for u in range(n):
+                        q = 8 * u + lane
+                        h = vx[q] + 0.5 * vs[q]
+                        E[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
+            for lane in range(8):
+                zl[lane] = 0.0
+                top[lane] = -INFINITY
+            for u in range(n):                        # zeta~ lane by lane, in the instance's coordinate order
+                for lane in range(8):
+                    q = 8 * u + lane
+                    zl[lane] += E[q]
+                    h = vx[q] + 0.5 * vs[q]
+                    top[lane] = h if h > top[lane] else top[lane]
+            for lane in range(nl):
+                if top[lane] > EXP_MAX:
+                    status = 1
+                elif zl[lane] == 0.0:
+                    status = 2
+                Z[tl[lane]] = zl[lane]
+                LZ[tl[lane]] = log(zl[lane])
+            if status:
+                break
+        free(vb)
+        self._cached = status == 0
+        self._stale = True
+        return status
 
     cdef int _update(self, i64 *its) noexcept nogil:
         """One round: the blocks chunk by chunk (``chunk_off`` / ``order``: up to eight blocks of
@@ -599,7 +848,7 @@ cdef class Shard:
                 e = varg[q]
                 vbeta[q] = vc[q] * grind_ln_exp(e if e < EXP_MAX else EXP_MAX)
                 vso[q] = vs[q]                        # the sigma~^2 solves start at s2 (kept in vso)
-            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vs, STOL, SITERS, vwork)
+            its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vs, STOL, SITERS, vwork, NULL)
             for q in range(8 * n):
                 if qf[q] >= 0:
                     V[qf[q]] += vw2[q] * (vs[q] - vso[q])
@@ -611,21 +860,33 @@ cdef class Shard:
         1/2 sum over block coordinates of [p s2 - 1 - log s2 - log p + (x - mu) y]."""
         self._ready()
         out = np.zeros(self.B)
+        kb = np.zeros(self.NB)
         cdef double[::1] o = out
-        cdef i64 b, k, u, p, c0, n, q
-        cdef double acc
+        cdef double[::1] K = kb
+        cdef i64 b, k, u, p, n, q, q0, ch, lane, nl
+        cdef double acc, ls
+        cdef double lane_acc[8]
         with nogil:
+            for ch in range(self.chunk_off.shape[0] - 1):     # per block, in the lanes' order (contiguous)
+                nl = self.chunk_off[ch + 1] - self.chunk_off[ch]
+                p = self.blk_pat[self.order[self.chunk_off[ch]]]
+                q0 = self._chunk_q0[ch]
+                n = (self._chunk_q0[ch + 1] - q0) // 8
+                for lane in range(8):
+                    lane_acc[lane] = -(n + self._lp[p])
+                for u in range(n):
+                    for lane in range(8):
+                        q = q0 + 8 * u + lane
+                        ls = self._ls[q]
+                        lane_acc[lane] += (self.pp[p][u] * ls - log(ls)
+                                           + (self._lx[q] - self.pmu[p][u]) * self._ly[q])
+                for lane in range(nl):
+                    K[self.order[self.chunk_off[ch] + lane]] = lane_acc[lane]
             for b in range(self.B):
                 acc = 0.0
                 for k in range(self.blk_off[b], self.blk_off[b + 1]):
-                    if self._idle[k]:
-                        continue
-                    p, c0, q = self.blk_pat[k], self.blk_c0[k], self._bq[k]
-                    n = self.blk_c0[k + 1] - c0
-                    acc -= n + self._lp[p]
-                    for u in range(n):
-                        acc += (self.pp[p][u] * self._ls[q + 8 * u] - log(self._ls[q + 8 * u])
-                                + (self._lx[q + 8 * u] - self.pmu[p][u]) * self._ly[q + 8 * u])
+                    if not self._idle[k]:
+                        acc += K[k]
                 o[b] = 0.5 * acc
         return out
 

@@ -183,13 +183,30 @@ static inline int ln_go_on(grind_v8l *act, grind_v8d gmax, grind_v8d smax, doubl
     return any != 0;
 }
 
+/* exp(z) for |z| <= 1/64, by its Taylor polynomial of degree 7 (truncation < 1e-19 relative) */
+static inline grind_v8d ln_vexp_small(grind_v8d z)
+{
+    grind_v8d p = ln_v(1.0 / 5040.0);
+    p = p * z + 1.0 / 720.0;
+    p = p * z + 1.0 / 120.0;
+    p = p * z + 1.0 / 24.0;
+    p = p * z + 1.0 / 6.0;
+    p = p * z + 0.5;
+    p = p * z + 1.0;
+    return p * z + 1.0;
+}
+
 /* The line search of both mu~ solvers: the exps at x + u s (into en) and J there, as
  *     J(x + u s) = ax + u as - sum_i en_i - 1/2 (dy + u lin + u^2 sqs)
  * (ax = a.x, as = a.s, dy = d.y, lin = s.y + d.Qs, sqs = s.Qs); u is halved in the lanes where J
- * would fall by more than 1e-12 |J|, at most 40 times.  Returns the lanes that could not step (u,
- * en and *Jn as found; ``fresh``, if given, gets the lanes whose step was halved). */
+ * would fall by more than 1e-12 |J|, at most 40 times.  Where every active lane's step moves no
+ * w x by more than 1/64 (zs: per lane, max |w_i s_i|), the exps are e exp(u w s) (e = b exp(w x)
+ * at x) by ln_vexp_small: the late steps of a solve, at a third of the cost.  Returns the lanes
+ * that could not step (u, en and *Jn as found; ``fresh``, if given, gets the lanes whose step was
+ * halved). */
 static inline grind_v8l ln_line_search(int n, const grind_v8d *restrict b, const double *restrict w,
                                        const grind_v8d *restrict x, const grind_v8d *restrict s,
+                                       const grind_v8d *restrict e, grind_v8d zs,
                                        grind_v8d *restrict en, grind_v8d *u, grind_v8l act, grind_v8d J,
                                        grind_v8d ax, grind_v8d as, grind_v8d dy, grind_v8d lin, grind_v8d sqs,
                                        grind_v8d *Jn, grind_v8l *fresh)
@@ -197,10 +214,20 @@ static inline grind_v8l ln_line_search(int n, const grind_v8d *restrict b, const
     grind_v8l bad = act & 0;
     for (int halve = 0; halve <= 40; halve++) {
         grind_v8d sum = ln_v(0.0);
-        for (int i = 0; i < n; i++) {
-            en[i] = ln_vbexp(b[i], w[i], x[i] + *u * s[i]);
-            sum += en[i];
-        }
+        grind_v8l big = act & (ln_vabs(*u) * zs > ln_v(1.0 / 64.0));
+        long long far = 0;
+        for (int l = 0; l < LN_L; l++)
+            far |= big[l];
+        if (far)
+            for (int i = 0; i < n; i++) {
+                en[i] = ln_vbexp(b[i], w[i], x[i] + *u * s[i]);
+                sum += en[i];
+            }
+        else
+            for (int i = 0; i < n; i++) {
+                en[i] = e[i] * ln_vexp_small((*u * w[i]) * s[i]);
+                sum += en[i];
+            }
         *Jn = ax + *u * as - sum - 0.5 * (dy + *u * lin + *u * *u * sqs);
         bad = act & ~(*Jn >= J - 1e-12 * ln_vabs(J));
         long long worse = 0;
@@ -300,24 +327,28 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
                 }
                 fresh = act & 0;
             }
-            for (i = 0; i < m; i++) {          /* z = (I + H S_AA H)^-1 H t_A */
-                grind_v8d v = hh[i] * s[A[i]];
-                for (k = 0; k < i; k++)
-                    v -= K[i * m + k] * z[k];
-                z[i] = v * K[i * m + i];
+            /* z = (I + H S_AA H)^-1 H t_A: the two triangular solves column by column (each
+             * solved entry updates the ones after it: independent products, no chain of sums) */
+            for (i = 0; i < m; i++)
+                z[i] = hh[i] * s[A[i]];
+            for (i = 0; i < m; i++) {
+                grind_v8d zi = z[i] * K[i * m + i];
+                z[i] = zi;
+                for (k = i + 1; k < m; k++)
+                    z[k] -= K[k * m + i] * zi;
             }
             for (i = m - 1; i >= 0; i--) {
-                grind_v8d v = z[i];
-                for (k = i + 1; k < m; k++)
-                    v -= K[k * m + i] * z[k];
-                z[i] = v * K[i * m + i];
+                grind_v8d zi = z[i] * K[i * m + i];
+                z[i] = zi;
+                for (k = 0; k < i; k++)
+                    z[k] -= K[i * m + k] * zi;
             }
             for (j = 0; j < m; j++)
                 hz[j] = hh[j] * z[j];
         }
         /* one pass: s -= S_{.A} H z; the line search's sums with Q s taken as g (its part on A,
          * -D_A s, after); s.g and s.D s for the step length */
-        grind_v8d as = zero, lin = zero, sg = zero, sds = zero, Jn;
+        grind_v8d as = zero, lin = zero, sg = zero, sds = zero, zs = zero, Jn;
         for (i = 0; i < n; i++) {
             grind_v8d si = s[i], c0 = zero, c1 = zero;
             for (j = 0; j + 2 <= m; j += 2) {
@@ -332,6 +363,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
             lin += si * y[i] + d[i] * g[i];
             sg += si * g[i];
             sds += si * si * (e[i] * (w[i] * w[i]));
+            zs = ln_vmax(zs, ln_vabs(si) * fabs(w[i]));
         }
         grind_v8d sqs = sg;                    /* s.Q s, with Q s = g - D_A s: its A part next */
         for (j = 0; j < m; j++) {
@@ -345,7 +377,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         grind_v8d den = sqs + sds, u = sg / ln_sel(den > zero, den, ln_v(1.0));
         u = ln_sel((den > zero) & (u > zero) & (u < ln_v(1e300)), u, ln_v(1.0));
         u = ln_sel(act, u, zero);
-        grind_v8l bad = ln_line_search(n, b, w, x, s, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, &fresh);
+        grind_v8l bad = ln_line_search(n, b, w, x, s, e, zs, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, &fresh);
         act &= ~bad;                           /* a lane whose step could not be made stops there */
         u = ln_sel(act, u, zero);
         grind_v8d smax = zero;
@@ -482,8 +514,9 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             qs[i] = g[i] - hsq[i] * s[i];
 
         /* line search, lane by lane: J(x + u s) as in grind_ln_mu */
-        grind_v8d dy = zero, as = zero, lin = zero, sqs = zero, ax = zero;
+        grind_v8d dy = zero, as = zero, lin = zero, sqs = zero, ax = zero, zs = zero;
         for (i = 0; i < n; i++) {
+            zs = ln_vmax(zs, ln_vabs(s[i]) * fabs(w[i]));
             dy += d[i] * y[i];
             as += a[i] * s[i];
             lin += s[i] * y[i] + d[i] * qs[i];
@@ -491,7 +524,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             ax += a[i] * x[i];
         }
         grind_v8d u = ln_sel(act, ln_v(1.0), zero), Jn = zero;
-        grind_v8l bad = ln_line_search(n, b, w, x, s, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, NULL);
+        grind_v8l bad = ln_line_search(n, b, w, x, s, e, zs, en, &u, act, J, ax, as, dy, lin, sqs, &Jn, NULL);
         act &= ~bad;                           /* a lane whose step could not be made stops there */
         u = ln_sel(act, u, zero);
         grind_v8d smax = zero;
@@ -514,12 +547,14 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     return its;
 }
 
-/* One step of the sigma~^2 solve below at coordinate i; returns whether i goes on. */
+/* One step of the sigma~^2 solve below at coordinate i (``ex``: exp(min(w2 v/2, 700)) at v[i],
+ * or NULL: computed); returns whether i goes on. */
 static inline int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
-                                const double *restrict p, double *restrict v, double tol, int on)
+                                const double *restrict p, double *restrict v, double tol, int on,
+                                const double *restrict ex)
 {
     double vv = v[i], hw = 0.5 * w2[i], tt = hw * vv;
-    double E = beta[i] * grind_ln_exp(tt < 700.0 ? tt : 700.0);
+    double E = beta[i] * (ex != NULL ? ex[i] : grind_ln_exp(tt < 700.0 ? tt : 700.0));
     double iv = 1.0 / vv;
     double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
     double h = -hw * hw * E - 0.5 * iv * iv;
@@ -546,10 +581,12 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
  * that moved v by less than 1e-13 of itself (1e-7 for Halley's: its error is then of the
  * order of the cube of that).  Whole passes over the n coordinates (they
  * vectorise) while at least a quarter of them still move, then passes over those left
- * (the same steps: each coordinate's iterates do not depend on the others).  ``work``: n
- * doubles then n ints.  Returns the passes. */
+ * (the same steps: each coordinate's iterates do not depend on the others).  ``ex0``:
+ * exp(min(w2 v/2, 700)) at the start where the caller has it (its first step's exp), or NULL.
+ * ``work``: n doubles then n ints.  Returns the passes. */
 GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
-                          double *restrict v, double tol, int iters, double *restrict work)
+                          double *restrict v, double tol, int iters, double *restrict work,
+                          const double *restrict ex0)
 {
     double *restrict act = work;
     int *restrict live_i = (int *) (work + n);  /* the coordinates still going, once few are */
@@ -569,18 +606,25 @@ GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, co
             for (; it < iters && m > 0; it++) {
                 int k = 0;
                 for (int j = 0; j < m; j++)
-                    if (ln_sigma_step(live_i[j], beta, w2, p, v, tol, 1))
+                    if (ln_sigma_step(live_i[j], beta, w2, p, v, tol, 1, it == 0 ? ex0 : NULL))
                         live_i[k++] = live_i[j];
                 m = k;
             }
             return it;
         }
         live = 0;
-        for (i = 0; i < n; i++) {
-            int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0);
-            act[i] = on;
-            live += on;
-        }
+        if (it == 0 && ex0 != NULL)
+            for (i = 0; i < n; i++) {
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, ex0);
+                act[i] = on;
+                live += on;
+            }
+        else
+            for (i = 0; i < n; i++) {
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, NULL);
+                act[i] = on;
+                live += on;
+            }
     }
     return it;
 }

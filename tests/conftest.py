@@ -63,8 +63,8 @@ def remote_shards(build, shard: int):
         remote = True
         calls = 0
 
-        def map_shards(self, fn, payload, idx=None):
-            shards = self.shards(idx)
+        def map_shards(self, fn, payload, idx=None, size=None):
+            shards = self.shards(idx, size)
             self.calls += 1
             out = {k: fn(build(), s, pickle.loads(pickle.dumps(payload))) for k, s in reversed(list(enumerate(shards)))}
             return [out[k] for k in range(len(shards))]

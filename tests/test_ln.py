@@ -286,6 +286,7 @@ def test_warm_start_does_not_depend_on_the_shard_size(mstep, monkeypatch):
     warm run is the same whatever the shard size."""
     def run(shard, warm):
         monkeypatch.setattr(ln, "SHARD", shard)
+        monkeypatch.setattr(ln, "COMPILED_SHARD", shard)
         _, _, a, rng = make("dmv", n=8, ln_warm=warm, ln_mstep=mstep)
         a.iterations = 4
         return np.array([s.objective for s in train(a, rng)]), a
@@ -659,6 +660,7 @@ def test_model1_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypat
     where they ran, added in shard order) gives mu, Sigma and the bound of the local run,
     bit for bit, with 3 shards of 4 sentences."""
     monkeypatch.setattr(ln, "SHARD", 4)
+    monkeypatch.setattr(ln, "COMPILED_SHARD", 4)
     rng = np.random.default_rng(3)
     sents = corpus(rng, ["a", "b", "c"], 11)
     g = dmv_grammar(sents)

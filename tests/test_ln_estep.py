@@ -83,6 +83,36 @@ def test_compiled_estep_raises_the_bound_every_cycle(tied):
     assert np.all(b[-1] > b[0] + 1e-6)
 
 
+@pytest.mark.parametrize("cov", ["identity", "families"])
+def test_plain_rounds_are_the_general_rounds(cov):
+    """A plain structure's rounds (Shard._update_plain: lane by lane, exps kept between rounds,
+    m~ and v~ made only when read) make what the general rounds make, from the prior and from
+    a warm start, to rounding."""
+    import copy
+    _, est, a, rng = make("dmv", n=30, ln_cov=cov, families=FAM, seed=11)
+    randomise(a, rng)
+    idx = np.arange(len(est.parser.sentences))
+    pv = ln_estep.Prior(a.st, ln.effective_sigma(a.st, a.Sigma), a._prior_terms())
+    lay = ln_estep.Layout(a.parser, idx, a.st)
+    assert lay.arrays.get("plain")
+    gen = copy.copy(lay)                      # the same blocks and chunks, without the flag
+    gen.arrays = {k: v for k, v in lay.arrays.items() if k not in ("plain", "_slots")}
+    gen.shard = None
+    runs = []
+    for L in (lay, gen):
+        trace = []
+        sh, logz, b = ln_estep.run_shard(a.parser, L, pv, 4, trace=trace)
+        lw = np.empty(sh.NL)
+        sh.weights(lw)
+        warm = ln_estep.new_shard(L, pv, (sh.x + 0.1, sh.s2 * 1.5))
+        warm.F[:] = sh.F
+        assert warm.update(2)[0] == 0
+        runs.append((logz, b, np.array(trace), sh.x, sh.s2, sh.y, sh.m, sh.v, sh.zeta, lw, sh.kl(),
+                     warm.x, warm.s2, warm.m, warm.zeta, warm.data_term()))
+    for got, want in zip(*runs):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_step_uses_the_compiled_estep_for_model1_newton_only():
     assert make("dmv")[2].compiled
     assert not make("dmv", ln_optimizer="lbfgs")[2].compiled
@@ -140,6 +170,7 @@ def test_identical_sentences_computed_once_give_the_same_run(extra, monkeypatch)
     parsed count and the Newton M-step's data weighted by its copies: the same bounds and
     grammar (to 1e-10) as computing every sentence; with the weights dropped they differ."""
     monkeypatch.setattr(ln, "SHARD", 8)              # several shards, some of copies only
+    monkeypatch.setattr(ln, "COMPILED_SHARD", 8)
     rng = np.random.default_rng(5)
     sents = [list(s) for s in rng.choice(["a", "b", "c"], size=(30, 2))]      # 30 sentences, 9 distinct
     g = dmv_grammar(sents)

@@ -275,6 +275,7 @@ def test_mixture_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypa
     fall-backs) and the grammar equal the single-process run's bit for bit."""
     from grind.infer import ln
     monkeypatch.setattr(ln, "SHARD", 8)
+    monkeypatch.setattr(ln, "COMPILED_SHARD", 8)
     sents = corpus(seed=5, n=28)
     g = dmv_grammar(sents)
     kw = dict(mix_base=base, mix_constraints="RA+VAR+SD,LC+NS", mix_start=0.6, mix_rate=0.1, **extra)

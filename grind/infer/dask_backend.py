@@ -350,10 +350,11 @@ class DaskEstep(ShardedEstep):
 
     remote = True
 
-    def map_shards(self, fn, payload, idx=None) -> list:
-        """``fn(parser, shard, payload)`` for every shard as Dask tasks (``payload`` sent to every
-        worker once), returned in shard order whatever the arrival order."""
-        shards = self.shards(idx)
+    def map_shards(self, fn, payload, idx=None, size=None) -> list:
+        """``fn(parser, shard, payload)`` for every shard (of ``size`` sentences, default
+        ``shard``) as Dask tasks (``payload`` sent to every worker once), returned in shard order
+        whatever the arrival order."""
+        shards = self.shards(idx, size)
         p = self._value(payload)
         self.calls += 1
         parts = self._collect(lambda k, t: self.client.submit(

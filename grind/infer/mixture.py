@@ -82,7 +82,7 @@ import numpy as np
 
 from grind.infer.constraints import constrained_parser, parse_mixture_spec
 from grind.errors import InputError, NumericalError
-from grind.kernels.contract import ChartParser
+from grind.kernels.contract import ChartParser, LocalRules
 from grind.infer.base import Algorithm
 from grind.infer.config import config_class
 from grind.infer.options import (BASES, DEFAULT_BASE, MIX_END, MIX_ITERATIONS, MIX_RATE,  # noqa: F401 (re-exported)
@@ -153,6 +153,13 @@ class MixtureParser(ChartParser):
 
     def _idx(self, idx):
         return self.base._idx(idx)
+
+    def local_tables(self, idx=None):
+        """The base's rules of each sentence: a constrained copy's trees are trees of the base,
+        so no component reads another rule.  (Without the base kernel's own tables: the mixture
+        parses a sentence at a time, :meth:`ChartParser.inside_outside_local`.)"""
+        lr = self.base.local_tables(idx)
+        return LocalRules(lr.idx, lr.off, lr.rules)
 
     def component_io(self, weights, idx=None):
         """[(E_{q_k}[f] summed over ``idx``, log Z_k per sentence)] for k = 0..K,
@@ -250,9 +257,9 @@ class RemoteMixtureEstep(ShardedEstep):
     def __call__(self, weights, idx=None):
         return self.reduce(self.map_shards(_shard_io, np.asarray(weights, dtype=np.float64), idx))
 
-    def map_shards(self, fn, payload, idx=None) -> list:
-        shards = self.shards(idx)
-        parts = self.inner.map_shards(mixture_shard, MixtureWork(self.spec, self.parser.beta, fn, payload), idx)
+    def map_shards(self, fn, payload, idx=None, size=None) -> list:
+        shards = self.shards(idx, size)
+        parts = self.inner.map_shards(mixture_shard, MixtureWork(self.spec, self.parser.beta, fn, payload), idx, size)
         out = []
         for s, (result, logz_k, fallback) in zip(shards, parts):
             self.parser.logz_k[:, s] = logz_k

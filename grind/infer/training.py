@@ -146,15 +146,18 @@ class ShardedEstep:
     #: The shards run in other processes (:class:`grind.infer.dask_backend.DaskEstep`).
     remote = False
 
-    def map_shards(self, fn, payload, idx=None) -> list:
-        """``fn(parser, shard, payload)`` for every shard, in shard order (an algorithm's own
-        E-step work a shard, e.g. logistic-normal model I's; remote on a cluster)."""
-        return [fn(self.parser, s, payload) for s in self.shards(idx)]
+    def map_shards(self, fn, payload, idx=None, size=None) -> list:
+        """``fn(parser, shard, payload)`` for every shard (of ``size`` sentences, default
+        ``shard``), in shard order (an algorithm's own E-step work a shard, e.g. logistic-normal
+        model I's; remote on a cluster)."""
+        return [fn(self.parser, s, payload) for s in self.shards(idx, size)]
 
-    def shards(self, idx=None) -> list:
-        """The sentence indices ``idx`` (all if None) cut into shards of ``shard``, in corpus order."""
+    def shards(self, idx=None, size=None) -> list:
+        """The sentence indices ``idx`` (all if None) cut into shards of ``size`` (default
+        ``shard``), in corpus order."""
         idx = self.parser._idx(idx)
-        return [idx[i:i + self.shard] for i in range(0, len(idx), self.shard)] or [idx]
+        size = size or self.shard
+        return [idx[i:i + size] for i in range(0, len(idx), size)] or [idx]
 
     def reduce(self, parts) -> tuple:
         """``(counts, logz)`` of the shards' ``(counts, logz)`` in shard order (so
