@@ -101,6 +101,19 @@ static inline grind_v8d ln_vmax(grind_v8d a, grind_v8d b)
     return ln_sel(a > b, a, b);
 }
 
+/* The last seven Horner steps of exp's Taylor polynomial at z, from p (the sum of the terms of degree >= 7
+ * over z^7) */
+static inline grind_v8d ln_vexp_tail(grind_v8d p, grind_v8d z)
+{
+    p = p * z + 1.0 / 720.0;
+    p = p * z + 1.0 / 120.0;
+    p = p * z + 1.0 / 24.0;
+    p = p * z + 1.0 / 6.0;
+    p = p * z + 0.5;
+    p = p * z + 1.0;
+    return p * z + 1.0;
+}
+
 /* grind_ln_exp lane by lane */
 static inline grind_v8d ln_vexp(grind_v8d x)
 {
@@ -119,13 +132,7 @@ static inline grind_v8d ln_vexp(grind_v8d x)
     p = p * r + 1.0 / 362880.0;
     p = p * r + 1.0 / 40320.0;
     p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    p = ln_vexp_tail(p, r);
     grind_v8l ni = __builtin_convertvector(n, grind_v8l);
     grind_v8l h = ni >> 1;
     grind_v8d s1 = (grind_v8d) ((h + 1023) << 52), s2 = (grind_v8d) ((ni - h + 1023) << 52);
@@ -186,14 +193,7 @@ static inline int ln_go_on(grind_v8l *act, grind_v8d gmax, grind_v8d smax, doubl
 /* exp(z) for |z| <= 1/64, by its Taylor polynomial of degree 7 (truncation < 1e-19 relative) */
 static inline grind_v8d ln_vexp_small(grind_v8d z)
 {
-    grind_v8d p = ln_v(1.0 / 5040.0);
-    p = p * z + 1.0 / 720.0;
-    p = p * z + 1.0 / 120.0;
-    p = p * z + 1.0 / 24.0;
-    p = p * z + 1.0 / 6.0;
-    p = p * z + 0.5;
-    p = p * z + 1.0;
-    return p * z + 1.0;
+    return ln_vexp_tail(ln_v(1.0 / 5040.0), z);
 }
 
 /* The line search of both mu~ solvers: the exps at x + u s (into en) and J there, as

@@ -658,9 +658,9 @@ def test_a_prior_beyond_the_linear_zeta_range_is_an_error_not_a_wrong_bound():
 def test_model1_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypatch, tied):
     """Model I through ``map_shards`` (what ``--cluster`` runs: the shards' posteriors summed
     where they ran, added in shard order) gives mu, Sigma and the bound of the local run,
-    bit for bit, with 3 shards of 4 sentences."""
+    bit for bit, with shards of 6 sentences (the compiled E-step's, not the E-step's 4)."""
     monkeypatch.setattr(ln, "SHARD", 4)
-    monkeypatch.setattr(ln, "COMPILED_SHARD", 4)
+    monkeypatch.setattr(ln, "COMPILED_SHARD", 6)
     rng = np.random.default_rng(3)
     sents = corpus(rng, ["a", "b", "c"], 11)
     g = dmv_grammar(sents)

@@ -98,6 +98,26 @@ def test_mixture_parser_delegates_decoding_and_the_rest():
     assert np.array_equal(mp._idx(None), base._idx(None))
 
 
+
+def test_mixture_parser_reads_the_base_rules_and_parses_with_them_alone():
+    """A constrained copy's trees are the base's: the mixture reads each sentence's base rules, and
+    its counts and log Z with every other rule at weight 0 are those with all rules."""
+    sents = corpus(seed=4, n=8)
+    g = dmv_grammar(sents)
+    base = DMVParser(g, sents)
+    mp = MixtureParser(base, [("RA", constrained_parser(g, sents, "RA+VAR"))], [0.6, 0.4])
+    idx = np.arange(len(sents))
+    got, want = mp.local_tables(idx), base.local_tables(idx)
+    assert np.array_equal(got.off, want.off) and np.array_equal(got.rules, want.rules) and got.tables is None
+    w = np.exp(np.random.default_rng(1).standard_normal(len(g)))
+    counts, logz = mp.inside_outside_local(got, w[got.rules])
+    for k in range(len(sents)):
+        c, z = mp.inside_outside(w, [k])
+        lo, hi = got.off[k], got.off[k + 1]
+        np.testing.assert_allclose(counts[lo:hi], c[got.rules[lo:hi]], rtol=1e-13, atol=1e-300)
+        np.testing.assert_allclose(logz[k], z[0], rtol=1e-13)
+        assert not np.delete(c, got.rules[lo:hi]).any()
+
 # ---------------------------------------------------------------- beta_0 = 1 is the base
 
 @pytest.mark.parametrize("name", ["em", "vb", "ln"])
