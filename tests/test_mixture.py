@@ -291,11 +291,11 @@ def test_ln_model2_does_not_reuse_a_parse_made_under_other_coefficients(monkeypa
 def test_mixture_on_remote_shards_is_the_single_process_run_bit_for_bit(monkeypatch, base, extra):
     """What ``--cluster`` runs: every shard on a worker's own mixture parser, its log Z_k and
     fall-backs brought back for the C-step.  Two constrained components (the C-step's linear
-    program), sentences that fall back, 4 shards of 8: the trace (bound, beta, L_k,
-    fall-backs) and the grammar equal the single-process run's bit for bit."""
+    program), sentences that fall back, 4 shards of 8 (ln model I's compiled E-step: 3 of 12): the
+    trace (bound, beta, L_k, fall-backs) and the grammar equal the single-process run's bit for bit."""
     from grind.infer import ln
     monkeypatch.setattr(ln, "SHARD", 8)
-    monkeypatch.setattr(ln, "COMPILED_SHARD", 8)
+    monkeypatch.setattr(ln, "COMPILED_SHARD", 12)
     sents = corpus(seed=5, n=28)
     g = dmv_grammar(sents)
     kw = dict(mix_base=base, mix_constraints="RA+VAR+SD,LC+NS", mix_start=0.6, mix_rate=0.1, **extra)
