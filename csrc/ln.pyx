@@ -386,7 +386,7 @@ cdef class Shard:
         """:meth:`start` at the prior for a plain structure: every lane of a pattern holds the
         same x = mu, s2 = 1/p, y = 0, so exp(min(s2/2, 700)), exp(min(x + s2/2, 700)) and zeta~
         are made once a chunk (the values combine makes: :meth:`_update_plain` reads them)."""
-        cdef i64 ch, k, p, n, u, q, q0, lane, f, t
+        cdef i64 ch, k, p, n, u, q, q0, lane, t
         cdef double mu, s0, h, e, z, top
         cdef int status = 0
         cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
@@ -394,7 +394,6 @@ cdef class Shard:
         cdef double *LS = &self._ls[0] if self._ls.shape[0] else NULL
         cdef double *LH = &self._lh[0] if self._lh.shape[0] else NULL
         cdef double *LE = &self._le[0] if self._le.shape[0] else NULL
-        cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
         cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
         for k in range(self.NB):
             self._idle[k] = 1
@@ -594,7 +593,7 @@ cdef class Shard:
         exp is H, and the new E is beta H / c (exp where c = 0).  zeta~ is summed lane by
         lane into zeta~ and log zeta~ of the instances; m~, v~ and exp(m~ + v~/2) are left behind
         (:meth:`_sync` makes them: what _combine makes, the same values up to rounding)."""
-        cdef i64 n = self.maxn, ch, lane, k, u, p, f, q, q0, t
+        cdef i64 n = self.maxn, ch, lane, k, u, p, f, q, q0
         cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
         cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
         cdef double *va = vb

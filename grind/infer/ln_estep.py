@@ -105,7 +105,7 @@ class Layout:
         # once; the chunks of a group come before those of the next (block coordinate ascent).
         # Within a pattern, the blocks by the share of their sentence's local rules that they
         # read, most first: a chunk's lanes run in lockstep, and blocks of about the same share
-        # take about as many steps (10% fewer chunk steps than sentence order on the bench's
+        # take about as many steps (12% fewer chunk steps than sentence order on the bench's
         # random corpus).  A group's blocks read none of one another's coordinates, so the order
         # within a group changes no solve.
         pat = a["blk_pat"]
