@@ -38,7 +38,7 @@ cdef extern from "ln_kernels.h" nogil:
     double grind_ln_exp(double x)
     int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
                           const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
-                          double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0)
+                          double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0, int *m_out)
     int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
                        int iters, double *work, const double *ex0)
     void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
@@ -682,7 +682,7 @@ cdef class Shard:
                     act[lane] = 1.0
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, self.pw[p], self.sig[p], self.q[p],
                                     self.ld[p], pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL,
-                                    MAXITER, <grind_v8d *> vwork, <grind_v8d *> ve)
+                                    MAXITER, <grind_v8d *> vwork, <grind_v8d *> ve, NULL)
             if got == -2:
                 status = 3
                 break
@@ -829,7 +829,7 @@ cdef class Shard:
                     act[lane] = 1.0
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
                                     pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
-                                    <grind_v8d *> vwork, <grind_v8d *> ve if self._plain else NULL)
+                                    <grind_v8d *> vwork, <grind_v8d *> ve if self._plain else NULL, NULL)
             if got == -2:
                 status = 3
                 break
@@ -1057,3 +1057,38 @@ def kernel_exp(const double[::1] x):
     for i in range(x.shape[0]):
         o[i] = grind_ln_exp(x[i])
     return out
+
+
+def mu_solve(const double[:, ::1] a, const double[:, ::1] b, const double[::1] w, const double[:, ::1] S,
+             const double[:, ::1] Q, const double[::1] mu, double[:, ::1] x, double[:, ::1] y):
+    """The mu~ block solve (csrc/ln_kernels.h's grind_ln_mu_batch) of eight lanes in place on
+    ``x``, ``y`` (n x 8: coordinate by lane), each lane started where it is; returns (steps,
+    size of the Woodbury set A).  For tests."""
+    cdef int n = <int> S.shape[0], m = -1, got
+    if not (a.shape[0] == b.shape[0] == x.shape[0] == y.shape[0] == w.shape[0] == mu.shape[0] == Q.shape[0] == n
+            and a.shape[1] == b.shape[1] == x.shape[1] == y.shape[1] == 8 and S.shape[1] == Q.shape[1] == n):
+        raise ValueError("mu_solve: shapes")
+    cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
+    cdef double *vb = <double *> aligned_alloc(64, (nv + 4 * n + 1) * 64)
+    if vb == NULL:
+        raise MemoryError()
+    cdef double *va = vb + 8 * nv
+    cdef double *vbb = va + 8 * n
+    cdef double *vx = vbb + 8 * n
+    cdef double *vy = vx + 8 * n
+    cdef double *act = vy + 8 * n
+    cdef int i, l
+    for i in range(n):
+        for l in range(8):
+            va[8 * i + l], vbb[8 * i + l] = a[i, l], b[i, l]
+            vx[8 * i + l], vy[8 * i + l] = x[i, l], y[i, l]
+    for l in range(8):
+        act[l] = 1.0
+    got = grind_ln_mu_batch(n, <grind_v8d *> va, <grind_v8d *> vbb, &w[0], &S[0, 0], &Q[0, 0], n, &mu[0],
+                            <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
+                            <grind_v8d *> vb, NULL, &m)
+    for i in range(n):
+        for l in range(8):
+            x[i, l], y[i, l] = vx[8 * i + l], vy[8 * i + l]
+    free(vb)
+    return got, m
