@@ -87,8 +87,8 @@ def test_compiled_estep_raises_the_bound_every_cycle(tied):
 @pytest.mark.parametrize("cov", ["identity", "families"])
 def test_plain_rounds_are_the_general_rounds(cov):
     """A plain structure's rounds (Shard._update_plain: lane by lane, exps kept between rounds,
-    m~ and v~ made only when read) make what the general rounds make, from the prior and from
-    a warm start, to rounding."""
+    m~ and v~ made only when read; the counts kept in the lane slots) make what the general rounds
+    make, from the prior, from a warm start and after counts written into F, to rounding."""
     import copy
     _, est, a, rng = make("dmv", n=30, ln_cov=cov, families=FAM, seed=11)
     randomise(a, rng)
@@ -108,8 +108,11 @@ def test_plain_rounds_are_the_general_rounds(cov):
         warm = ln_estep.new_shard(L, pv, (sh.x + 0.1, sh.s2 * 1.5))
         warm.F[:] = sh.F
         assert warm.update(2)[0] == 0
-        runs.append((logz, b, np.array(trace), sh.x, sh.s2, sh.y, sh.m, sh.v, sh.zeta, lw, sh.kl(),
-                     warm.x, warm.s2, warm.m, warm.zeta, warm.data_term()))
+        got = [np.array(v) for v in (logz, b, trace, sh.x, sh.s2, sh.y, sh.m, sh.v, sh.zeta, lw, sh.kl(),
+                                     warm.x, warm.s2, warm.m, warm.zeta, warm.data_term())]
+        sh.F[:] *= 1.5                        # counts written through the view: the next round reads them
+        assert sh.update(1)[0] == 0
+        runs.append(got + [sh.x, sh.s2, np.array(sh.zeta)])
     for got, want in zip(*runs):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
