@@ -38,7 +38,7 @@ cdef extern from "ln_kernels.h" nogil:
     double grind_ln_exp(double x)
     int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
                           const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
-                          double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0)
+                          double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0, int *m_out)
     int grind_ln_sigma(int n, const double *beta, const double *w2, const double *p, double *v, double tol,
                        int iters, double *work, const double *ex0)
     void grind_ln_symv(int n, const double *S, int64_t ld, const double *x, double *y)
@@ -107,6 +107,8 @@ cdef class Shard:
     # plain: per slot exp(min(s2/2, 700)) and exp(min(x + s2/2, 700)) as the last round left them
     # (valid while _cached; :meth:`_update_plain`)
     cdef double[::1] _lh, _le
+    cdef double[::1] _la               # plain: F per lane slot (0 in an empty lane), as set_counts writes it
+    cdef bint _f_ok, _la_ok            # plain: F, _la hold the counts (set_counts writes _la; F made from it when read)
     cdef bint _cached
     cdef bint _stale                 # plain: m~, v~ and exp(m~ + v~/2) behind the lanes (:meth:`_sync`)
     cdef object prior
@@ -180,8 +182,9 @@ cdef class Shard:
         self._plain = self.NBC == self.C and isinstance(layout, dict) and bool(layout.get("plain", False))
         self._cached = False
         self._stale = False
+        self._f_ok, self._la_ok = True, False
         if self._plain:
-            self._lh, self._le = _lanes(NS, 1.0), _lanes(NS, 1.0)
+            self._lh, self._le, self._la = _lanes(NS, 1.0), _lanes(NS, 1.0), _lanes(NS, 0.0)
 
     cdef void _slots(self):
         """The chunks' lane slots, made once a layout (kept in it: a shard is made anew every
@@ -246,10 +249,36 @@ cdef class Shard:
         if name in lanes:
             return self._blocks_of(lanes[name])
         self._sync()
+        if name == "F":                 # a view the caller may write into
+            self._need_F()
+            self._la_ok = False
         views = {"m": self._m, "v": self._v, "F": self._F, "zeta": self._zeta}
         if name not in views:
             raise AttributeError(name)
         return np.asarray(views[name])
+
+    cdef void _need_F(self) noexcept nogil:
+        """F from the lane slots' counts where set_counts left them there."""
+        cdef i64 q, f
+        if self._f_ok:
+            return
+        for f in range(self.C):
+            self._F[f] = 0.0
+        for q in range(self._la.shape[0]):
+            f = self._slot_f[q]
+            if f >= 0:
+                self._F[f] = self._la[q]
+        self._f_ok = True
+
+    cdef void _need_la(self) noexcept nogil:
+        """The lane slots' counts from F (plain), where F was written last."""
+        cdef i64 q, f
+        if self._la_ok:
+            return
+        for q in range(self._la.shape[0]):
+            f = self._slot_f[q]
+            self._la[q] = self._F[f] if f >= 0 else 0.0
+        self._la_ok = True
 
     def set_prior(self, list pools, const i64[:, ::1] where, const i64[::1] ld):
         """The prior of every pattern: ``where[p]`` = (pool, offset) pairs of Sigma_UU, Q_U,
@@ -551,17 +580,30 @@ cdef class Shard:
         sentence without a parse (log Z not finite)."""
         if lc.shape[0] != self.NL or logz.shape[0] != self.B:
             raise ValueError("Shard.set_counts: sizes")
-        cdef i64 b, i, j, f
+        cdef i64 b, i, j, f, q
         with nogil:
-            for i in range(self.C):
-                self._F[i] = 0.0
-            for b in range(self.B):
-                if not (logz[b] > -INFINITY and logz[b] < INFINITY):
-                    continue
-                for j in range(self.loc_off[b], self.loc_off[b + 1]):
-                    f = self.loc_f[j]
-                    if f >= 0:
-                        self._F[f] += lc[j]
+            if self._plain:                 # into the lane slots (F made from them when read)
+                for i in range(self._la.shape[0]):
+                    self._la[i] = 0.0
+                for b in range(self.B):
+                    if not (logz[b] > -INFINITY and logz[b] < INFINITY):
+                        continue
+                    for j in range(self.loc_off[b], self.loc_off[b + 1]):
+                        q = self._loc_q[j]
+                        if q >= 0:
+                            self._la[q] += lc[j]
+                self._la_ok, self._f_ok = True, False
+            else:
+                for i in range(self.C):
+                    self._F[i] = 0.0
+                for b in range(self.B):
+                    if not (logz[b] > -INFINITY and logz[b] < INFINITY):
+                        continue
+                    for j in range(self.loc_off[b], self.loc_off[b + 1]):
+                        f = self.loc_f[j]
+                        if f >= 0:
+                            self._F[f] += lc[j]
+                self._f_ok, self._la_ok = True, False
 
     def update(self, i64 rounds=1):
         """``rounds`` rounds of steps 2-4 for every sentence with F fixed (module docstring).
@@ -593,10 +635,10 @@ cdef class Shard:
         exp is H, and the new E is beta H / c (exp where c = 0).  zeta~ is summed lane by
         lane into zeta~ and log zeta~ of the instances; m~, v~ and exp(m~ + v~/2) are left behind
         (:meth:`_sync` makes them: what _combine makes, the same values up to rounding)."""
-        cdef i64 n = self.maxn, ch, lane, k, u, p, f, q, q0
+        cdef i64 n = self.maxn, ch, lane, u, p, q, q0
         cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
         cdef double *vb = <double *> aligned_alloc(64, nv * 64)   # lane vectors of 8 doubles
-        cdef double *va = vb
+        cdef const double *va                            # a = F, the chunk's lane slots of _la
         cdef double *vbb = vb + 8 * n
         cdef double *ve = vb + 16 * n
         cdef double *vbeta = vb + 24 * n
@@ -618,7 +660,8 @@ cdef class Shard:
         cdef double ic[8]
         cdef double zl[8]
         cdef double top[8]
-        cdef double N, h, z
+        cdef double Nl[8]
+        cdef double h, z
         cdef int status = 0, got, nl
         cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
         cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
@@ -627,13 +670,13 @@ cdef class Shard:
         cdef double *LE = &self._le[0] if self._le.shape[0] else NULL
         cdef double *Z = &self._zeta[0] if self.T else NULL
         cdef double *LZ = &self._lz[0] if self.T else NULL
-        cdef const double *F = &self._F[0] if self.C else NULL
-        cdef const i64 *bc0 = &self.blk_c0[0]
-        cdef const i64 *sf = &self._slot_f[0] if self._slot_f.shape[0] else NULL
+        cdef const i64 *q0s = &self._chunk_q0[0]
         cdef const i64 *st = &self._slot_t[0] if self._slot_t.shape[0] else NULL
         cdef i64 NS = self._lx.shape[0]
         if vb == NULL:
             return 4
+        self._need_la()
+        cdef const double *LA = &self._la[0] if NS else NULL
         if not self._cached:
             for q in range(NS):
                 h = 0.5 * LS[q]
@@ -643,16 +686,16 @@ cdef class Shard:
         self._cached = False
         for ch in range(self.chunk_off.shape[0] - 1):
             nl = <int> (self.chunk_off[ch + 1] - self.chunk_off[ch])
-            k = self.order[self.chunk_off[ch]]
-            p = self.blk_pat[k]
-            n = bc0[k + 1] - bc0[k]
+            p = self.blk_pat[self.order[self.chunk_off[ch]]]
+            q0 = q0s[ch]
+            n = (q0s[ch + 1] - q0) // 8
             pmu, ppp = self.pmu[p], self.pp[p]
-            q0 = self._chunk_q0[ch]
-            qf = sf + q0
-            vx, vy, vs, H, E = LX + q0, LY + q0, LS + q0, LH + q0, LE + q0
-            for q in range(8 * n):                    # a = F (0 in an empty lane)
-                f = qf[q]
-                va[q] = F[f] if f >= 0 else 0.0
+            vx, vy, vs, H, E, va = LX + q0, LY + q0, LS + q0, LH + q0, LE + q0, LA + q0
+            for lane in range(8):
+                Nl[lane] = 0.0
+            for u in range(n):                        # N = sum of a, lane by lane
+                for lane in range(8):
+                    Nl[lane] += va[8 * u + lane]
             for lane in range(8):                     # c = N / zeta~ of the lane's instance, fixed through the round
                 act[lane] = 0.0
                 cl[lane] = 0.0
@@ -661,10 +704,7 @@ cdef class Shard:
                 if lane < nl:
                     blk[lane] = self.order[self.chunk_off[ch] + lane]
                     tl[lane] = st[q0 + lane]
-                    N = 0.0
-                    for u in range(n):
-                        N += va[8 * u + lane]
-                    cl[lane] = N / Z[tl[lane]] if N > 0.0 else 0.0
+                    cl[lane] = Nl[lane] / Z[tl[lane]] if Nl[lane] > 0.0 else 0.0
             for u in range(n):
                 for lane in range(8):
                     q = 8 * u + lane
@@ -682,7 +722,7 @@ cdef class Shard:
                     act[lane] = 1.0
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, self.pw[p], self.sig[p], self.q[p],
                                     self.ld[p], pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL,
-                                    MAXITER, <grind_v8d *> vwork, <grind_v8d *> ve)
+                                    MAXITER, <grind_v8d *> vwork, <grind_v8d *> ve, NULL)
             if got == -2:
                 status = 3
                 break
@@ -776,6 +816,7 @@ cdef class Shard:
         if c == NULL or vb == NULL:
             free(c); free(vb)
             return 4
+        self._need_F()
         for t in range(self.T):                       # c_t = N_t / zeta~_t, fixed through the round
             N = 0.0
             for i in range(self.inst_c0[t], self.inst_c0[t + 1]):
@@ -829,7 +870,7 @@ cdef class Shard:
                     act[lane] = 1.0
             got = grind_ln_mu_batch(<int> n, <grind_v8d *> va, <grind_v8d *> vbb, pw, self.sig[p], self.q[p], self.ld[p],
                                     pmu, <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
-                                    <grind_v8d *> vwork, <grind_v8d *> ve if self._plain else NULL)
+                                    <grind_v8d *> vwork, <grind_v8d *> ve if self._plain else NULL, NULL)
             if got == -2:
                 status = 3
                 break
@@ -899,6 +940,7 @@ cdef class Shard:
         if corr == NULL:
             raise MemoryError()
         with nogil:
+            self._need_F()
             self._corr(corr)
             for b in range(self.B):
                 acc = 0.0
@@ -1057,3 +1099,38 @@ def kernel_exp(const double[::1] x):
     for i in range(x.shape[0]):
         o[i] = grind_ln_exp(x[i])
     return out
+
+
+def mu_solve(const double[:, ::1] a, const double[:, ::1] b, const double[::1] w, const double[:, ::1] S,
+             const double[:, ::1] Q, const double[::1] mu, double[:, ::1] x, double[:, ::1] y):
+    """The mu~ block solve (csrc/ln_kernels.h's grind_ln_mu_batch) of eight lanes in place on
+    ``x``, ``y`` (n x 8: coordinate by lane), each lane started where it is; returns (steps,
+    size of the Woodbury set A).  For tests."""
+    cdef int n = <int> S.shape[0], m = -1, got
+    if not (a.shape[0] == b.shape[0] == x.shape[0] == y.shape[0] == w.shape[0] == mu.shape[0] == Q.shape[0] == n
+            and a.shape[1] == b.shape[1] == x.shape[1] == y.shape[1] == 8 and S.shape[1] == Q.shape[1] == n):
+        raise ValueError("mu_solve: shapes")
+    cdef size_t nv = 12 * n + 10 * n + GRIND_LN_KMAX * (GRIND_LN_KMAX + 2) + GRIND_LN_KMAX * GRIND_LN_KMAX + 17
+    cdef double *vb = <double *> aligned_alloc(64, (nv + 4 * n + 1) * 64)
+    if vb == NULL:
+        raise MemoryError()
+    cdef double *va = vb + 8 * nv
+    cdef double *vbb = va + 8 * n
+    cdef double *vx = vbb + 8 * n
+    cdef double *vy = vx + 8 * n
+    cdef double *act = vy + 8 * n
+    cdef int i, l
+    for i in range(n):
+        for l in range(8):
+            va[8 * i + l], vbb[8 * i + l] = a[i, l], b[i, l]
+            vx[8 * i + l], vy[8 * i + l] = x[i, l], y[i, l]
+    for l in range(8):
+        act[l] = 1.0
+    got = grind_ln_mu_batch(n, <grind_v8d *> va, <grind_v8d *> vbb, &w[0], &S[0, 0], &Q[0, 0], n, &mu[0],
+                            <grind_v8d *> vx, <grind_v8d *> vy, <grind_v8d *> act, GTOL, MAXITER,
+                            <grind_v8d *> vb, NULL, &m)
+    for i in range(n):
+        for l in range(8):
+            x[i, l], y[i, l] = vx[8 * i + l], vy[8 * i + l]
+    free(vb)
+    return got, m

@@ -158,9 +158,12 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
  * product by Q.  n <= NSMALL: A is every coordinate and Q + D is factored directly (exact
  * Newton).  Otherwise, by Woodbury from S,
  *     s = t - S_{.A} H (I + H S_AA H)^-1 H t_A,   t = S g,  H = diag(sqrt h_A),
- * with A the KMAX coordinates of largest sum over the lanes of h_i S_ii at the first step:
- * Newton's step with the smallest curvatures left out (D <= the full curvature: linear
- * convergence at about the dropped part of S D); I + H S_AA H is factored again for
+ * with A the coordinates where the data's curvature is at least TAU of the prior's
+ * precision along them, h_i S_ii >= TAU (mean over the lanes at the first step), the KMAX
+ * largest of them: Newton's step with the small curvatures left out (D <= the full curvature:
+ * linear convergence at about the dropped part of S D; A is often empty, the step S g: sentences
+ * of a few words give each coordinate of a 45-tag multinomial a curvature well below its
+ * prior's, and the Woodbury terms would cost more than the steps they save); I + H S_AA H is factored again for
  * every lane when one lane's gradient fell less than fourfold (or its step was halved); each
  * such step is taken at the length u = s.g / (s.Q s + s.D' s) (D' the full curvature: the
  * maximiser along s of J's quadratic model), which makes up for the curvature left out.
@@ -169,10 +172,13 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
  * coordinate by more than 1e-14 (or after 40 halvings).  The lanes run in lockstep.
  * ``act``: the lanes to solve (in), none (out).  ``work``: 8 n + KMAX (KMAX + 2) lane
  * vectors (64-byte aligned, as every lane vector).  ``e0``: b_i exp(w_i x_i) at the start where
- * the caller has it, or NULL.  Returns the sum over the lanes of the
- * steps taken, or -2 if a matrix that should be positive definite was not. */
+ * the caller has it, or NULL.  ``m_out`` (or NULL) gets the size of A.  Returns the sum over
+ * the lanes of the steps taken, or -2 if a matrix that should be positive definite was not. */
 #ifndef GRIND_LN_KMAX
 #define GRIND_LN_KMAX 12
+#endif
+#ifndef GRIND_LN_TAU
+#define GRIND_LN_TAU 0.05
 #endif
 #define GRIND_LN_NSMALL 4
 
@@ -411,7 +417,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
                              const double *restrict w, const double *restrict S, const double *restrict Q,
                              int64_t ld, const double *restrict mu, grind_v8d *restrict x, grind_v8d *restrict y,
                              grind_v8d *restrict actp, double gtol, int maxiter, grind_v8d *restrict work,
-                             const grind_v8d *restrict e0)
+                             const grind_v8d *restrict e0, int *restrict m_out)
 {
     const int KM = GRIND_LN_KMAX;
     grind_v8d *restrict e = work, *restrict g = e + n, *restrict s = g + 2 * n;     /* d at 5 n: ln_mu_chord's */
@@ -434,19 +440,23 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     long long any = 0;
     for (int l = 0; l < LN_L; l++)
         any |= act[l];
+    if (m_out != NULL)
+        *m_out = small ? n : 0;
     if (!any) {
         *actp = zero;
         return 0;
     }
     if (!small) {                              /* the curvature set A, once */
-        double top[GRIND_LN_KMAX];
+        double top[GRIND_LN_KMAX], lanes = 0.0;
+        for (int l = 0; l < LN_L; l++)
+            lanes += act[l] != 0;
         for (i = 0; i < n; i++) {
             grind_v8d ea = ln_sel(act, e[i], zero);
             ea += __builtin_shuffle(ea, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
             ea += __builtin_shuffle(ea, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
             ea += __builtin_shuffle(ea, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
             double v = ea[0] * (w[i] * w[i] * S[i * ld + i]);
-            if (!(v > 0.0) || (m == KM && v <= top[m - 1]))
+            if (!(v >= GRIND_LN_TAU * lanes) || (m == KM && v <= top[m - 1]))
                 continue;
             j = m < KM ? m++ : m - 1;
             for (; j > 0 && top[j - 1] < v; j--) {
@@ -456,6 +466,8 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             top[j] = v;
             A[j] = i;
         }
+        if (m_out != NULL)
+            *m_out = m;
         return ln_mu_chord(n, a, b, w, S, ld, x, y, actp, gtol, maxiter, work, act, J, gmax, A, m);
     }
     for (int it = 0; it < maxiter; it++) {

@@ -1,7 +1,8 @@
 """The compiled logistic-normal E-step (grind.infer.ln_estep, csrc/ln.pyx) against the numpy one
 (LogisticNormal.e_step, its solves run to a tight tolerance): the same q(eta), log Z, bound and
 M-step sums per sentence, on DMV and CNF grammars, plain and tied structures, random priors; the
-per-sentence local parses of the chart kernels against their whole-grammar parses; the kernel's exp."""
+per-sentence local parses of the chart kernels against their whole-grammar parses; the kernel's exp
+and its mu~ block solve against exact Newton."""
 from __future__ import annotations
 
 import functools
@@ -86,8 +87,8 @@ def test_compiled_estep_raises_the_bound_every_cycle(tied):
 @pytest.mark.parametrize("cov", ["identity", "families"])
 def test_plain_rounds_are_the_general_rounds(cov):
     """A plain structure's rounds (Shard._update_plain: lane by lane, exps kept between rounds,
-    m~ and v~ made only when read) make what the general rounds make, from the prior and from
-    a warm start, to rounding."""
+    m~ and v~ made only when read; the counts kept in the lane slots) make what the general rounds
+    make, from the prior, from a warm start and after counts written into F, to rounding."""
     import copy
     _, est, a, rng = make("dmv", n=30, ln_cov=cov, families=FAM, seed=11)
     randomise(a, rng)
@@ -107,8 +108,11 @@ def test_plain_rounds_are_the_general_rounds(cov):
         warm = ln_estep.new_shard(L, pv, (sh.x + 0.1, sh.s2 * 1.5))
         warm.F[:] = sh.F
         assert warm.update(2)[0] == 0
-        runs.append((logz, b, np.array(trace), sh.x, sh.s2, sh.y, sh.m, sh.v, sh.zeta, lw, sh.kl(),
-                     warm.x, warm.s2, warm.m, warm.zeta, warm.data_term()))
+        got = [np.array(v) for v in (logz, b, trace, sh.x, sh.s2, sh.y, sh.m, sh.v, sh.zeta, lw, sh.kl(),
+                                     warm.x, warm.s2, warm.m, warm.zeta, warm.data_term())]
+        sh.F[:] *= 1.5                        # counts written through the view: the next round reads them
+        assert sh.update(1)[0] == 0
+        runs.append(got + [sh.x, sh.s2, np.array(sh.zeta)])
     for got, want in zip(*runs):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
@@ -148,6 +152,44 @@ def test_kernel_exp_is_exp():
     np.testing.assert_allclose(got[fin], want[fin], rtol=4e-16)
     assert np.array_equal(got[~fin] == 0, want[~fin] == 0) and np.isinf(got[np.isinf(want)]).all()
     assert np.isnan(_ln.kernel_exp(np.array([np.nan])))[0]
+
+
+def _exact_mu(a, b, w, Q, mu, x):
+    """The maximiser of sum_i [a_i x_i - b_i exp(w_i x_i)] - 1/2 (x - mu)^T Q (x - mu) by exact Newton."""
+    for _ in range(100):
+        e = b * np.exp(w * x)
+        g = a - w * e - Q @ (x - mu)
+        if np.abs(g).max() < 1e-14:
+            break
+        x = x + np.linalg.solve(Q + np.diag(w * w * e), g)
+    return x
+
+
+@pytest.mark.parametrize("scale,woodbury", [(0.002, False), (3.0, True)], ids=["small-curvature", "large-curvature"])
+def test_mu_block_solve_finds_the_maximiser(scale, woodbury):
+    """The kernel's mu~ solve of a 20-coordinate block (the chord steps with the Woodbury set A of
+    the coordinates whose curvature is a sizeable share of the prior's) reaches the maximiser and
+    keeps y = Q (x - mu) exact, with A empty when the data's curvature is small and not when it
+    is large; lanes started at the prior and away from it."""
+    from grind.kernels import _ln
+    rng = np.random.default_rng(7)
+    n = 20
+    R = rng.normal(size=(n, n))
+    S = R @ R.T / n + 0.3 * np.eye(n)
+    Q = np.linalg.inv(S)
+    Q = (Q + Q.T) / 2
+    mu = rng.normal(size=n)
+    w = np.where(np.arange(n) % 3 == 0, 0.5, 1.0)
+    a = np.where(rng.random((n, 8)) < 0.3, rng.integers(1, 4, size=(n, 8)), 0).astype(float) * scale
+    b = scale * rng.uniform(0.2, 1.0, size=(n, 8))
+    x = mu[:, None] + np.where(np.arange(8) < 4, 0.0, rng.normal(scale=0.5, size=(n, 8)))
+    y = Q @ (x - mu[:, None])
+    steps, m = _ln.mu_solve(a, b, w, S, Q, mu, x, y)
+    assert steps > 0 and (m > 0) == woodbury, m
+    for lane in range(8):
+        want = _exact_mu(a[:, lane], b[:, lane], w, Q, mu, mu.copy())
+        np.testing.assert_allclose(x[:, lane], want, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(y[:, lane], Q @ (x[:, lane] - mu), rtol=0, atol=1e-10)
 
 
 def test_spd_inverse_is_the_inverse_and_log_determinant():
