@@ -662,6 +662,7 @@ cdef class Shard:
         cdef double top[8]
         cdef double Nl[8]
         cdef double h, z
+        cdef i64 last_p = -1
         cdef int status = 0, got, nl
         cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
         cdef double *LY = &self._ly[0] if self._ly.shape[0] else NULL
@@ -684,12 +685,19 @@ cdef class Shard:
                 h = LX[q] + h
                 LE[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
         self._cached = False
+        for q in range(8 * self.maxn):                # w^2 = 1 (plain)
+            vw2[q] = 1.0
         for ch in range(self.chunk_off.shape[0] - 1):
             nl = <int> (self.chunk_off[ch + 1] - self.chunk_off[ch])
             p = self.blk_pat[self.order[self.chunk_off[ch]]]
             q0 = q0s[ch]
             n = (q0s[ch + 1] - q0) // 8
             pmu, ppp = self.pmu[p], self.pp[p]
+            if p != last_p:                           # p_U by lane: a pattern's chunks come one after another
+                last_p = p
+                for u in range(n):
+                    for lane in range(8):
+                        vp[8 * u + lane] = ppp[u]
             vx, vy, vs, H, E, va = LX + q0, LY + q0, LS + q0, LH + q0, LE + q0, LA + q0
             for lane in range(8):
                 Nl[lane] = 0.0
@@ -710,8 +718,6 @@ cdef class Shard:
                     q = 8 * u + lane
                     vbb[q] = cl[lane] * H[q]
                     ve[q] = cl[lane] * E[q]
-                    vw2[q] = 1.0
-                    vp[q] = ppp[u]
             for lane in range(nl):
                 self._idle[blk[lane]] = cl[lane] == 0.0
                 if cl[lane] == 0.0:                   # no data: the maximiser is mu exactly

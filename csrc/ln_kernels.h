@@ -96,6 +96,25 @@ static inline grind_v8d ln_vabs(grind_v8d a)
     return (grind_v8d) ((grind_v8l) a & ~(grind_v8l) ln_v(-0.0));
 }
 
+/* whether any lane of a mask is set (three shuffles, no loop over the lanes) */
+static inline int ln_any(grind_v8l m)
+{
+    m |= __builtin_shuffle(m, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
+    m |= __builtin_shuffle(m, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
+    m |= __builtin_shuffle(m, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
+    return m[0] != 0;
+}
+
+/* how many lanes of a mask (all ones or zero a lane) are set */
+static inline int ln_count(grind_v8l m)
+{
+    m = -m;                                     /* 1 where set */
+    m += __builtin_shuffle(m, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
+    m += __builtin_shuffle(m, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
+    m += __builtin_shuffle(m, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
+    return (int) m[0];
+}
+
 static inline grind_v8d ln_vmax(grind_v8d a, grind_v8d b)
 {
     return ln_sel(a > b, a, b);
@@ -187,13 +206,9 @@ static inline grind_v8d ln_vbexp(grind_v8d b, double w, grind_v8d x)
  * returns whether any lane goes on. */
 static inline int ln_go_on(grind_v8l *act, grind_v8d gmax, grind_v8d smax, double gtol, int *its)
 {
-    long long any = 0;
-    for (int l = 0; l < LN_L; l++)
-        *its += (*act)[l] != 0;
+    *its += ln_count(*act);
     *act &= (gmax >= ln_v(gtol)) & (smax > ln_v(1e-14));
-    for (int l = 0; l < LN_L; l++)
-        any |= (*act)[l];
-    return any != 0;
+    return ln_any(*act);
 }
 
 /* exp(z) for |z| <= 1/64, by its Taylor polynomial of degree 7 (truncation < 1e-19 relative) */
@@ -221,10 +236,7 @@ static inline grind_v8l ln_line_search(int n, const grind_v8d *restrict b, const
     for (int halve = 0; halve <= 40; halve++) {
         grind_v8d sum = ln_v(0.0);
         grind_v8l big = act & (ln_vabs(*u) * zs > ln_v(1.0 / 64.0));
-        long long far = 0;
-        for (int l = 0; l < LN_L; l++)
-            far |= big[l];
-        if (far)
+        if (ln_any(big))
             for (int i = 0; i < n; i++) {
                 en[i] = ln_vbexp(b[i], w[i], x[i] + *u * s[i]);
                 sum += en[i];
@@ -236,10 +248,7 @@ static inline grind_v8l ln_line_search(int n, const grind_v8d *restrict b, const
             }
         *Jn = ax + *u * as - sum - 0.5 * (dy + *u * lin + *u * *u * sqs);
         bad = act & ~(*Jn >= J - 1e-12 * ln_vabs(J));
-        long long worse = 0;
-        for (int l = 0; l < LN_L; l++)
-            worse |= bad[l];
-        if (!worse)
+        if (!ln_any(bad))
             break;
         *u = ln_sel(bad, *u * 0.5, *u);
         if (fresh != NULL)
@@ -307,10 +316,7 @@ GRIND_LN_CLONES static int ln_mu_chord(int n, const grind_v8d *restrict a, const
         }
         if (m > 0) {
             grind_v8l need = act & (fresh | (gmax > gprev * 0.25));
-            long long refresh = 0;
-            for (int l = 0; l < LN_L; l++)
-                refresh |= need[l];
-            if (refresh) {                     /* Cholesky of I + H S_AA H, lane by lane */
+            if (ln_any(need)) {                     /* Cholesky of I + H S_AA H, lane by lane */
                 for (i = 0; i < m; i++) {
                     grind_v8d hv = e[A[i]] * (w[A[i]] * w[A[i]]);
                     for (int l = 0; l < LN_L; l++)
@@ -437,19 +443,14 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
         J += a[i] * x[i] - e[i] - 0.5 * d[i] * y[i];
     }
     act &= gmax >= gtol;
-    long long any = 0;
-    for (int l = 0; l < LN_L; l++)
-        any |= act[l];
     if (m_out != NULL)
         *m_out = small ? n : 0;
-    if (!any) {
+    if (!ln_any(act)) {
         *actp = zero;
         return 0;
     }
     if (!small) {                              /* the curvature set A, once */
-        double top[GRIND_LN_KMAX], lanes = 0.0;
-        for (int l = 0; l < LN_L; l++)
-            lanes += act[l] != 0;
+        double top[GRIND_LN_KMAX], lanes = ln_count(act);
         for (i = 0; i < n; i++) {
             grind_v8d ea = ln_sel(act, e[i], zero);
             ea += __builtin_shuffle(ea, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
@@ -479,9 +480,8 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
             grind_v8d m00 = ln_v(Q[0]) + hsq[0], m01 = ln_v(Q[1]), m11 = ln_v(Q[ld + 1]) + hsq[1];
             grind_v8d det = m00 * m11 - m01 * m01;
             grind_v8l okd = (m00 > zero) & (det > zero);
-            for (int l = 0; l < LN_L; l++)
-                if (act[l] && !okd[l])
-                    return -2;
+            if (ln_any(act & ~okd))
+                return -2;
             grind_v8d r = 1.0 / ln_sel(okd, det, ln_v(1.0));
             s[0] = (m11 * g[0] - m01 * g[1]) * r;
             s[1] = (m00 * g[1] - m01 * g[0]) * r;
@@ -494,9 +494,8 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
                 for (k = 0; k < j; k++)
                     dd -= K[j * n + k] * K[j * n + k];
                 grind_v8l okd = dd > zero;
-                for (int l = 0; l < LN_L; l++)
-                    if (act[l] && !okd[l])
-                        return -2;
+                if (ln_any(act & ~okd))
+                    return -2;
                 dd = ln_sel(okd, dd, ln_v(1.0));
                 for (int l = 0; l < LN_L; l++)
                     dd[l] = sqrt(dd[l]);
