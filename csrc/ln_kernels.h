@@ -603,12 +603,14 @@ static inline __attribute__((always_inline)) int ln_sigma_step(int i, const doub
  *     J'''(v) = -(w2/2)^3 beta exp(w2 v/2) + 1/v^3
  * (the step -J'/J'' over f = 1 - J' J''' / (2 J''^2), Newton's where f is outside (1/2, 2)),
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
- * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
+ * (the +-5 of the numpy solver's steps in log v).  One exp (or polynomial, below) and one
+ * division a step.  beta <= 0: the
  * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol, or after a step
  * that moved v by less than 1e-13 of itself (1e-7 for Halley's: its error is then of the
  * order of the cube of that).  Whole passes over the n coordinates (they
  * vectorise) while at least a quarter of them still move, then passes over those left
- * (the same steps: each coordinate's iterates do not depend on the others).  ``ex0``:
+ * (the same steps: a coordinate's iterates depend on the others only through which of exp
+ * and the polynomial a pass takes, a rounding).  ``ex0``:
  * exp(min(w2 v/2, 700)) at the start where the caller has it (the first step's exp; a later
  * step's is ex0 exp(w2 (v - v0)/2) where no coordinate has moved by more than 1/64 in w2 v/2,
  * the second factor by its polynomial), or NULL.  ``work``: 3 n doubles; with ``ex0``, the
