@@ -21,7 +21,7 @@ Per sentence and round (csrc/ln_kernels.h does the solves):
         beta = c exp(min(m~ + (v~ - w^2 s)/2, 700))      ->  s      (sigma~^2 step)
     then m~, v~ and zeta~ = sum exp(m~ + v~/2) afresh.
 """
-from libc.math cimport log, exp, INFINITY, NAN
+from libc.math cimport log, exp, fabs, INFINITY, NAN
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, calloc, free
 from scipy.linalg.cython_blas cimport dgemm
@@ -36,6 +36,7 @@ cdef extern from "ln_kernels.h" nogil:
     ctypedef struct grind_v8d:
         pass
     double grind_ln_exp(double x)
+    double grind_ln_exp_small(double z)
     int grind_ln_mu_batch(int n, const grind_v8d *a, const grind_v8d *b, const double *w, const double *S,
                           const double *Q, int64_t ld, const double *mu, grind_v8d *x, grind_v8d *y, grind_v8d *act,
                           double gtol, int maxiter, grind_v8d *work, const grind_v8d *e0, int *m_out)
@@ -662,6 +663,8 @@ cdef class Shard:
         cdef double top[8]
         cdef double Nl[8]
         cdef double h, z
+        cdef const double *v0
+        cdef int far
         cdef i64 last_p = -1
         cdef int status = 0, got, nl
         cdef double *LX = &self._lx[0] if self._lx.shape[0] else NULL
@@ -736,14 +739,25 @@ cdef class Shard:
             for q in range(8 * n):                    # beta = c exp(x): the last b exp(x) over H
                 vbeta[q] = vwork[q] / H[q]
             its[1] += grind_ln_sigma(<int> (8 * n), vbeta, vw2, vp, vs, STOL, SITERS, vwork, H)
+            v0 = vwork + 16 * n                       # the sigma~^2 solve's start, whose exp H is
             for lane in range(8):
                 ic[lane] = 1.0 / cl[lane] if cl[lane] > 0.0 else 0.0
-            for u in range(n):                        # H anew; E = exp(x) H = beta H / c (an idle lane's below)
-                for lane in range(8):
-                    q = 8 * u + lane
-                    h = 0.5 * vs[q]
-                    H[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
-                    E[q] = vbeta[q] * H[q] * ic[lane]
+            far = 0                                   # H anew: H exp((s2 - s2')/2) where s2 moved little
+            for q in range(8 * n):
+                far += (fabs(0.5 * (vs[q] - v0[q])) > 1.0 / 64.0) | (0.5 * v0[q] >= 699.0)
+            if far == 0:
+                for u in range(n):                    # E = exp(x) H = beta H / c (an idle lane's below)
+                    for lane in range(8):
+                        q = 8 * u + lane
+                        H[q] = H[q] * grind_ln_exp_small(0.5 * (vs[q] - v0[q]))
+                        E[q] = vbeta[q] * H[q] * ic[lane]
+            else:
+                for u in range(n):
+                    for lane in range(8):
+                        q = 8 * u + lane
+                        h = 0.5 * vs[q]
+                        H[q] = grind_ln_exp(h if h < EXP_MAX else EXP_MAX)
+                        E[q] = vbeta[q] * H[q] * ic[lane]
             for lane in range(nl):
                 if cl[lane] == 0.0:
                     for u in range(n):
@@ -1104,6 +1118,16 @@ def kernel_exp(const double[::1] x):
     cdef Py_ssize_t i
     for i in range(x.shape[0]):
         o[i] = grind_ln_exp(x[i])
+    return out
+
+
+def kernel_exp_small(const double[::1] x):
+    """The kernel's exp for |x| <= 1/64 (its polynomial, grind_ln_exp_small) of every element of ``x`` (for tests)."""
+    out = np.empty(x.shape[0])
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        o[i] = grind_ln_exp_small(x[i])
     return out
 
 

@@ -558,24 +558,40 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     return its;
 }
 
-/* One step of the sigma~^2 solve below at coordinate i (``ex``: exp(min(w2 v/2, 700)) at v[i],
- * or NULL: computed); returns whether i goes on. */
-static inline int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
+/* exp(z) for |z| <= 1/64, as ln_vexp_small, one value (loops over it vectorise) */
+static inline __attribute__((always_inline)) double grind_ln_exp_small(double z)
+{
+    double q = 1.0 / 5040.0;
+    q = q * z + 1.0 / 720.0;
+    q = q * z + 1.0 / 120.0;
+    q = q * z + 1.0 / 24.0;
+    q = q * z + 1.0 / 6.0;
+    q = q * z + 0.5;
+    q = q * z + 1.0;
+    return q * z + 1.0;
+}
+
+/* One step of the sigma~^2 solve below at coordinate i, exp(min(w2 v/2, 700)) at v[i] by
+ * ``how``: 0, ex[i] (v[i] is v0[i]); 1, exp; 2, ex[i] exp(w2 (v[i] - v0[i]) / 2) with the
+ * second factor by its polynomial (|w2 (v[i] - v0[i]) / 2| <= 1/64).  Returns whether i goes on. */
+static inline __attribute__((always_inline)) int ln_sigma_step(int i, const double *restrict beta, const double *restrict w2,
                                 const double *restrict p, double *restrict v, double tol, int on,
-                                const double *restrict ex)
+                                const double *restrict ex, const double *restrict v0, int how)
 {
     double vv = v[i], hw = 0.5 * w2[i], tt = hw * vv;
-    double E = beta[i] * (ex != NULL ? ex[i] : grind_ln_exp(tt < 700.0 ? tt : 700.0));
-    double iv = 1.0 / vv;
-    double g = -hw * E - 0.5 * p[i] + 0.5 * iv;
-    double h = -hw * hw * E - 0.5 * iv * iv;
-    double t3 = -hw * hw * hw * E + iv * iv * iv;       /* J''' */
-    double hf = h * h - 0.5 * g * t3;                  /* Halley's step is Newton's over f = hf / h^2 */
-    int halley = hf > 0.5 * h * h && hf < 2.0 * h * h;
-    double vn = vv - (halley ? g * h : g) / (halley ? hf : h);
+    double E = beta[i] * (how == 0 ? ex[i] : how == 2 ? ex[i] * grind_ln_exp_small(hw * (vv - v0[i]))
+                                                     : grind_ln_exp(tt < 700.0 ? tt : 700.0));
+    /* J', J'' and J''' times v, v^2 and v^3, so no division: G = v J', H = v^2 J'', T = v^3 J''' */
+    double ev = tt * E;                                 /* (w2/2) v beta exp(w2 v/2) */
+    double G = 0.5 - ev - 0.5 * p[i] * vv;
+    double H = -0.5 - ev * tt;
+    double T = 1.0 - ev * tt * tt;
+    double F = H * H - 0.5 * G * T;                     /* Halley's step is Newton's over F / H^2 */
+    int halley = F > 0.5 * H * H && F < 2.0 * H * H;
+    double vn = vv - vv * (halley ? G * H : G) / (halley ? F : H);      /* one division a step */
     vn = vn > 148.4131591025766 * vv ? 148.4131591025766 * vv : vn;     /* e^5 */
     vn = vn < 0.006737946999085467 * vv ? 0.006737946999085467 * vv : vn;
-    on &= fabs(vv * g) >= tol;
+    on &= fabs(G) >= tol;
     v[i] = on ? vn : vv;
     return on & (fabs(vn - vv) >= (halley ? 1e-7 : 1e-13) * vv);
 }
@@ -587,23 +603,32 @@ static inline int ln_sigma_step(int i, const double *restrict beta, const double
  *     J'''(v) = -(w2/2)^3 beta exp(w2 v/2) + 1/v^3
  * (the step -J'/J'' over f = 1 - J' J''' / (2 J''^2), Newton's where f is outside (1/2, 2)),
  * from v (in: the start; out: the maximiser), each step kept within a factor e^5 of v
- * (the +-5 of the numpy solver's steps in log v).  One exp a step.  beta <= 0: the
+ * (the +-5 of the numpy solver's steps in log v).  One exp (or polynomial, below) and one
+ * division a step.  beta <= 0: the
  * closed form v = 1/p.  Converged where |v J'(v)| (= |dJ/d log v|) < tol, or after a step
  * that moved v by less than 1e-13 of itself (1e-7 for Halley's: its error is then of the
  * order of the cube of that).  Whole passes over the n coordinates (they
  * vectorise) while at least a quarter of them still move, then passes over those left
- * (the same steps: each coordinate's iterates do not depend on the others).  ``ex0``:
- * exp(min(w2 v/2, 700)) at the start where the caller has it (its first step's exp), or NULL.
- * ``work``: n doubles then n ints.  Returns the passes. */
+ * (the same steps: a coordinate's iterates depend on the others only through which of exp
+ * and the polynomial a pass takes, a rounding).  ``ex0``:
+ * exp(min(w2 v/2, 700)) at the start where the caller has it (the first step's exp; a later
+ * step's is ex0 exp(w2 (v - v0)/2) where no coordinate has moved by more than 1/64 in w2 v/2,
+ * the second factor by its polynomial), or NULL.  ``work``: 3 n doubles; with ``ex0``, the
+ * start v0 (the v of ex0) is left in work[2n..3n).  Returns the passes. */
 GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, const double *restrict w2, const double *restrict p,
                           double *restrict v, double tol, int iters, double *restrict work,
                           const double *restrict ex0)
 {
-    double *restrict act = work;
+    double *restrict act = work, *restrict v0 = work + 2 * n;
     int *restrict live_i = (int *) (work + n);  /* the coordinates still going, once few are */
-    int i, it, live = 0;
+    int i, it, live = 0, capped = 0;
+    int far = 0;                                /* coordinates going on with |w2 (v - v0)/2| > 1/64 */
     for (i = 0; i < n; i++) {
         int on = beta[i] > 0.0;
+        if (ex0 != NULL) {
+            v0[i] = v[i];
+            capped += on & (0.5 * w2[i] * v[i] >= 699.0);      /* ex0 capped near: exps only */
+        }
         v[i] = on ? v[i] : 1.0 / p[i];
         act[i] = on;
         live += on;
@@ -616,26 +641,41 @@ GRIND_LN_CLONES static int grind_ln_sigma(int n, const double *restrict beta, co
                     live_i[m++] = i;
             for (; it < iters && m > 0; it++) {
                 int k = 0;
-                for (int j = 0; j < m; j++)
-                    if (ln_sigma_step(live_i[j], beta, w2, p, v, tol, 1, it == 0 ? ex0 : NULL))
-                        live_i[k++] = live_i[j];
+                for (int j = 0; j < m; j++) {
+                    int c = live_i[j], how = 1;
+                    if (ex0 != NULL)
+                        how = it == 0 ? 0 : capped == 0 && fabs(0.5 * w2[c] * (v[c] - v0[c])) <= 1.0 / 64.0 ? 2 : 1;
+                    if (ln_sigma_step(c, beta, w2, p, v, tol, 1, ex0, v0, how))
+                        live_i[k++] = c;
+                }
                 m = k;
             }
             return it;
         }
         live = 0;
-        if (it == 0 && ex0 != NULL)     /* two loops: one loop over a pointer chosen per pass was 5% slower an iteration */
+        /* separate loops for the three exps: one loop choosing per coordinate does not vectorise */
+        if (it == 0 && ex0 != NULL)
             for (i = 0; i < n; i++) {
-                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, ex0);
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, ex0, v0, 0);
+                far += on & (fabs(0.5 * w2[i] * (v[i] - v0[i])) > 1.0 / 64.0);  /* a count: the loop vectorises */
                 act[i] = on;
                 live += on;
             }
-        else
+        else if (ex0 != NULL && far == 0 && capped == 0) {
             for (i = 0; i < n; i++) {
-                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, NULL);
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, ex0, v0, 2);
+                far += on & (fabs(0.5 * w2[i] * (v[i] - v0[i])) > 1.0 / 64.0);  /* a count: the loop vectorises */
                 act[i] = on;
                 live += on;
             }
+        } else {
+            far = 1;                            /* a pass of exps: the next ones too */
+            for (i = 0; i < n; i++) {
+                int on = ln_sigma_step(i, beta, w2, p, v, tol, act[i] != 0.0, ex0, v0, 1);
+                act[i] = on;
+                live += on;
+            }
+        }
     }
     return it;
 }
