@@ -581,30 +581,28 @@ cdef class Shard:
         sentence without a parse (log Z not finite)."""
         if lc.shape[0] != self.NL or logz.shape[0] != self.B:
             raise ValueError("Shard.set_counts: sizes")
-        cdef i64 b, i, j, f, q
+        cdef i64 b, i, j, k, nt
+        cdef double *tgt
+        cdef const i64 *at
+        if self._plain:                     # into the lane slots (F made from them when read)
+            nt = self._la.shape[0]
+            tgt = &self._la[0] if nt else NULL
+            at = &self._loc_q[0] if self.NL else NULL
+        else:
+            nt = self.C
+            tgt = &self._F[0] if nt else NULL
+            at = &self.loc_f[0] if self.NL else NULL
         with nogil:
-            if self._plain:                 # into the lane slots (F made from them when read)
-                for i in range(self._la.shape[0]):
-                    self._la[i] = 0.0
-                for b in range(self.B):
-                    if not (logz[b] > -INFINITY and logz[b] < INFINITY):
-                        continue
-                    for j in range(self.loc_off[b], self.loc_off[b + 1]):
-                        q = self._loc_q[j]
-                        if q >= 0:
-                            self._la[q] += lc[j]
-                self._la_ok, self._f_ok = True, False
-            else:
-                for i in range(self.C):
-                    self._F[i] = 0.0
-                for b in range(self.B):
-                    if not (logz[b] > -INFINITY and logz[b] < INFINITY):
-                        continue
-                    for j in range(self.loc_off[b], self.loc_off[b + 1]):
-                        f = self.loc_f[j]
-                        if f >= 0:
-                            self._F[f] += lc[j]
-                self._f_ok, self._la_ok = True, False
+            for i in range(nt):
+                tgt[i] = 0.0
+            for b in range(self.B):
+                if not (logz[b] > -INFINITY and logz[b] < INFINITY):
+                    continue
+                for j in range(self.loc_off[b], self.loc_off[b + 1]):
+                    k = at[j]
+                    if k >= 0:
+                        tgt[k] += lc[j]
+        self._la_ok, self._f_ok = self._plain, not self._plain
 
     def update(self, i64 rounds=1):
         """``rounds`` rounds of steps 2-4 for every sentence with F fixed (module docstring).

@@ -121,16 +121,14 @@ static inline grind_v8d ln_vmax(grind_v8d a, grind_v8d b)
 }
 
 /* The last seven Horner steps of exp's Taylor polynomial at z, from p (the sum of the terms of degree >= 7
- * over z^7) */
+ * over z^7), for lane vectors and doubles alike */
+#define LN_EXP_TAIL(p, z) \
+    ((((((((p) * (z) + 1.0 / 720.0) * (z) + 1.0 / 120.0) * (z) + 1.0 / 24.0) * (z) + 1.0 / 6.0) * (z) + 0.5) \
+      * (z) + 1.0) * (z) + 1.0)
+
 static inline grind_v8d ln_vexp_tail(grind_v8d p, grind_v8d z)
 {
-    p = p * z + 1.0 / 720.0;
-    p = p * z + 1.0 / 120.0;
-    p = p * z + 1.0 / 24.0;
-    p = p * z + 1.0 / 6.0;
-    p = p * z + 0.5;
-    p = p * z + 1.0;
-    return p * z + 1.0;
+    return LN_EXP_TAIL(p, z);
 }
 
 /* grind_ln_exp lane by lane */
@@ -561,14 +559,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
 /* exp(z) for |z| <= 1/64, as ln_vexp_small, one value (loops over it vectorise) */
 static inline __attribute__((always_inline)) double grind_ln_exp_small(double z)
 {
-    double q = 1.0 / 5040.0;
-    q = q * z + 1.0 / 720.0;
-    q = q * z + 1.0 / 120.0;
-    q = q * z + 1.0 / 24.0;
-    q = q * z + 1.0 / 6.0;
-    q = q * z + 0.5;
-    q = q * z + 1.0;
-    return q * z + 1.0;
+    return LN_EXP_TAIL(1.0 / 5040.0, z);
 }
 
 /* One step of the sigma~^2 solve below at coordinate i, exp(min(w2 v/2, 700)) at v[i] by
