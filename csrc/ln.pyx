@@ -1109,23 +1109,14 @@ def spd_inverse(const double[:, :, ::1] S):
     return Q, ld
 
 
-def kernel_exp(const double[::1] x):
-    """The kernel's exp (csrc/ln_kernels.h) of every element of ``x`` (for tests)."""
+def kernel_exp(const double[::1] x, bint small=False):
+    """The kernel's exp (csrc/ln_kernels.h) of every element of ``x``; ``small``: the polynomial
+    it uses for |x| <= 1/64 (grind_ln_exp_small).  For tests."""
     out = np.empty(x.shape[0])
     cdef double[::1] o = out
     cdef Py_ssize_t i
     for i in range(x.shape[0]):
-        o[i] = grind_ln_exp(x[i])
-    return out
-
-
-def kernel_exp_small(const double[::1] x):
-    """The kernel's exp for |x| <= 1/64 (its polynomial, grind_ln_exp_small) of every element of ``x`` (for tests)."""
-    out = np.empty(x.shape[0])
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    for i in range(x.shape[0]):
-        o[i] = grind_ln_exp_small(x[i])
+        o[i] = grind_ln_exp_small(x[i]) if small else grind_ln_exp(x[i])
     return out
 
 
