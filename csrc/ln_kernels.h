@@ -96,23 +96,24 @@ static inline grind_v8d ln_vabs(grind_v8d a)
     return (grind_v8d) ((grind_v8l) a & ~(grind_v8l) ln_v(-0.0));
 }
 
-/* whether any lane of a mask is set (three shuffles, no loop over the lanes) */
-static inline int ln_any(grind_v8l m)
+/* the sum of the eight lanes (three shuffles, no loop over the lanes) */
+static inline double ln_hsum(grind_v8d a)
 {
-    m |= __builtin_shuffle(m, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
-    m |= __builtin_shuffle(m, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
-    m |= __builtin_shuffle(m, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
-    return m[0] != 0;
+    a += __builtin_shuffle(a, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
+    a += __builtin_shuffle(a, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
+    a += __builtin_shuffle(a, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
+    return a[0];
 }
 
-/* how many lanes of a mask (all ones or zero a lane) are set */
+/* how many lanes of a mask (all ones or zero a lane) are set; whether any is */
 static inline int ln_count(grind_v8l m)
 {
-    m = -m;                                     /* 1 where set */
-    m += __builtin_shuffle(m, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
-    m += __builtin_shuffle(m, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
-    m += __builtin_shuffle(m, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
-    return (int) m[0];
+    return (int) ln_hsum(ln_sel(m, ln_v(1.0), ln_v(0.0)));
+}
+
+static inline int ln_any(grind_v8l m)
+{
+    return ln_count(m) != 0;
 }
 
 static inline grind_v8d ln_vmax(grind_v8d a, grind_v8d b)
@@ -450,11 +451,7 @@ GRIND_LN_CLONES static int grind_ln_mu_batch(int n, const grind_v8d *restrict a,
     if (!small) {                              /* the curvature set A, once */
         double top[GRIND_LN_KMAX], lanes = ln_count(act);
         for (i = 0; i < n; i++) {
-            grind_v8d ea = ln_sel(act, e[i], zero);
-            ea += __builtin_shuffle(ea, (grind_v8l) {4, 5, 6, 7, 0, 1, 2, 3});
-            ea += __builtin_shuffle(ea, (grind_v8l) {2, 3, 0, 1, 6, 7, 4, 5});
-            ea += __builtin_shuffle(ea, (grind_v8l) {1, 0, 3, 2, 5, 4, 7, 6});
-            double v = ea[0] * (w[i] * w[i] * S[i * ld + i]);
+            double v = ln_hsum(ln_sel(act, e[i], zero)) * (w[i] * w[i] * S[i * ld + i]);
             if (!(v >= GRIND_LN_TAU * lanes) || (m == KM && v <= top[m - 1]))
                 continue;
             j = m < KM ? m++ : m - 1;
